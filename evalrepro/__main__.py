@@ -1,0 +1,5 @@
+import sys
+
+from evalrepro.cli import main
+
+sys.exit(main())

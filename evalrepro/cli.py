@@ -1,0 +1,219 @@
+"""The ``evalrepro`` command line.
+
+Each subcommand is a function taking the parsed arguments and returning an exit code;
+``main`` turns a :class:`UserError` into one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from omegaconf import OmegaConf
+from rich.console import Console
+from rich.table import Table
+
+from evalrepro import __version__
+from evalrepro.config import compose
+from evalrepro.errors import UserError
+from evalrepro.grading import TestGroup
+from evalrepro.observation import Observation, observe
+from evalrepro.parsers import LogParser, get_parser, parser_names
+from evalrepro.parsers.swebench_repos import SWEBENCH_REPO_PARSERS
+from evalrepro.sample import Sample, load_samples
+from evalrepro.score import Score, score
+
+EXIT_USER_ERROR = 2
+
+
+# --- grade ---------------------------------------------------------------------------
+
+
+def _pick_sample(path: Path, instance_id: str | None) -> Sample:
+    samples = load_samples(path)
+    if instance_id is None:
+        if len(samples) > 1:
+            raise UserError(f"{path} holds {len(samples)} instances; pick one with --instance-id")
+        return samples[0]
+    for sample in samples:
+        if sample.instance_id == instance_id:
+            return sample
+    raise UserError(f"{path}: no instance '{instance_id}'")
+
+
+def _pick_parser(sample: Sample, name: str | None) -> LogParser:
+    chosen = name or sample.parser or SWEBENCH_REPO_PARSERS.get(sample.repo)
+    if chosen is None:
+        raise UserError(
+            f"instance '{sample.instance_id}' names no log parser and '{sample.repo}' is "
+            "not a SWE-bench repo; pass --parser (see 'evalrepro parsers')"
+        )
+    return get_parser(chosen)
+
+
+def _read_log(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8", errors="replace")
+    except OSError as error:
+        raise UserError(f"--log {path}: cannot read ({error.strerror})") from None
+
+
+def grade_payload(observation: Observation, result: Score) -> dict:
+    empty = {"success": [], "failure": []}
+    tests = observation.tests
+    return {
+        "instance_id": observation.instance_id,
+        "parser": observation.parser,
+        "status_map": observation.status_map,
+        "fail_to_pass": tests.fail_to_pass.model_dump() if tests else empty,
+        "pass_to_pass": tests.pass_to_pass.model_dump() if tests else empty,
+        "resolution": str(tests.resolution) if tests else None,
+        "score": result.model_dump(mode="json", exclude={"record", "schema_version"}),
+        "observation": observation.model_dump(mode="json"),
+    }
+
+
+def cmd_grade(args: argparse.Namespace) -> int:
+    sample = _pick_sample(args.instance, args.instance_id)
+    parser = _pick_parser(sample, args.parser)
+    observation = observe(_read_log(args.log), sample, parser)
+    result = score(observation)
+    if args.json:
+        print(json.dumps(grade_payload(observation, result), indent=2, ensure_ascii=False))
+        return 0
+    _print_grade(Console(), observation, result)
+    return 0
+
+
+def _print_grade(console: Console, observation: Observation, result: Score) -> None:
+    console.print(
+        f"[bold]{observation.instance_id}[/] parsed with [bold]{observation.parser}[/]: "
+        f"{len(observation.status_map)} tests, parser status {observation.parser_status}"
+        + (f" ({observation.parser_detail})" if observation.parser_detail else "")
+    )
+    if observation.status_map:
+        table = Table("test", "status", title="status map", title_justify="left")
+        for test, status in observation.status_map.items():
+            table.add_row(test, status, style=_STATUS_STYLE.get(status, ""))
+        console.print(table)
+    if observation.tests is not None:
+        for label, group in (
+            ("FAIL_TO_PASS", observation.tests.fail_to_pass),
+            ("PASS_TO_PASS", observation.tests.pass_to_pass),
+        ):
+            _print_group(console, label, group)
+        console.print(f"resolution: [bold]{observation.tests.resolution}[/]")
+    colour = {"resolved": "green", "unresolved": "yellow", "invalid": "red"}[result.outcome]
+    console.print(
+        f"score: [bold {colour}]{result.outcome}[/] ({result.reason}"
+        + (f": {result.detail}" if result.detail else "")
+        + ")"
+    )
+
+
+_STATUS_STYLE = {"PASSED": "green", "FAILED": "red", "ERROR": "red", "SKIPPED": "dim"}
+
+
+def _print_group(console: Console, label: str, group: TestGroup) -> None:
+    console.print(f"{label}: {len(group.success)}/{group.total} ok")
+    for test in group.failure:
+        console.print(f"  [red]x[/] {test}", markup=True, highlight=False)
+
+
+# --- config --------------------------------------------------------------------------
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    config = compose(args.overrides, args.config_dir)
+    if args.json:
+        print(json.dumps(config.model_dump(mode="json"), indent=2))
+    else:
+        # The validated config, printed as YAML in the shape the user wrote.
+        print(OmegaConf.to_yaml(OmegaConf.create(config.model_dump(mode="json"))), end="")
+    return 0
+
+
+# --- parsers -------------------------------------------------------------------------
+
+
+def cmd_parsers(args: argparse.Namespace) -> int:
+    table = Table("name", "family", "fail only", "aliases", "runner")
+    for name in parser_names():
+        parser = get_parser(name)
+        table.add_row(
+            name,
+            str(parser.family),
+            "yes" if parser.fail_only else "",
+            ", ".join(parser.aliases[:3]) + (" ..." if len(parser.aliases) > 3 else ""),
+            parser.description,
+        )
+    Console().print(table)
+    return 0
+
+
+# --- main ----------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="evalrepro",
+        description="Reproducible SWE-bench-style evaluation of code patches.",
+    )
+    top.add_argument("--version", action="version", version=f"evalrepro {__version__}")
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    grade = sub.add_parser(
+        "grade", help="grade one test log against one instance (SWE-bench logs too)"
+    )
+    grade.add_argument(
+        "--instance",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="an instance JSON, or a JSON/JSONL dataset (with --instance-id)",
+    )
+    grade.add_argument(
+        "--log",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="the eval log (test_output.txt) with start/end markers",
+    )
+    grade.add_argument("--instance-id", metavar="ID")
+    grade.add_argument("--parser", metavar="NAME", help="override the instance's parser")
+    grade.add_argument("--json", action="store_true", help="print one JSON object")
+    grade.set_defaults(handler=cmd_grade)
+
+    config = sub.add_parser("config", help="compose, validate and print the experiment config")
+    config.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. +experiment=demo")
+    config.add_argument(
+        "--config-dir",
+        type=Path,
+        metavar="DIR",
+        help="a directory of your own configs, searched before the built-in",
+    )
+    config.add_argument("--json", action="store_true")
+    config.set_defaults(handler=cmd_config)
+
+    parsers = sub.add_parser("parsers", help="list the registered log parsers")
+    parsers.set_defaults(handler=cmd_parsers)
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    try:
+        return handler(args)
+    except UserError as error:
+        print(f"evalrepro: error: {error}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""The one error type a user sees: a single line naming what was wrong and where."""
+
+from typing import Any
+
+from pydantic import ValidationError
+
+
+class UserError(Exception):
+    """Bad input from the user (a file, a flag, a config value).
+
+    The CLI prints ``str(error)`` on one line and exits non-zero; no traceback.
+    """
+
+    def __init__(self, message: str) -> None:
+        # Collapse newlines so the message always fits the one-line contract.
+        super().__init__(" ".join(message.split()))
+
+
+def validation_message(error: ValidationError, *, most: int = 3) -> str:
+    """A pydantic error as ``field 'a.b': message; ...`` on one line."""
+    problems = [_problem(detail) for detail in error.errors()]
+    more = f"; and {len(problems) - most} more" if len(problems) > most else ""
+    return "; ".join(problems[:most]) + more
+
+
+def _problem(detail: Any) -> str:
+    where = ".".join(str(part) for part in detail["loc"]) or "record"
+    if detail["type"] == "missing":
+        return f"missing field '{where}'"
+    if detail["type"] == "extra_forbidden":
+        return f"unknown field '{where}'"
+    got = detail.get("input")
+    shown = f" (got {got!r})" if isinstance(got, str | int | float) else ""
+    return f"field '{where}': {detail['msg']}{shown}"

@@ -1,0 +1,27 @@
+"""Which compatible parser SWE-bench uses for each of its Python repos.
+
+SWE-bench instances older than swebench 5 carry no ``log_parser`` field; the harness
+picked the parser by repo. This table (swebench's MAP_REPO_TO_PARSER_PY, as data) lets
+``evalrepro grade`` re-grade such instances without being told the parser.
+"""
+
+SWEBENCH_REPO_PARSERS: dict[str, str] = {
+    "astropy/astropy": "pytest_v2",
+    "django/django": "django",
+    "marshmallow-code/marshmallow": "pytest",
+    "matplotlib/matplotlib": "matplotlib",
+    "mwaskom/seaborn": "seaborn",
+    "pallets/flask": "pytest",
+    "psf/requests": "pytest_options",
+    "pvlib/pvlib-python": "pytest",
+    "pydata/xarray": "pytest",
+    "pydicom/pydicom": "pytest_options",
+    "pylint-dev/astroid": "pytest",
+    "pylint-dev/pylint": "pytest_options",
+    "pytest-dev/pytest": "pytest",
+    "pyvista/pyvista": "pytest",
+    "scikit-learn/scikit-learn": "pytest_v2",
+    "sqlfluff/sqlfluff": "pytest",
+    "sphinx-doc/sphinx": "pytest_v2",
+    "sympy/sympy": "sympy",
+}
