@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict
 from evalrepro.parsers import Status
 
 _PASSING = frozenset({Status.PASSED, Status.XFAIL, Status.XPASS})
+_FAILING = frozenset({Status.FAILED, Status.ERROR})
 
 
 class Resolution(StrEnum):
@@ -85,14 +86,28 @@ def _status(test: str, statuses: Mapping[str, str]) -> str | None:
     return None if key is None else statuses[key]
 
 
-def fail_to_pass_ok(test: str, statuses: Mapping[str, str]) -> bool:
+# A verdict is True (passed), False (failed) or None: a compatible parser may record a
+# token that is no status (swebench's ``ERROR:``), which swebench counts in neither list.
+
+
+def fail_to_pass_ok(test: str, statuses: Mapping[str, str]) -> bool | None:
     """A FAIL_TO_PASS test must pass: absent, failing and skipped all fail."""
-    return _status(test, statuses) in _PASSING
+    status = _status(test, statuses)
+    if status in _PASSING:
+        return True
+    if status is None or status in _FAILING or status == Status.SKIPPED:
+        return False
+    return None
 
 
-def pass_to_pass_ok(test: str, statuses: Mapping[str, str]) -> bool:
+def pass_to_pass_ok(test: str, statuses: Mapping[str, str]) -> bool | None:
     """A PASS_TO_PASS test must be maintained: passing or skipped."""
-    return _status(test, statuses) in _PASSING | {Status.SKIPPED}
+    status = _status(test, statuses)
+    if status in _PASSING or status == Status.SKIPPED:
+        return True
+    if status is None or status in _FAILING:
+        return False
+    return None
 
 
 def fail_only_ok(test: str, statuses: Mapping[str, str]) -> bool:
@@ -102,12 +117,14 @@ def fail_only_ok(test: str, statuses: Mapping[str, str]) -> bool:
 
 def _split(
     tests: Sequence[str],
-    judge: Callable[[str, Mapping[str, str]], bool],
+    judge: Callable[[str, Mapping[str, str]], bool | None],
     statuses: Mapping[str, str],
 ) -> TestGroup:
-    success = [test for test in tests if judge(test, statuses)]
-    failure = [test for test in tests if not judge(test, statuses)]
-    return TestGroup(success=success, failure=failure)
+    verdicts = {test: judge(test, statuses) for test in tests}
+    return TestGroup(
+        success=[test for test in tests if verdicts[test] is True],
+        failure=[test for test in tests if verdicts[test] is False],
+    )
 
 
 def tests_report(

@@ -62,7 +62,9 @@ class TestLog:
 
 
 def read_test_log(text: str) -> TestLog:
-    lines = text.splitlines()
+    # Lines end at "\n" only, as in swebench: splitlines() would also cut at "\r", form
+    # feeds and other separators that runners print inside test output.
+    lines = text.split("\n")
     stripped = [line.strip() for line in lines]
     starts = [i for i, line in enumerate(stripped) if line == START_MARKER]
     ends = [i for i, line in enumerate(stripped) if line == END_MARKER]

@@ -69,3 +69,12 @@ def test_fail_only_runners_pass_every_test_that_is_not_explicitly_failed():
     assert result.fail_to_pass.failure == ["b"]
     # swebench's FAIL_ONLY check looks for FAILED only; ERROR is not printed by such runners
     assert result.pass_to_pass.success == ["c"]
+
+
+def test_a_status_token_swebench_does_not_know_counts_neither_passed_nor_failed():
+    # swebench's pytest parser records "ERROR: file or directory not found" as test
+    # "file" with status "ERROR:"; its grading puts such a test in neither list.
+    result = report({"file": "ERROR:", "t": "PASSED"}, f2p=["file", "t"], p2p=["file"])
+    assert result.fail_to_pass.success == ["t"]
+    assert result.fail_to_pass.failure == []
+    assert result.pass_to_pass.total == 0

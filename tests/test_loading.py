@@ -65,7 +65,9 @@ def test_unknown_fields_are_kept_and_covered_by_the_instance_digest(tmp_path):
 
 def test_a_duplicate_instance_id_names_both_lines(tmp_path):
     path = write_jsonl(tmp_path / "d.jsonl", [instance("x"), instance("y"), instance("x")])
-    with pytest.raises(UserError, match=r"d\.jsonl:3: duplicate instance_id 'x' \(first at .*d\.jsonl:1\)"):
+    with pytest.raises(
+        UserError, match=r"d\.jsonl:3: duplicate instance_id 'x' \(first at .*d\.jsonl:1\)"
+    ):
         load_samples(path)
 
 
@@ -131,11 +133,11 @@ def test_a_prediction_for_an_unknown_instance_names_its_line(tmp_path, samples):
         load_predictions(path, samples)
 
 
-def test_a_duplicate_prediction_is_an_error_unless_the_target_declares_samples(
-    tmp_path, samples
-):
+def test_a_duplicate_prediction_is_an_error_unless_the_target_declares_samples(tmp_path, samples):
     path = write_jsonl(tmp_path / "p.jsonl", [prediction("a", "p1"), prediction("a", "p2")])
-    with pytest.raises(UserError, match=r"p\.jsonl:2: sample 1 of 'a' but the target declares samples: 1"):
+    with pytest.raises(
+        UserError, match=r"p\.jsonl:2: sample 1 of 'a' but the target declares samples: 1"
+    ):
         load_predictions(path, samples)
     two = load_predictions(path, samples, samples_per_instance=2)
     assert [(p.sample_index, p.model_patch) for p in two] == [(0, "p1"), (1, "p2")]

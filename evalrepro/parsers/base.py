@@ -45,7 +45,10 @@ class ParsedLog:
     disagree with the lines parsed); any problem makes the log unscorable.
     """
 
-    statuses: dict[str, Status]
+    #: Native parsers give a :class:`Status`. A compatible parser may also carry a token
+    #: exactly as swebench records it (``ERROR:`` from pytest's usage error line), which
+    #: grading, like swebench's, counts neither passed nor failed.
+    statuses: dict[str, Status | str]
     suite_ran: bool
     problems: tuple[str, ...] = field(default=())
 

@@ -1,8 +1,9 @@
-"""Which compatible parser SWE-bench uses for each of its Python repos.
+"""Which compatible parser SWE-bench uses for each of its repos that we have parsers for.
 
 SWE-bench instances older than swebench 5 carry no ``log_parser`` field; the harness
-picked the parser by repo. This table (swebench's MAP_REPO_TO_PARSER_PY, as data) lets
-``evalrepro grade`` re-grade such instances without being told the parser.
+picked the parser by repo. This table (swebench's MAP_REPO_TO_PARSER_PY, plus the
+JavaScript repos whose parsers exist here, as data) lets ``evalrepro grade`` re-grade
+such instances without being told the parser.
 """
 
 SWEBENCH_REPO_PARSERS: dict[str, str] = {
@@ -24,4 +25,8 @@ SWEBENCH_REPO_PARSERS: dict[str, str] = {
     "sqlfluff/sqlfluff": "pytest",
     "sphinx-doc/sphinx": "pytest_v2",
     "sympy/sympy": "sympy",
+    # JavaScript
+    "axios/axios": "tap",
+    "eslint/eslint": "eslint",  # a FAIL_ONLY repo: its parser records failures only
+    "mrdoob/three.js": "tap",
 }
