@@ -26,12 +26,6 @@ from tests.demo_expectations import (
 TARGETS = ("model_a", "model_b")
 #: Trials a parser still grades wrongly (another component's bug, tracked here so that the
 #: fix shows up): (target, instance_id) -> why.
-PARSER_GAPS: dict[tuple[str, str], str] = {
-    ("model_b", "demo__ledger-1"): (
-        "the unittest parser reads verdict lines written after the runner's totals as a "
-        "second run, so forged 'test_x (...) ... ok' lines turn FAILED tests into PASSED"
-    ),
-}
 LOOP_TIMEOUT = 3
 INSTANCES: list[dict] = [
     json.loads(line) for line in INSTANCES_PATH.read_text(encoding="utf-8").splitlines()
@@ -190,8 +184,6 @@ def test_prediction_ends_as_expected(
 
     trial = harness.run_trial(repos, instance, patch, tmp_path, timeout)
 
-    if key in PARSER_GAPS and trial.outcome == "resolved":
-        pytest.xfail(PARSER_GAPS[key])
     assert trial.outcome == EXPECTED[key]
     assert trial.applied == (bool(patch) and key not in DOES_NOT_APPLY)
     assert (trial.run is None) == (key in TIMES_OUT or not trial.applied)
