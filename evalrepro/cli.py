@@ -136,6 +136,22 @@ def cmd_config(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- run -----------------------------------------------------------------------------
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from evalrepro.run import default_cache_dir, run_experiment
+
+    config = compose(args.overrides, args.config_dir)
+    run_experiment(
+        config,
+        Console(),
+        run_dir=args.run_dir,
+        cache_dir=args.cache_dir or default_cache_dir(),
+    )
+    return 0
+
+
 # --- parsers -------------------------------------------------------------------------
 
 
@@ -197,6 +213,30 @@ def build_parser() -> argparse.ArgumentParser:
     )
     config.add_argument("--json", action="store_true")
     config.set_defaults(handler=cmd_config)
+
+    run = sub.add_parser(
+        "run", help="build the environments, run every trial in a container, grade, report"
+    )
+    run.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. +experiment=demo")
+    run.add_argument(
+        "--config-dir",
+        type=Path,
+        metavar="DIR",
+        help="a directory of your own configs, searched before the built-in",
+    )
+    run.add_argument(
+        "--run-dir",
+        type=Path,
+        metavar="DIR",
+        help="where to write the run (default: runs/<experiment>-<time>)",
+    )
+    run.add_argument(
+        "--cache-dir",
+        type=Path,
+        metavar="DIR",
+        help="images' build inputs and logs (default: ~/.cache/evalrepro)",
+    )
+    run.set_defaults(handler=cmd_run)
 
     parsers = sub.add_parser("parsers", help="list the registered log parsers")
     parsers.set_defaults(handler=cmd_parsers)

@@ -38,11 +38,22 @@ class Limits(BaseModel):
     nproc: int = Field(default=16384, ge=16)
 
 
+class BuildSettings(BaseModel):
+    """How images are built (not part of any image's identity)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: The host's CA bundle, mounted into builds that download (pip): TLS from inside a
+    #: build works only with it here. Never baked into an image. null: mount nothing.
+    ca_bundle: str | None = "/etc/ssl/certs/ca-certificates.crt"
+
+
 class PodmanEnvironment(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: Literal["podman"] = "podman"
     base: BaseImageSpec = Field(default_factory=BaseImageSpec)
+    build: BuildSettings = Field(default_factory=BuildSettings)
     limits: Limits = Field(default_factory=Limits)
     #: Seconds the test command may run before the container is killed (-> invalid).
     timeout: int = Field(default=300, gt=0)

@@ -70,8 +70,10 @@ def observe(
     log = read_test_log(log_text)
     if HarnessEvent.TESTS_TIMED_OUT in log.events:
         execution_status = ExecutionStatus.TIMEOUT
-    if HarnessEvent.PATCH_APPLY_FAILED in log.events and patch_status is None:
+    if patch_status is None and HarnessEvent.PATCH_APPLY_FAILED in log.events:
         patch_status = PatchStatus.REJECTED
+    if patch_status is None and log.patch_method is not None:
+        patch_status, patch_method = PatchStatus.APPLIED, log.patch_method
     for event in _INFRASTRUCTURE_EVENTS:
         if event in log.events and infrastructure_error is None:
             infrastructure_error = f"harness reported '{event.value}'"

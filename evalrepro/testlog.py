@@ -31,6 +31,8 @@ START_MARKER = ">>>>> Start Test Output"
 END_MARKER = ">>>>> End Test Output"
 EXIT_CODE_PREFIX = ">>>>> Test Exit Code:"
 _EXIT_CODE = re.compile(r"^>>>>> Test Exit Code:\s*(-?\d+)$")
+# evalrepro's eval script names the tool that applied the model patch.
+_APPLIED_PATCH = re.compile(r"^>>>>> Applied Patch \((\w+)\)$")
 
 
 class HarnessEvent(StrEnum):
@@ -55,6 +57,8 @@ class TestLog:
     exit_code: int | None
     events: tuple[HarnessEvent, ...]
     detail: str = ""
+    #: How the model patch was applied, when the log says (before the region).
+    patch_method: str | None = None
 
     @property
     def usable(self) -> bool:
@@ -101,6 +105,7 @@ def read_test_log(text: str) -> TestLog:
         region_status=RegionStatus.OK,
         exit_code=_exit_code(stripped[end + 1 :]),
         events=_events(outside),
+        patch_method=_patch_method(stripped[:start]),
     )
 
 
@@ -109,6 +114,14 @@ def _exit_code(after_end: list[str]) -> int | None:
         match = _EXIT_CODE.match(line)
         if match:
             return int(match.group(1))
+    return None
+
+
+def _patch_method(before_start: list[str]) -> str | None:
+    for line in before_start:
+        match = _APPLIED_PATCH.match(line)
+        if match:
+            return match.group(1)
     return None
 
 

@@ -9,15 +9,32 @@ change a result; trial ids include it.
 from __future__ import annotations
 
 import re
+import shlex
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalrepro.digest import sha256_bytes, sha256_json
+from evalrepro.evalscript import render_eval_script
 from evalrepro.record import Record
 from evalrepro.sample import Sample
 
-_DIFF_HEADER = re.compile(r"^diff --git a/(\S+) b/(\S+)$", re.M)
+_DIFF_HEADER = re.compile(r"^diff --git a/(\S+) b/(\S+)$")
+#: Files a test patch may touch that are not tests to run (SWE-bench's NON_TEST_EXTS).
+NON_TEST_SUFFIXES = (
+    ".json",
+    ".png",
+    ".csv",
+    ".txt",
+    ".md",
+    ".jpg",
+    ".jpeg",
+    ".pkl",
+    ".yml",
+    ".yaml",
+    ".toml",
+)
 
 
 class RepoSpec(BaseModel):
@@ -34,12 +51,44 @@ class RepoSpec(BaseModel):
     parser: str
 
 
-def files_touched(patch: str) -> list[str]:
-    """Paths a unified git diff touches (new side), in order of appearance."""
-    seen: dict[str, None] = {}
-    for old, new in _DIFF_HEADER.findall(patch):
-        seen[new if new != "/dev/null" else old] = None
-    return list(seen)
+@dataclass(frozen=True)
+class TouchedFiles:
+    """What a git diff does to files: those that exist at the base, those it creates."""
+
+    at_base: list[str]
+    created: list[str]
+
+    @property
+    def all(self) -> list[str]:
+        return [*self.at_base, *self.created]
+
+
+def files_touched(patch: str) -> TouchedFiles:
+    at_base: dict[str, None] = {}
+    created: dict[str, None] = {}
+    current: tuple[str, str] | None = None
+    is_new = False
+
+    def close() -> None:
+        if current is None:
+            return
+        old, new = current
+        if is_new:
+            created[new] = None
+        else:
+            at_base[old] = None
+            if new != old:  # a rename creates its new path
+                created[new] = None
+
+    for line in patch.splitlines():
+        header = _DIFF_HEADER.match(line)
+        if header:
+            close()
+            current, is_new = (header.group(1), header.group(2)), False
+        elif current is not None and line.startswith("new file mode"):
+            is_new = True
+    close()
+    return TouchedFiles(at_base=list(at_base), created=list(created))
 
 
 class TestSpec(Record):
@@ -54,26 +103,24 @@ class TestSpec(Record):
     test_directives: list[str]
     parser: str
     fail_only: bool
-    test_patch_files: list[str]
     #: The test patch itself, by digest (the eval script applies it).
     test_patch_digest: str
     fail_to_pass: list[str]
     pass_to_pass: list[str]
-
-    @property
-    def test_command(self) -> str:
-        return " ".join([self.test_cmd, *self.test_directives])
+    eval_script: str
 
     def digest(self) -> str:
         """sha256 over the canonical JSON of every field."""
         return sha256_json(self.model_dump(mode="json"))
 
 
-def compile_test_spec(
-    sample: Sample, spec: RepoSpec, *, parser: str, fail_only: bool
-) -> TestSpec:
+def compile_test_spec(sample: Sample, spec: RepoSpec, *, parser: str, fail_only: bool) -> TestSpec:
     touched = files_touched(sample.test_patch)
-    directives = touched if spec.test_directives == "test_patch" else spec.test_directives
+    if spec.test_directives == "test_patch":
+        directives = [path for path in touched.all if not path.endswith(NON_TEST_SUFFIXES)]
+    else:
+        directives = list(spec.test_directives)
+    test_command = " ".join([spec.test_cmd, *(shlex.quote(d) for d in directives)])
     return TestSpec(
         instance_id=sample.instance_id,
         repo=sample.repo,
@@ -82,11 +129,18 @@ def compile_test_spec(
         packages=spec.packages,
         install=spec.install,
         test_cmd=spec.test_cmd,
-        test_directives=list(directives),
+        test_directives=directives,
         parser=parser,
         fail_only=fail_only,
-        test_patch_files=touched,
         test_patch_digest=sha256_bytes(sample.test_patch.encode()),
         fail_to_pass=sample.fail_to_pass,
         pass_to_pass=sample.pass_to_pass,
+        eval_script=render_eval_script(
+            instance_id=sample.instance_id,
+            repo=sample.repo,
+            base_commit=sample.base_commit,
+            files_at_base=touched.at_base,
+            files_created=touched.created,
+            test_command=test_command,
+        ),
     )

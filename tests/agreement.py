@@ -13,9 +13,8 @@ from collections import defaultdict
 
 from evalrepro.parsers import get_parser
 from tests.corpus import all_corpus
+from tests.corpus_checks import truth_shown_to
 from tests.reference import swebench_status_map
-
-FAIL_ONLY_SHOWN = {"FAILED", "ERROR", "XPASS"}
 
 
 def main() -> None:
@@ -32,9 +31,7 @@ def main() -> None:
         if log.native and log.truth is not None:
             native = get_parser(log.native)
             ours = {k: str(v) for k, v in native.parse(log.text).statuses.items()}
-            truth = log.truth
-            if native.fail_only:  # such a runner prints only its failures
-                truth = {k: v for k, v in truth.items() if v in FAIL_ONLY_SHOWN}
+            truth = truth_shown_to(native, log.truth)
             bucket = "named" if log.native in log.known_differences else "native"
             row[bucket][0] += ours == truth
             row[bucket][1] += 1

@@ -7,8 +7,12 @@ from swebench.types import TestSpec
 
 
 def reference_spec(
-    *, parser: str, fail_to_pass: list[str] = (), pass_to_pass: list[str] = (),
-    instance_id: str = "ref__ref-1", eval_type: str = "pass_and_fail",
+    *,
+    parser: str,
+    fail_to_pass: list[str] = (),
+    pass_to_pass: list[str] = (),
+    instance_id: str = "ref__ref-1",
+    eval_type: str = "pass_and_fail",
 ) -> TestSpec:
     return TestSpec(
         instance_id=instance_id,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -64,18 +65,18 @@ def graded_files(tmp_path):
     return SimpleNamespace(dataset=dataset, log=log, passed=passed, failed=failed)
 
 
+def grade(
+    files: SimpleNamespace, *args: str, log: Path | None = None
+) -> subprocess.CompletedProcess:
+    """`evalrepro grade` of the fixture's instances and log (or ``log``), with ``args``."""
+    return evalrepro(
+        "grade", "--instance", str(files.dataset), "--log", str(log or files.log), *args
+    )
+
+
 def test_json_output_has_the_documented_keys_and_verdicts(graded_files):
     files = graded_files
-    done = evalrepro(
-        "grade",
-        "--instance",
-        str(files.dataset),
-        "--log",
-        str(files.log),
-        "--instance-id",
-        "demo__pf-1",
-        "--json",
-    )
+    done = grade(files, "--instance-id", "demo__pf-1", "--json")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert {"status_map", "fail_to_pass", "pass_to_pass", "resolution", "score"} <= set(result)
@@ -87,16 +88,7 @@ def test_json_output_has_the_documented_keys_and_verdicts(graded_files):
 
 def test_a_failing_fail_to_pass_test_makes_it_partial_and_unresolved(graded_files):
     files = graded_files
-    done = evalrepro(
-        "grade",
-        "--instance",
-        str(files.dataset),
-        "--log",
-        str(files.log),
-        "--instance-id",
-        "demo__pf-2",
-        "--json",
-    )
+    done = grade(files, "--instance-id", "demo__pf-2", "--json")
     result = json.loads(done.stdout)
     assert result["fail_to_pass"]["failure"] == files.failed[:1]
     assert result["resolution"] == "RESOLVED_PARTIAL"
@@ -105,15 +97,7 @@ def test_a_failing_fail_to_pass_test_makes_it_partial_and_unresolved(graded_file
 
 def test_text_output_shows_status_map_reports_resolution_and_score(graded_files):
     files = graded_files
-    done = evalrepro(
-        "grade",
-        "--instance",
-        str(files.dataset),
-        "--log",
-        str(files.log),
-        "--instance-id",
-        "demo__pf-2",
-    )
+    done = grade(files, "--instance-id", "demo__pf-2")
     assert done.returncode == 0, done.stderr
     assert "status map" in done.stdout
     assert "FAIL_TO_PASS: 1/2 ok" in done.stdout
@@ -123,18 +107,7 @@ def test_text_output_shows_status_map_reports_resolution_and_score(graded_files)
 
 def test_parser_flag_overrides_the_instances_parser(graded_files):
     files = graded_files
-    done = evalrepro(
-        "grade",
-        "--instance",
-        str(files.dataset),
-        "--log",
-        str(files.log),
-        "--instance-id",
-        "demo__pf-1",
-        "--parser",
-        "pytest",
-        "--json",
-    )
+    done = grade(files, "--instance-id", "demo__pf-1", "--parser", "pytest", "--json")
     result = json.loads(done.stdout)
     assert result["parser"] == "pytest"
 
@@ -172,7 +145,7 @@ def test_a_swebench_instance_without_parser_field_gets_swebenchs_parser_for_its_
 )
 def test_bad_input_is_one_line_and_exit_code_2(graded_files, args, message):
     files = graded_files
-    done = evalrepro("grade", "--instance", str(files.dataset), "--log", str(files.log), *args)
+    done = grade(files, *args)
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.count("\n") == 1 and message in done.stderr
@@ -180,14 +153,6 @@ def test_bad_input_is_one_line_and_exit_code_2(graded_files, args, message):
 
 def test_a_missing_log_file_is_one_line(graded_files, tmp_path):
     files = graded_files
-    done = evalrepro(
-        "grade",
-        "--instance",
-        str(files.dataset),
-        "--instance-id",
-        "demo__pf-1",
-        "--log",
-        str(tmp_path / "absent.txt"),
-    )
+    done = grade(files, "--instance-id", "demo__pf-1", log=tmp_path / "absent.txt")
     assert done.returncode == 2
     assert "--log" in done.stderr and done.stderr.count("\n") == 1

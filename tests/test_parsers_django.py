@@ -15,47 +15,27 @@ from swebench.harness.log_parsers.python import parse_log_django
 
 from evalrepro.parsers import Family, ParsedLog, Status, get_parser
 from tests.corpus import CorpusLog, load_corpus
+from tests.corpus_checks import (
+    assert_compat_matches_swebench,
+    assert_native_matches_truth,
+    compat_parse,
+    live_logs_fixture,
+)
 from tests.reference import reference_spec, swebench_status_map
 from tests.runners.django import CASE_NAMES, produce
 
 CORPUS = load_corpus("django")
 MIXED = next(log for log in CORPUS if log.case == "mixed")
 
-
-@pytest.fixture(scope="module")
-def live_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CorpusLog]:
-    return {log.case: log for log in produce(tmp_path_factory.mktemp("django"))}
+live_logs = live_logs_fixture("django", produce)
 
 
 def compat(text: str) -> ParsedLog:
-    """Parse with the compat parser, asserting it agrees with swebench on the way."""
-    parsed = get_parser("django").parse(text)
-    assert parsed.statuses == swebench_status_map("django", text)
-    return parsed
+    return compat_parse("django", text)
 
 
 def native(text: str) -> ParsedLog:
     return get_parser("django_full").parse(text)
-
-
-def assert_compat_matches_swebench(log: CorpusLog) -> None:
-    for name in log.compat:
-        assert get_parser(name).parse(log.text).statuses == swebench_status_map(name, log.text)
-
-
-def assert_native_matches_truth(log: CorpusLog) -> None:
-    assert log.native is not None and log.truth is not None
-    parsed = get_parser(log.native).parse(log.text)
-    assert parsed.suite_ran
-    if log.native in log.known_differences:
-        # Forged progress lines: every real test is still right, the invented one is
-        # extra, and the runner's totals make the log unscorable.
-        assert parsed.problems
-        assert set(parsed.statuses) > set(log.truth)
-        assert {key: parsed.statuses[key] for key in log.truth} == log.truth
-    else:
-        assert parsed.statuses == log.truth
-        assert parsed.problems == ()
 
 
 # --- the corpus, committed and live ---------------------------------------------------

@@ -13,30 +13,22 @@ import pytest
 
 from evalrepro.parsers import Family, ParsedLog, Status, get_parser
 from tests.corpus import CorpusLog, load_corpus
-from tests.reference import swebench_status_map
+from tests.corpus_checks import assert_compat_matches_swebench, compat_parse, live_logs_fixture
 from tests.runners.mocha import CASES, INSTALL_COMMAND, mocha_executable, produce
 
 CORPUS = load_corpus("mocha")
 CASE_NAMES = [spec.case for spec in CASES]
 
 
-@pytest.fixture(scope="module")
-def live_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CorpusLog]:
-    if mocha_executable() is None:
-        pytest.skip(f"mocha is not installed; run: {INSTALL_COMMAND}")
-    return {log.case: log for log in produce(tmp_path_factory.mktemp("mocha"))}
+def _mocha_missing() -> str | None:
+    return None if mocha_executable() else f"mocha is not installed; run: {INSTALL_COMMAND}"
+
+
+live_logs = live_logs_fixture("mocha", produce, unavailable=_mocha_missing)
 
 
 def eslint(text: str) -> ParsedLog:
-    """Parse with the compat parser, asserting it agrees with swebench on the way."""
-    parsed = get_parser("eslint").parse(text)
-    assert parsed.statuses == swebench_status_map("eslint", text)
-    return parsed
-
-
-def assert_compat_matches_swebench(log: CorpusLog) -> None:
-    for name in log.compat:
-        assert get_parser(name).parse(log.text).statuses == swebench_status_map(name, log.text)
+    return compat_parse("eslint", text)
 
 
 def _count(text: str, word: str) -> int:

@@ -14,6 +14,7 @@ import pytest
 
 from evalrepro.parsers import Family, ParsedLog, Status, get_parser
 from tests.corpus import CorpusLog, load_corpus
+from tests.corpus_checks import assert_compat_matches_swebench, compat_parse, live_logs_fixture
 from tests.reference import swebench_status_map
 from tests.runners.sympy import CASE_NAMES, produce
 
@@ -23,16 +24,11 @@ ALGEBRA = "sympy/corpus/tests/test_algebra.py"
 CALCULUS = "sympy/corpus/tests/test_calculus.py"
 
 
-@pytest.fixture(scope="module")
-def live_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CorpusLog]:
-    return {log.case: log for log in produce(tmp_path_factory.mktemp("sympy"))}
+live_logs = live_logs_fixture("sympy", produce)
 
 
 def compat(text: str) -> ParsedLog:
-    """Parse with the compat parser, asserting it agrees with swebench on the way."""
-    parsed = get_parser("sympy").parse(text)
-    assert parsed.statuses == swebench_status_map("sympy", text)
-    return parsed
+    return compat_parse("sympy", text)
 
 
 def missed(log: CorpusLog) -> set[str]:
@@ -51,8 +47,7 @@ def missed(log: CorpusLog) -> set[str]:
 
 @pytest.mark.parametrize("log", CORPUS, ids=lambda log: log.case)
 def test_compat_parser_equals_swebench_on_committed_log(log: CorpusLog) -> None:
-    for name in log.compat:
-        assert get_parser(name).parse(log.text).statuses == swebench_status_map(name, log.text)
+    assert_compat_matches_swebench(log)
 
 
 def test_committed_corpus_has_every_generated_case() -> None:
@@ -65,8 +60,7 @@ def test_committed_corpus_has_every_generated_case() -> None:
 def test_compat_parser_equals_swebench_on_live_log(
     live_logs: dict[str, CorpusLog], case: str
 ) -> None:
-    log = live_logs[case]
-    assert get_parser("sympy").parse(log.text).statuses == swebench_status_map("sympy", log.text)
+    assert_compat_matches_swebench(live_logs[case])
 
 
 @pytest.mark.live

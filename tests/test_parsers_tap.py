@@ -12,50 +12,32 @@ import pytest
 
 from evalrepro.parsers import Family, ParsedLog, Status, get_parser
 from tests.corpus import CorpusLog, load_corpus
-from tests.reference import swebench_status_map
+from tests.corpus_checks import (
+    assert_compat_matches_swebench,
+    assert_native_matches_truth,
+    compat_parse,
+    live_logs_fixture,
+)
 from tests.runners.tap import CASES, missing_tools, produce
 
 CORPUS = load_corpus("tap")
 CASE_NAMES = [spec.case for spec in CASES]
 
 
-@pytest.fixture(scope="module")
-def live_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CorpusLog]:
+def _live_tools_missing() -> str | None:
     missing = missing_tools()
-    if missing:
-        pytest.skip(f"the live TAP run needs {', '.join(missing)} on PATH")
-    return {log.case: log for log in produce(tmp_path_factory.mktemp("tap"))}
+    return f"the live TAP run needs {', '.join(missing)} on PATH" if missing else None
+
+
+live_logs = live_logs_fixture("tap", produce, unavailable=_live_tools_missing)
 
 
 def compat(text: str) -> ParsedLog:
-    """Parse with the compat parser, asserting it agrees with swebench on the way."""
-    parsed = get_parser("tap").parse(text)
-    assert parsed.statuses == swebench_status_map("tap", text)
-    return parsed
+    return compat_parse("tap", text)
 
 
 def native(text: str) -> ParsedLog:
     return get_parser("tap_full").parse(text)
-
-
-def assert_compat_matches_swebench(log: CorpusLog) -> None:
-    for name in log.compat:
-        assert get_parser(name).parse(log.text).statuses == swebench_status_map(name, log.text)
-
-
-def assert_native_matches_truth(log: CorpusLog) -> None:
-    assert log.native is not None and log.truth is not None
-    parsed = get_parser(log.native).parse(log.text)
-    assert parsed.suite_ran
-    if log.native in log.known_differences:
-        # The one deliberate difference: forged result lines. Every real test is still
-        # right, and the forgery makes the log unscorable.
-        assert parsed.problems
-        assert set(parsed.statuses) > set(log.truth)
-        assert {k: parsed.statuses[k] for k in log.truth} == log.truth
-    else:
-        assert parsed.statuses == log.truth
-        assert parsed.problems == ()
 
 
 # --- the corpus, committed and live ---------------------------------------------------

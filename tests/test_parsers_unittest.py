@@ -11,17 +11,16 @@ import pytest
 
 from evalrepro.parsers import Family, ParsedLog, Status, get_parser
 from tests.corpus import CorpusLog, load_corpus
-from tests.reference import swebench_status_map
+from tests.corpus_checks import (
+    assert_compat_matches_swebench,
+    assert_native_matches_truth,
+    live_logs_fixture,
+)
 from tests.runners.unittest import CASE_NAMES, produce
 
 CORPUS = load_corpus("unittest")
-#: What a FAIL_ONLY log can show; the truth of a quiet run is compared on these.
-SHOWN_WHEN_FAIL_ONLY = {"FAILED", "ERROR", "XPASS"}
 
-
-@pytest.fixture(scope="module")
-def live_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CorpusLog]:
-    return {log.case: log for log in produce(tmp_path_factory.mktemp("unittest"))}
+live_logs = live_logs_fixture("unittest", produce)
 
 
 def verbose(text: str) -> ParsedLog:
@@ -30,30 +29,6 @@ def verbose(text: str) -> ParsedLog:
 
 def quiet(text: str) -> ParsedLog:
     return get_parser("unittest_failures").parse(text)
-
-
-def assert_compat_matches_swebench(log: CorpusLog) -> None:
-    for name in log.compat:
-        assert get_parser(name).parse(log.text).statuses == swebench_status_map(name, log.text)
-
-
-def assert_native_matches_truth(log: CorpusLog) -> None:
-    assert log.native is not None and log.truth is not None
-    parser = get_parser(log.native)
-    parsed = parser.parse(log.text)
-    truth = log.truth
-    if parser.fail_only:
-        truth = {key: value for key, value in truth.items() if value in SHOWN_WHEN_FAIL_ONLY}
-    assert parsed.suite_ran
-    if log.native in log.known_differences:
-        # Forged progress lines: every real test is still right, the invented one is
-        # extra, and the runner's totals make the log unscorable.
-        assert parsed.problems
-        assert set(parsed.statuses) > set(truth)
-        assert {key: parsed.statuses[key] for key in truth} == truth
-    else:
-        assert parsed.statuses == truth
-        assert parsed.problems == ()
 
 
 # --- the corpus, committed and live ---------------------------------------------------

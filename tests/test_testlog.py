@@ -91,3 +91,15 @@ def test_harness_events_count_only_outside_the_region():
     assert inside.events == ()
     outside = read_test_log(log(">>>>> Start Test Output", "slow...", ">>>>> Tests Timed Out"))
     assert outside.events == (HarnessEvent.TESTS_TIMED_OUT,)
+
+
+def test_the_tool_that_applied_the_model_patch_is_read_from_before_the_region():
+    result = read_test_log(
+        log(
+            ">>>>> Applied Patch (patch_fuzz)",
+            ">>>>> Start Test Output",
+            ">>>>> Applied Patch (git_apply)",
+            ">>>>> End Test Output",
+        )
+    )
+    assert result.patch_method == "patch_fuzz"

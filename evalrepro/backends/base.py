@@ -1,0 +1,106 @@
+"""What a backend is: it builds the images trials need and runs one attempt at a time.
+
+The lifecycle, in the order the executor calls it:
+
+1. ``check()``: the runtime is usable here (binaries, user namespaces); else UserError;
+2. ``prepare(specs, checkouts)``: build or find every image, layer by layer; returns the
+   image chain of each instance, or the build failure that makes its trials
+   infrastructure errors;
+3. ``run(request)``, once per attempt, possibly from several threads at once;
+4. ``close()``: remove whatever the backend left running.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from evalrepro.repos import LocalCheckout
+from evalrepro.testspec import TestSpec
+
+Layer = Literal["base", "env", "history", "instance"]
+
+
+class ImageRecord(BaseModel):
+    """One built (or found) image layer, as the lockfile and the trial record hold it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    layer: Layer
+    #: sha256 over the canonical JSON of the layer's build inputs and its parent's key.
+    key: str
+    tag: str
+    parent_key: str | None
+    #: The image's config digest (``podman image inspect {{.Id}}``), stable across stores.
+    image_digest: str
+    #: True when this run built the layer; False when it was already there.
+    built: bool
+    #: base layer only: sha256 over the installed package list (name=version lines).
+    package_manifest_digest: str | None = None
+
+
+class ImageChain(BaseModel):
+    """The layers of one instance's image, base first."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    layers: list[ImageRecord]
+
+    @property
+    def image(self) -> ImageRecord:
+        return self.layers[-1]
+
+
+class BuildFailure(BaseModel):
+    """A layer that could not be built: an infrastructure error of every trial needing it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    layer: Layer
+    key: str
+    reason: str
+    build_log: str | None = None
+
+
+@dataclass(frozen=True)
+class AttemptRequest:
+    """One container run: ``attempt_dir`` holds eval.sh, patch.diff and test.patch."""
+
+    image_tag: str
+    attempt_dir: Path
+    name: str
+    timeout: float
+
+
+@dataclass(frozen=True)
+class AttemptRun:
+    """What the runtime reports about one container run (the log is in attempt_dir)."""
+
+    exit_code: int | None
+    timed_out: bool
+    infrastructure_error: str | None
+    duration: float
+    #: Each limit and how (or whether) the host enforced it.
+    limits: dict[str, str]
+
+
+class Backend(ABC):
+    kind: ClassVar[str]
+
+    @abstractmethod
+    def check(self) -> None: ...
+
+    @abstractmethod
+    def prepare(
+        self, specs: list[TestSpec], checkouts: dict[str, LocalCheckout]
+    ) -> dict[str, ImageChain | BuildFailure]: ...
+
+    @abstractmethod
+    def run(self, request: AttemptRequest) -> AttemptRun: ...
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Remove anything left running; the default has nothing to do."""

@@ -1,0 +1,518 @@
+"""Rootless Podman: three content-addressed image layers and one ``podman run`` per attempt.
+
+Layers (each key = sha256 over the canonical JSON of its build inputs and its parent's
+key; the tag carries the key, so an unchanged layer is found, not rebuilt):
+
+* ``base``: a Debian rootfs made by mmdebstrap (suite, mirror, packages,
+  SOURCE_DATE_EPOCH from the environment config), imported ``FROM scratch``;
+* ``env``: a venv with a spec's pinned packages (``pip install`` needs the network: the
+  build gets host networking and the host's CA bundle, mounted, never baked in);
+* ``history``: a repo's whole git history as a bare repo, shared by its instances;
+* ``instance``: the tree at the base commit, whose ``.git`` borrows the history's
+  objects; then the spec's install command.
+
+Every build uses ``--timestamp 0`` and ``--pull=never``; the recorded digest is the image
+Id (config digest), the one that is stable across stores. The runtime settings that work
+on these machines (runc, cgroupfs, file events, explicit ulimits) live in
+``backends/podman/containers.conf``, which the backend points ``CONTAINERS_CONF`` at.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import ClassVar
+
+from evalrepro.backends import register_backend
+from evalrepro.backends.base import (
+    AttemptRequest,
+    AttemptRun,
+    Backend,
+    BuildFailure,
+    ImageChain,
+    ImageRecord,
+    Layer,
+)
+from evalrepro.digest import sha256_bytes, sha256_json
+from evalrepro.environment import PodmanEnvironment
+from evalrepro.errors import UserError
+from evalrepro.evalscript import PATCH_PATH, SCRIPT_PATH, TEST_PATCH_PATH
+from evalrepro.repos import LocalCheckout, RepoError
+from evalrepro.testspec import TestSpec
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
+#: dpkg path filters of the base rootfs: no manuals, docs (but copyrights), locales, info.
+DPKG_FILTERS = (
+    "path-exclude=/usr/share/man/*",
+    "path-exclude=/usr/share/doc/*",
+    "path-include=/usr/share/doc/*/copyright",
+    "path-exclude=/usr/share/locale/*",
+    "path-exclude=/usr/share/info/*",
+)
+#: podman's own exit codes for "could not run the container at all".
+_RUNTIME_FAILURES = {125: "podman error", 126: "command not executable", 127: "command not found"}
+
+
+def backend_files() -> Path:
+    """``backends/podman/`` of a checkout, or the copy a wheel carries."""
+    for candidate in (
+        PACKAGE_DIR / "backend_files" / "podman",
+        PACKAGE_DIR.parent / "backends" / "podman",
+    ):
+        if (candidate / "containers.conf").is_file():
+            return candidate
+    raise UserError(f"evalrepro's podman files are missing (looked near {PACKAGE_DIR})")
+
+
+class BuildError(Exception):
+    def __init__(self, reason: str, log: Path | None = None) -> None:
+        super().__init__(reason)
+        self.log = log
+
+
+@register_backend
+class PodmanBackend(Backend):
+    kind: ClassVar[str] = "podman"
+
+    def __init__(self, config: PodmanEnvironment, cache_dir: Path) -> None:
+        self.config = config
+        self.cache_dir = cache_dir
+        self.files = backend_files()
+        self.rootless = os.geteuid() != 0
+        self.env = {**os.environ, "CONTAINERS_CONF": str(self.files / "containers.conf")}
+        self._layers: dict[str, ImageRecord | BuildFailure] = {}
+        self._running: set[str] = set()
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    def check(self) -> None:
+        if shutil.which("podman") is None:
+            raise UserError("podman is not installed; run scripts/setup (it installs podman)")
+        if self.rootless and not _has_subids():
+            raise UserError(
+                "rootless podman needs subordinate ids for this user in /etc/subuid and "
+                "/etc/subgid; run scripts/setup or add them with usermod --add-subuids"
+            )
+        done = self._podman("info", "--format", "{{.Store.GraphDriverName}}", check=False)
+        if done.returncode != 0:
+            raise UserError(f"podman does not work here: {_last_line(done.stderr)}")
+        self.storage_driver = done.stdout.strip()
+
+    def prepare(
+        self, specs: list[TestSpec], checkouts: dict[str, LocalCheckout]
+    ) -> dict[str, ImageChain | BuildFailure]:
+        chains: dict[str, ImageChain | BuildFailure] = {}
+        base = self._layer("base", self._base_inputs(), None, self._stage_base)
+        for spec in specs:
+            checkout = checkouts[spec.repo]
+            steps: list[tuple[Layer, dict, Stage]] = [
+                ("env", {"packages": spec.packages}, partial(_stage_env, spec.packages)),
+                (
+                    "history",
+                    {"repo": spec.repo, "source": checkout.source_digest},
+                    partial(_stage_history, checkout),
+                ),
+                (
+                    "instance",
+                    {"repo": spec.repo, "base_commit": spec.base_commit, "install": spec.install},
+                    partial(_stage_instance, checkout, spec, self.config.base.source_date_epoch),
+                ),
+            ]
+            chain: list[ImageRecord] = []
+            record = base
+            for layer, inputs, stage in steps:
+                if isinstance(record, BuildFailure):
+                    break
+                chain.append(record)
+                record = self._layer(layer, inputs, record, stage)
+            if isinstance(record, BuildFailure):
+                chains[spec.instance_id] = record
+            else:
+                chains[spec.instance_id] = ImageChain(layers=[*chain, record])
+        return chains
+
+    def run(self, request: AttemptRequest) -> AttemptRun:
+        out_dir = request.attempt_dir / "out"
+        out_dir.mkdir(exist_ok=True)
+        flags, limits = self._limit_flags()
+        mounts = [
+            ("eval.sh", SCRIPT_PATH, "ro"),
+            ("patch.diff", PATCH_PATH, "ro"),
+            ("test.patch", TEST_PATCH_PATH, "ro"),
+            ("out", "/evalrepro/out", "rw"),
+        ]
+        command = [
+            "run",
+            "--rm",
+            "--name",
+            request.name,
+            "--network",
+            "none",
+            "--init",
+            "--pull",
+            "never",
+            *flags,
+            *(f"--volume={request.attempt_dir / src}:{dst}:{mode}" for src, dst, mode in mounts),
+            request.image_tag,
+            "/bin/bash",
+            "-c",
+            f"exec /bin/bash {SCRIPT_PATH} > /evalrepro/out/test_output.txt 2>&1",
+        ]
+        runtime_log = request.attempt_dir / "runtime.log"
+        started = time.monotonic()
+        timed_out = False
+        self._running.add(request.name)
+        try:
+            with runtime_log.open("wb") as log:
+                process = subprocess.Popen(
+                    ["podman", *command], stdout=log, stderr=subprocess.STDOUT, env=self.env
+                )
+                try:
+                    exit_code: int | None = process.wait(timeout=request.timeout)
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                    self._remove(request.name)
+                    exit_code = _wait(process, 30)
+        finally:
+            self._running.discard(request.name)
+        duration = time.monotonic() - started
+        produced = out_dir / "test_output.txt"
+        log_file = request.attempt_dir / "test_output.txt"
+        if produced.exists():
+            os.replace(produced, log_file)
+        shutil.rmtree(out_dir, ignore_errors=True)
+        if timed_out:
+            with log_file.open("a", encoding="utf-8") as log:
+                log.write("\n>>>>> Tests Timed Out\n")
+            return AttemptRun(exit_code, True, None, duration, limits)
+        error = None
+        if exit_code != 0:
+            reason = _RUNTIME_FAILURES.get(exit_code or 0, "container killed or crashed")
+            detail = _last_line(runtime_log.read_text(errors="replace"))
+            error = f"{reason} (podman exit code {exit_code}){': ' + detail if detail else ''}"
+        elif not log_file.exists():
+            error = "the container wrote no test output"
+        return AttemptRun(exit_code, False, error, duration, limits)
+
+    def close(self) -> None:
+        for name in list(self._running):
+            self._remove(name)
+
+    # --- limits ----------------------------------------------------------------------
+
+    def _limit_flags(self) -> tuple[list[str], dict[str, str]]:
+        limits = self.config.limits
+        # Any --ulimit replaces podman's defaults, so nofile and nproc always go together.
+        flags = [
+            f"--ulimit=nofile={limits.nofile}:{limits.nofile}",
+            f"--ulimit=nproc={limits.nproc}:{limits.nproc}",
+        ]
+        enforced = {"nofile": f"ulimit {limits.nofile}", "nproc": f"ulimit {limits.nproc}"}
+        if self.rootless:
+            # Rootless podman with cgroupfs cannot use cgroups: memory as an address-space
+            # data limit, the rest is not enforced. Say so rather than pretend.
+            data = _bytes(limits.memory)
+            flags.append(f"--ulimit=data={data}:{data}")
+            enforced |= {
+                "memory": f"ulimit data={limits.memory} (rootless: no cgroup)",
+                "pids": f"not enforced (rootless: no cgroup; nproc ulimit {limits.nproc})",
+                "cpus": "not enforced (rootless: no cgroup)",
+            }
+        else:
+            flags += [
+                f"--memory={limits.memory}",
+                f"--pids-limit={limits.pids}",
+                f"--cpus={limits.cpus:g}",
+            ]
+            enforced |= {
+                "memory": f"cgroup {limits.memory}",
+                "pids": f"cgroup {limits.pids}",
+                "cpus": f"cgroup {limits.cpus:g}",
+            }
+        return flags, enforced
+
+    # --- layers ----------------------------------------------------------------------
+
+    def _layer(
+        self, layer: Layer, inputs: dict, parent: ImageRecord | None, stage: Stage
+    ) -> ImageRecord | BuildFailure:
+        """The layer with these inputs: found by its key's tag, else built, once a run."""
+        containerfile = self.files / f"Containerfile.{layer}"
+        key = sha256_json(
+            {
+                "layer": layer,
+                "parent": parent.key if parent else None,
+                "containerfile": sha256_bytes(containerfile.read_bytes()),
+                "inputs": inputs,
+            }
+        )
+        if key not in self._layers:
+            self._layers[key] = self._find_or_build(layer, key, containerfile, parent, stage)
+        return self._layers[key]
+
+    def _find_or_build(
+        self,
+        layer: Layer,
+        key: str,
+        containerfile: Path,
+        parent: ImageRecord | None,
+        stage: Stage,
+    ) -> ImageRecord | BuildFailure:
+        tag = f"localhost/evalrepro-{layer}:{key.removeprefix('sha256:')[:24]}"
+        build_log = self.cache_dir / "builds" / f"{layer}-{key.removeprefix('sha256:')}.log"
+        built = False
+        try:
+            image_id = self._image_id(tag)
+            if image_id is None:
+                self._build(containerfile, tag, parent, stage, build_log)
+                built = True
+                image_id = self._image_id(tag)
+                if image_id is None:
+                    raise BuildError(f"{tag} is missing right after its build", build_log)
+            return ImageRecord(
+                layer=layer,
+                key=key,
+                tag=tag,
+                parent_key=parent.key if parent else None,
+                image_digest=f"sha256:{image_id}",
+                built=built,
+                package_manifest_digest=self._package_manifest(tag) if layer == "base" else None,
+            )
+        except (BuildError, RepoError) as error:
+            log = getattr(error, "log", None)
+            return BuildFailure(
+                layer=layer, key=key, reason=str(error), build_log=str(log) if log else None
+            )
+
+    def _build(
+        self,
+        containerfile: Path,
+        tag: str,
+        parent: ImageRecord | None,
+        stage: Stage,
+        build_log: Path,
+    ) -> None:
+        """Stage a build context, then ``podman build`` it; the tag appears only on success."""
+        staging_root = self.cache_dir / "staging"
+        staging_root.mkdir(parents=True, exist_ok=True)
+        build_log.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=staging_root) as scratch:
+            context = Path(scratch)
+            shutil.copy(containerfile, context / "Containerfile")
+            build_args = stage(context)
+            epoch = self.config.base.source_date_epoch
+            args = [
+                "build",
+                "--pull=never",
+                "--timestamp",
+                "0",
+                "--layers=false",
+                "--file",
+                str(context / "Containerfile"),
+                "--tag",
+                tag,
+                "--build-arg",
+                f"SOURCE_DATE_EPOCH={epoch}",
+                *(["--build-arg", f"PARENT={parent.tag}"] if parent else []),
+                *(
+                    arg
+                    for name, value in build_args.items()
+                    for arg in ("--build-arg", f"{name}={value}")
+                ),
+                # Builds that download (pip) get the host's network and CA bundle.
+                "--network",
+                "host",
+                *self._ca_mount(),
+                str(context),
+            ]
+            with build_log.open("wb") as log:
+                done = subprocess.run(
+                    ["podman", *args],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=self.env,
+                    check=False,
+                )
+            if done.returncode != 0:
+                tail = _last_line(build_log.read_text(errors="replace"))
+                raise BuildError(f"building {tag} failed: {tail}", build_log)
+
+    def _ca_mount(self) -> list[str]:
+        bundle = self.config.build.ca_bundle
+        if bundle is None or not Path(bundle).is_file():
+            return []
+        return ["--volume", f"{bundle}:/etc/ssl/certs/ca-certificates.crt:ro"]
+
+    def _base_inputs(self) -> dict:
+        base = self.config.base
+        return {
+            "suite": base.suite,
+            "mirror": base.mirror,
+            "packages": sorted(base.packages),
+            "source_date_epoch": base.source_date_epoch,
+            "variant": "minbase",
+            "dpkg_filters": list(DPKG_FILTERS),
+        }
+
+    def _stage_base(self, context: Path) -> dict[str, str]:
+        rootfs = self._rootfs()
+        os.link(rootfs, context / "rootfs.tar")
+        return {}
+
+    def _rootfs(self) -> Path:
+        """The mmdebstrap tarball of the base inputs, made once and cached by their key."""
+        key = sha256_json(self._base_inputs()).removeprefix("sha256:")
+        rootfs = self.cache_dir / "rootfs" / f"{key}.tar"
+        if rootfs.exists():
+            return rootfs
+        rootfs.parent.mkdir(parents=True, exist_ok=True)
+        base = self.config.base
+        partial_tar = rootfs.with_suffix(f".{os.getpid()}.partial.tar")
+        log = self.cache_dir / "builds" / f"rootfs-{key}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        command = [
+            "mmdebstrap",
+            "--variant=minbase",
+            "--skip=output/dev",
+            # Rootless needs a user namespace; root can chroot directly.
+            f"--mode={'unshare' if self.rootless else 'root'}",
+            f"--include={','.join(base.packages)}",
+            *(f"--dpkgopt={rule}" for rule in DPKG_FILTERS),
+            base.suite,
+            str(partial_tar),
+            base.mirror,
+        ]
+        if shutil.which("mmdebstrap") is None:
+            raise BuildError("mmdebstrap is not installed; run scripts/setup")
+        with log.open("wb") as out:
+            done = subprocess.run(
+                command,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                check=False,
+                env={**os.environ, "SOURCE_DATE_EPOCH": str(base.source_date_epoch)},
+            )
+        if done.returncode != 0:
+            partial_tar.unlink(missing_ok=True)
+            raise BuildError(
+                f"mmdebstrap failed: {_last_line(log.read_text(errors='replace'))}", log
+            )
+        os.replace(partial_tar, rootfs)
+        return rootfs
+
+    def _package_manifest(self, tag: str) -> str:
+        """The base image's installed packages (name=version), kept as a file; its digest."""
+        manifest = self.cache_dir / "images" / f"{tag.rsplit(':', 1)[1]}.packages.txt"
+        if not manifest.exists():
+            done = self._podman(
+                "run",
+                "--rm",
+                "--network",
+                "none",
+                tag,
+                "dpkg-query",
+                "--show",
+                "--showformat=${Package}=${Version}\\n",
+                check=False,
+            )
+            if done.returncode != 0:
+                raise BuildError(f"cannot list the packages of {tag}: {_last_line(done.stderr)}")
+            manifest.parent.mkdir(parents=True, exist_ok=True)
+            manifest.write_text("\n".join(sorted(done.stdout.splitlines())) + "\n")
+        return sha256_bytes(manifest.read_bytes())
+
+    def package_manifest_path(self, record: ImageRecord) -> Path:
+        return self.cache_dir / "images" / f"{record.tag.rsplit(':', 1)[1]}.packages.txt"
+
+    # --- podman CLI ------------------------------------------------------------------
+
+    def _podman(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        done = subprocess.run(
+            ["podman", *args], capture_output=True, text=True, env=self.env, check=False
+        )
+        if check and done.returncode != 0:
+            raise BuildError(f"podman {args[0]} failed: {_last_line(done.stderr)}")
+        return done
+
+    def _image_id(self, tag: str) -> str | None:
+        done = self._podman("image", "inspect", "--format", "{{.Id}}", tag, check=False)
+        return done.stdout.strip() or None if done.returncode == 0 else None
+
+    def _remove(self, name: str) -> None:
+        self._podman("rm", "--force", "--time", "0", name, check=False)
+
+
+Stage = Callable[[Path], dict[str, str]]
+
+
+def _stage_env(packages: Sequence[str], context: Path) -> dict[str, str]:
+    (context / "requirements.txt").write_text("".join(f"{p}\n" for p in packages))
+    return {}
+
+
+def _stage_history(checkout: LocalCheckout, context: Path) -> dict[str, str]:
+    checkout.export_history(context / "repo.git")
+    return {}
+
+
+def _stage_instance(
+    checkout: LocalCheckout, spec: TestSpec, epoch: int, context: Path
+) -> dict[str, str]:
+    if not checkout.has_commit(spec.base_commit):
+        raise RepoError(f"base commit {spec.base_commit} is not in {spec.repo}'s history")
+    testbed = context / "testbed"
+    checkout.export_tree(spec.base_commit, testbed)
+    # A .git of fixed bytes: HEAD at the base commit, objects from the history layer.
+    git_dir = testbed / ".git"
+    for folder in ("objects/info", "refs/heads", "refs/tags"):
+        (git_dir / folder).mkdir(parents=True, exist_ok=True)
+    (git_dir / "HEAD").write_text(f"{spec.base_commit}\n")
+    (git_dir / "config").write_text(
+        "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
+    )
+    (git_dir / "objects" / "info" / "alternates").write_text("/opt/evalrepro/repo.git/objects\n")
+    for path in sorted(testbed.rglob("*"), reverse=True):
+        os.utime(path, (epoch, epoch), follow_symlinks=False)
+    os.utime(testbed, (epoch, epoch))
+    return {"INSTALL": spec.install or ""}
+
+
+def _has_subids() -> bool:
+    user = os.environ.get("USER") or _username()
+    try:
+        return any(
+            line.split(":", 1)[0] in (user, str(os.getuid()))
+            for line in Path("/etc/subuid").read_text().splitlines()
+        )
+    except OSError:
+        return False
+
+
+def _username() -> str:
+    import pwd
+
+    return pwd.getpwuid(os.getuid()).pw_name
+
+
+def _bytes(size: str) -> int:
+    units = {"k": 1024, "m": 1024**2, "g": 1024**3}
+    return int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size)
+
+
+def _wait(process: subprocess.Popen, seconds: float) -> int | None:
+    try:
+        return process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait()
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""

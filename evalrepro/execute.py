@@ -1,0 +1,186 @@
+"""Execute: run every planned trial, attempt by attempt, and keep the evidence.
+
+A trial's folder holds one folder per attempt (its artifacts and ``result.json``, the
+Attempt record) and the trial's own ``result.json`` (a TrialResult), written last: it is
+the source of truth, and a trial without it is not finished. An infrastructure error
+(no image, podman failing, a container killed by the host) is retried as a new attempt of
+the same trial, up to ``max_attempts``; a rejected patch, a failing test or a timeout is
+a result and is never retried. The number of trials never changes.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from evalrepro import atomic
+from evalrepro.artifact import Artifact
+from evalrepro.backends.base import AttemptRequest, AttemptRun, Backend, BuildFailure
+from evalrepro.observation import ExecutionStatus, PatchStatus, observe
+from evalrepro.plan import PlannedTrial
+from evalrepro.record import Record
+from evalrepro.score import Score, score
+from evalrepro.trial import Attempt, Trial
+
+#: Attempt artifacts, with their media types, in the order they are written.
+ARTIFACTS = {
+    "patch.diff": "text/x-diff",
+    "test.patch": "text/x-diff",
+    "eval.sh": "text/x-shellscript",
+    "image.json": "application/json",
+    "test_output.txt": "text/plain",
+    "runtime.log": "text/plain",
+}
+
+
+class TrialResult(Record):
+    """The outcome of one trial: its final score and every attempt it took."""
+
+    record: Literal["TrialResult"] = "TrialResult"
+    trial: Trial
+    instance_id: str
+    target_id: str
+    sample_index: int
+    score: Score
+    attempts: list[Attempt]
+    #: How the host enforced each resource limit in the final attempt ({} if not run).
+    limits: dict[str, str]
+
+
+Reporter = Callable[[PlannedTrial, TrialResult], None]
+
+
+class Executor:
+    def __init__(
+        self,
+        backend: Backend,
+        run_dir: Path,
+        *,
+        timeout: float,
+        max_attempts: int,
+        max_workers: int,
+    ) -> None:
+        self.backend = backend
+        self.run_dir = run_dir
+        self.timeout = timeout
+        self.max_attempts = max_attempts
+        self.max_workers = max_workers
+        self._lock = threading.Lock()
+
+    def run(self, trials: list[PlannedTrial], report: Reporter) -> list[TrialResult]:
+        results: list[TrialResult] = []
+
+        def one(planned: PlannedTrial) -> None:
+            result = self.run_trial(planned)
+            with self._lock:
+                results.append(result)
+                report(planned, result)
+
+        with ThreadPoolExecutor(max_workers=self.max_workers) as pool:
+            # list() re-raises the first exception of any worker.
+            list(pool.map(one, trials))
+        order = {p.trial.trial_id: i for i, p in enumerate(trials)}
+        return sorted(results, key=lambda r: order[r.trial.trial_id])
+
+    def trial_dir(self, planned: PlannedTrial) -> Path:
+        return self.run_dir / "trials" / planned.label
+
+    def run_trial(self, planned: PlannedTrial) -> TrialResult:
+        folder = self.trial_dir(planned)
+        attempts: list[Attempt] = []
+        reason = "planned"
+        limits: dict[str, str] = {}
+        for number in range(1, self.max_attempts + 1):
+            attempt, run = self._attempt(planned, folder / f"attempt-{number}", number, reason)
+            attempts.append(attempt)
+            limits = run.limits if run else {}
+            infrastructure = attempt.observation.infrastructure_error
+            # A build failure will not heal on its own within this run: no retry.
+            if infrastructure is None or isinstance(planned.image, BuildFailure):
+                break
+            reason = f"retry after infrastructure error: {infrastructure}"
+        result = TrialResult(
+            trial=planned.trial,
+            instance_id=planned.sample.instance_id,
+            target_id=planned.trial.key.target_id,
+            sample_index=planned.prediction.sample_index,
+            score=attempts[-1].score,
+            attempts=attempts,
+            limits=limits,
+        )
+        atomic.write_text(folder / "result.json", result.model_dump_json(indent=2) + "\n")
+        return result
+
+    def _attempt(
+        self, planned: PlannedTrial, folder: Path, number: int, reason: str
+    ) -> tuple[Attempt, AttemptRun | None]:
+        folder.mkdir(parents=True, exist_ok=True)
+        started = datetime.now(UTC)
+        patch = planned.prediction.model_patch or ""
+        atomic.write_text(folder / "patch.diff", patch)
+        atomic.write_text(folder / "test.patch", planned.sample.test_patch)
+        atomic.write_text(folder / "eval.sh", planned.spec.eval_script)
+        atomic.write_text(folder / "image.json", planned.image.model_dump_json(indent=2) + "\n")
+
+        run: AttemptRun | None = None
+        facts: dict = {}
+        if isinstance(planned.image, BuildFailure):
+            facts = {
+                "execution_status": ExecutionStatus.NOT_RUN,
+                "infrastructure_error": f"image {planned.image.layer} layer: "
+                f"{planned.image.reason}",
+            }
+        elif not patch.strip():
+            # An empty patch is the target's answer, not an accident: scored, never run.
+            facts = {
+                "patch_status": PatchStatus.INVALID,
+                "execution_status": ExecutionStatus.NOT_RUN,
+            }
+        else:
+            run = self.backend.run(
+                AttemptRequest(
+                    image_tag=planned.image.image.tag,
+                    attempt_dir=folder,
+                    # Unique even when two runs execute the same trial at once.
+                    name=f"evalrepro-{planned.label[-12:]}-a{number}-{secrets.token_hex(3)}",
+                    timeout=self.timeout,
+                )
+            )
+            facts = {
+                "execution_status": ExecutionStatus.TIMEOUT
+                if run.timed_out
+                else ExecutionStatus.COMPLETED,
+                "infrastructure_error": run.infrastructure_error,
+            }
+        log_file = folder / "test_output.txt"
+        log_text = (
+            log_file.read_bytes().decode("utf-8", errors="replace") if log_file.exists() else ""
+        )
+        observation = observe(log_text, planned.sample, planned.parser, **facts)
+        artifacts = [
+            Artifact.of_file(folder / name, self.run_dir, media_type)
+            for name, media_type in ARTIFACTS.items()
+            if (folder / name).exists()
+        ]
+        attempt = Attempt(
+            trial_id=planned.trial.trial_id,
+            number=number,
+            reason=reason,
+            started_at=started,
+            finished_at=datetime.now(UTC),
+            artifacts=artifacts,
+            observation=observation,
+            score=score(observation),
+        )
+        atomic.write_text(folder / "result.json", attempt.model_dump_json(indent=2) + "\n")
+        return attempt, run
+
+
+def read_trial_result(path: Path) -> TrialResult:
+    return TrialResult.model_validate(json.loads(path.read_text(encoding="utf-8")))

@@ -1,0 +1,44 @@
+"""Shared pieces of the container tests: real podman, the demo experiments, one cache.
+
+The image cache is shared by all container tests of a session (and, by default, with
+the user's own evalrepro cache), so the three layers are built once. Container tests
+run in one xdist group: two workers must not build the same image at once.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from evalrepro.config import ExperimentConfig, compose
+from evalrepro.run import default_cache_dir, run_experiment
+
+needs_podman = [
+    pytest.mark.podman,
+    pytest.mark.xdist_group("podman"),
+    pytest.mark.skipif(
+        shutil.which("podman") is None and not os.environ.get("CI"),
+        reason="podman is not installed (scripts/setup installs it; CI requires it)",
+    ),
+]
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("EVALREPRO_TEST_CACHE") or default_cache_dir())
+
+
+def demo_config(experiment: str, *overrides: str) -> ExperimentConfig:
+    # A short timeout keeps the demo's looping patch from holding the suite up.
+    return compose([f"+experiment={experiment}", "environment.timeout=10", *overrides])
+
+
+def run_demo(config: ExperimentConfig, run_dir: Path) -> tuple[object, str]:
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=200, force_terminal=False)
+    results = run_experiment(config, console, run_dir=run_dir, cache_dir=cache_dir())
+    return results, buffer.getvalue()

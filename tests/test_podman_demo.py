@@ -1,0 +1,191 @@
+"""The demo, for real: rootless podman builds three layers and runs every trial.
+
+These tests are the written expectations of ../demo_expectations.py checked in
+containers: gold resolves everywhere, the two models end exactly as expected (the
+forged, looping, network-trying and test-editing patches included), and image layers
+are rebuilt only when their inputs change.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import uuid
+
+import pytest
+
+from evalrepro.backends import get_backend
+from evalrepro.backends.base import AttemptRequest, BuildFailure, ImageChain
+from evalrepro.execute import read_trial_result
+from evalrepro.plan import build_plan
+from evalrepro.testspec import RepoSpec
+from tests.demo_expectations import EXPECTED, FORGES_OUTPUT, TIMES_OUT, USES_NETWORK
+from tests.podman_support import cache_dir, demo_config, needs_podman, run_demo
+
+pytestmark = needs_podman
+
+
+@pytest.fixture(scope="module")
+def demo_runs(tmp_path_factory):
+    """Each demo experiment run once: {target: (results, console text, run dir)}."""
+    runs = {}
+    for experiment, target in (("demo", "gold"), ("model_a", "model_a"), ("model_b", "model_b")):
+        run_dir = tmp_path_factory.mktemp(experiment)
+        results, text = run_demo(demo_config(experiment), run_dir)
+        runs[target] = (results, text, run_dir)
+    return runs
+
+
+@pytest.mark.parametrize("key", sorted(EXPECTED), ids=lambda key: f"{key[0]}-{key[1]}")
+def test_every_demo_trial_ends_as_written_down(demo_runs, key):
+    target, instance_id = key
+    results, _, _ = demo_runs[target]
+    (line,) = [line for line in results.trials if line.instance_id == instance_id]
+    assert line.outcome == EXPECTED[key], line
+
+
+def test_the_looping_patch_is_killed_at_the_timeout_and_scored_invalid(demo_runs):
+    for target, instance_id in TIMES_OUT:
+        result = _trial_result(demo_runs[target][2], instance_id)
+        assert result.score.reason == "timeout"
+        log = _final_log(demo_runs[target][2], instance_id)
+        assert log.rstrip().endswith(">>>>> Tests Timed Out")
+
+
+def test_forged_result_lines_are_in_the_log_but_do_not_resolve(demo_runs):
+    for (target, instance_id), forged in FORGES_OUTPUT.items():
+        assert forged in _final_log(demo_runs[target][2], instance_id)
+        assert _trial_result(demo_runs[target][2], instance_id).score.outcome != "resolved"
+
+
+def test_a_patch_that_needs_the_network_does_not_get_it(demo_runs):
+    for target, instance_id in USES_NETWORK:
+        assert _trial_result(demo_runs[target][2], instance_id).score.outcome == "unresolved"
+
+
+def test_trial_containers_have_no_network_interface_but_loopback(demo_runs, tmp_path):
+    # The same backend.run a trial uses, with a script that reports the network it sees.
+    plan, _ = _layers_built(demo_config("demo"))
+    image = plan.trials[0].image.image.tag
+    (tmp_path / "eval.sh").write_text(
+        "ls /sys/class/net\n"
+        "python3 -c \"import socket; socket.create_connection(('192.0.2.1', 80), timeout=3)\""
+        " || echo NO-ROUTE\n"
+    )
+    (tmp_path / "patch.diff").write_text("")
+    (tmp_path / "test.patch").write_text("")
+    backend = get_backend(demo_config("demo").environment, cache_dir())
+    run = backend.run(AttemptRequest(image, tmp_path, f"evalrepro-net-{os.getpid()}", 30))
+    output = (tmp_path / "test_output.txt").read_text()
+    assert run.infrastructure_error is None
+    assert output.split()[:1] == ["lo"] and "NO-ROUTE" in output
+
+
+def test_every_attempt_keeps_its_artifacts_with_digests(demo_runs):
+    _, _, run_dir = demo_runs["gold"]
+    result = _trial_result(run_dir, "demo__calc-1")
+    (attempt,) = result.attempts
+    names = {artifact.path.rsplit("/", 1)[1] for artifact in attempt.artifacts}
+    assert {"patch.diff", "eval.sh", "test.patch", "test_output.txt", "image.json"} <= names
+    assert all(artifact.matches(run_dir) for artifact in attempt.artifacts)
+    image = json.loads(
+        (run_dir / attempt.artifacts[0].path).parent.joinpath("image.json").read_text()
+    )
+    assert [layer["layer"] for layer in image["layers"]] == ["base", "env", "history", "instance"]
+
+
+def test_the_trial_result_records_which_limits_the_host_enforced(demo_runs):
+    result = _trial_result(demo_runs["gold"][2], "demo__calc-1")
+    assert {"memory", "pids", "cpus", "nofile", "nproc"} <= set(result.limits)
+    if os.geteuid() != 0:
+        assert "not enforced" in result.limits["cpus"]
+
+
+def test_the_patch_method_is_recorded(demo_runs):
+    result = _trial_result(demo_runs["gold"][2], "demo__calc-1")
+    assert result.attempts[0].observation.patch_method == "git_apply"
+
+
+def test_a_second_run_builds_nothing(demo_runs, tmp_path):
+    _, text, _ = demo_runs["gold"]  # the layers exist now, whatever the first run did
+    results, text = run_demo(demo_config("demo"), tmp_path / "again")
+    assert "0 built now" in text
+    assert results.resolved == 12
+
+
+def _layers_built(config):
+    backend = get_backend(config.environment, cache_dir())
+    backend.check()
+    plan = build_plan(config, backend, cache_dir())
+    chains = [p.image for p in plan.trials]
+    assert not any(isinstance(chain, BuildFailure) for chain in chains)
+    built = {
+        (record.layer, record.key)
+        for chain in chains
+        if isinstance(chain, ImageChain)
+        for record in chain.layers
+        if record.built
+    }
+    return plan, built
+
+
+def _with_spec(config, repo: str, **changes):
+    specs = {name: dict(versions) for name, versions in config.dataset.specs.items()}
+    specs[repo]["1.0"] = RepoSpec(**{**specs[repo]["1.0"].model_dump(), **changes})
+    return config.model_copy(update={"dataset": config.dataset.model_copy(update={"specs": specs})})
+
+
+def test_changing_a_test_command_rebuilds_nothing_but_changes_that_test_spec(demo_runs):
+    config = demo_config("demo")
+    before, _ = _layers_built(config)
+    changed = _with_spec(config, "demo/calc", test_cmd="pytest -rA -vv -p no:cacheprovider")
+    after, built = _layers_built(changed)
+    assert built == set()
+    digest = {p.sample.instance_id: p.trial.key.test_spec_digest for p in before.trials}
+    for planned in after.trials:
+        changed_spec = planned.sample.repo == "demo/calc"
+        assert (planned.trial.key.test_spec_digest != digest[planned.sample.instance_id]) == (
+            changed_spec
+        )
+
+
+def test_changing_packages_rebuilds_only_that_env_layer_and_its_instances(demo_runs):
+    config = demo_config("demo")
+    # A requirement whose marker is false changes the packages (so the env layer's key)
+    # without a download; a fresh one each run makes this a real rebuild every time.
+    inert = f"evalrepro-nonce==0.{uuid.uuid4().int % 10**9}; python_version < '3'"
+    plan, built = _layers_built(_with_spec(config, "demo/calc", packages=["pytest==8.3.4", inert]))
+    try:
+        calc_layers = {
+            (record.layer, record.key)
+            for planned in plan.trials
+            if planned.sample.repo == "demo/calc"
+            for record in planned.image.layers
+            if record.layer != "base"
+        }
+        assert built == calc_layers
+        assert {layer for layer, _ in built} == {"env", "history", "instance"}
+    finally:
+        tags = {
+            record.tag
+            for planned in plan.trials
+            for record in planned.image.layers
+            if (record.layer, record.key) in built
+        }
+        subprocess.run(["podman", "rmi", *sorted(tags)], capture_output=True, check=False)
+
+
+def _trial_dir(run_dir, instance_id):
+    (folder,) = (run_dir / "trials").glob(f"{instance_id}--s0--*")
+    return folder
+
+
+def _trial_result(run_dir, instance_id):
+    return read_trial_result(_trial_dir(run_dir, instance_id) / "result.json")
+
+
+def _final_log(run_dir, instance_id):
+    result = _trial_result(run_dir, instance_id)
+    folder = _trial_dir(run_dir, instance_id) / f"attempt-{len(result.attempts)}"
+    return (folder / "test_output.txt").read_text(errors="replace")
