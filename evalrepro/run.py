@@ -20,7 +20,7 @@ from rich.console import Console
 
 from evalrepro import atomic
 from evalrepro.backends import get_backend
-from evalrepro.backends.base import BuildFailure, ImageChain
+from evalrepro.backends.base import Backend, BuildFailure, ImageChain
 from evalrepro.config import ExperimentConfig
 from evalrepro.execute import Executor
 from evalrepro.plan import Plan, build_plan
@@ -50,6 +50,7 @@ def run_experiment(
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic.write_text(run_dir / "config.json", config.model_dump_json(indent=2) + "\n")
     atomic.write_text(run_dir / "plan.json", json.dumps(_plan_record(plan), indent=2) + "\n")
+    _write_image_artifacts(run_dir, plan, backend)
 
     executor = Executor(
         backend,
@@ -68,6 +69,18 @@ def run_experiment(
     print_results(console, summary)
     console.print(f"run directory: {run_dir}")
     return summary
+
+
+def _write_image_artifacts(run_dir: Path, plan: Plan, backend: Backend) -> None:
+    """Each base image's installed packages (name=version), beside the run's results."""
+    for image in plan.images:
+        if not isinstance(image, ImageChain):
+            continue
+        base = image.layers[0]
+        manifest = backend.package_manifest(base)
+        target = run_dir / "images" / f"{base.tag.rsplit(':', 1)[1]}.packages.txt"
+        if manifest is not None and not target.exists():
+            atomic.write_bytes(target, manifest.read_bytes())
 
 
 def _plan_record(plan: Plan) -> dict:

@@ -102,5 +102,9 @@ class Backend(ABC):
     @abstractmethod
     def run(self, request: AttemptRequest) -> AttemptRun: ...
 
+    def package_manifest(self, base: ImageRecord) -> Path | None:
+        """The base layer's installed-package list, if the backend keeps one."""
+        return None
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Remove anything left running; the default has nothing to do."""

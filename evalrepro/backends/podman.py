@@ -282,7 +282,9 @@ class PodmanBackend(Backend):
                 parent_key=parent.key if parent else None,
                 image_digest=f"sha256:{image_id}",
                 built=built,
-                package_manifest_digest=self._package_manifest(tag) if layer == "base" else None,
+                package_manifest_digest=self._record_package_manifest(tag)
+                if layer == "base"
+                else None,
             )
         except (BuildError, RepoError) as error:
             log = getattr(error, "log", None)
@@ -406,7 +408,7 @@ class PodmanBackend(Backend):
         os.replace(partial_tar, rootfs)
         return rootfs
 
-    def _package_manifest(self, tag: str) -> str:
+    def _record_package_manifest(self, tag: str) -> str:
         """The base image's installed packages (name=version), kept as a file; its digest."""
         manifest = self.cache_dir / "images" / f"{tag.rsplit(':', 1)[1]}.packages.txt"
         if not manifest.exists():
@@ -427,8 +429,9 @@ class PodmanBackend(Backend):
             manifest.write_text("\n".join(sorted(done.stdout.splitlines())) + "\n")
         return sha256_bytes(manifest.read_bytes())
 
-    def package_manifest_path(self, record: ImageRecord) -> Path:
-        return self.cache_dir / "images" / f"{record.tag.rsplit(':', 1)[1]}.packages.txt"
+    def package_manifest(self, base: ImageRecord) -> Path | None:
+        manifest = self.cache_dir / "images" / f"{base.tag.rsplit(':', 1)[1]}.packages.txt"
+        return manifest if manifest.exists() else None
 
     # --- podman CLI ------------------------------------------------------------------
 

@@ -1,0 +1,131 @@
+"""Harness overhead per trial, and the demo's wall time cold and warm.
+
+    .venv/bin/python benchmarks/trial_overhead.py [--repeat 20] [--cold]
+
+Overhead = wall time of a full trial whose test command does nothing (patch apply,
+eval script, container, log, observation, score, artifacts with digests, result files)
+minus a bare ``podman run --rm --network none IMAGE true``; medians over ``--repeat`` runs of each.
+``--cold`` also times the demo from an empty image store and cache (it removes every
+``localhost/evalrepro-*`` image of this user first), then warm (nothing to build).
+Run it as the user who runs evalrepro (rootless); results go in the README.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import io
+import os
+import platform
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from evalrepro.backends import get_backend
+from evalrepro.config import compose
+from evalrepro.execute import Executor
+from evalrepro.plan import build_plan
+from evalrepro.run import default_cache_dir, run_experiment
+from evalrepro.testspec import RepoSpec
+
+
+def noop_config():
+    config = compose(["+experiment=demo"])
+    specs = {repo: dict(versions) for repo, versions in config.dataset.specs.items()}
+    spec = specs["demo/calc"]["1.0"]
+    specs["demo/calc"]["1.0"] = RepoSpec(
+        **{**spec.model_dump(), "test_cmd": "true", "test_directives": []}
+    )
+    return config.model_copy(update={"dataset": config.dataset.model_copy(update={"specs": specs})})
+
+
+def median_seconds(action, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def overhead(repeat: int, cache: Path) -> None:
+    config = noop_config()
+    backend = get_backend(config.environment, cache)
+    backend.check()
+    plan = build_plan(config, backend, cache)
+    planned = next(p for p in plan.trials if p.sample.repo == "demo/calc")
+    image = planned.image.image.tag
+    env = {**os.environ, "CONTAINERS_CONF": backend.env["CONTAINERS_CONF"]}
+    bare = median_seconds(
+        lambda: subprocess.run(
+            ["podman", "run", "--rm", "--network", "none", image, "true"],
+            env=env,
+            check=True,
+            capture_output=True,
+        ),
+        repeat,
+    )
+    with tempfile.TemporaryDirectory() as scratch:
+        executor = Executor(backend, Path(scratch), timeout=60, max_attempts=1, max_workers=1)
+        counter = iter(range(10**6))
+
+        def one_trial() -> None:
+            trial = planned.trial.model_copy(update={"trial_id": f"bench-{next(counter)}"})
+            result = executor.run_trial(dataclasses.replace(planned, trial=trial))
+            # A no-op test command prints no results (the score is invalid); what is
+            # measured is that the whole attempt ran, without an infrastructure error.
+            assert result.attempts[0].observation.infrastructure_error is None, result.score
+
+        trial = median_seconds(one_trial, repeat)
+    print(f"bare `podman run --rm IMAGE true`:   {bare * 1000:.0f} ms (median of {repeat})")
+    print(f"full no-op trial:                 {trial * 1000:.0f} ms (median of {repeat})")
+    print(f"harness overhead per trial:       {(trial - bare) * 1000:.0f} ms")
+
+
+def demo_wall_time(cache: Path, label: str) -> None:
+    console = Console(file=io.StringIO())
+    with tempfile.TemporaryDirectory() as scratch:
+        started = time.perf_counter()
+        run_experiment(
+            compose(["+experiment=demo"]), console, run_dir=Path(scratch) / "run", cache_dir=cache
+        )
+        print(f"demo (12 gold trials), {label}: {time.perf_counter() - started:.1f} s")
+
+
+def remove_evalrepro_images() -> None:
+    listed = subprocess.run(
+        ["podman", "images", "--format", "{{.Repository}}:{{.Tag}}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    ours = [name for name in listed if name.startswith("localhost/evalrepro-")]
+    if ours:
+        subprocess.run(["podman", "rmi", "--force", *ours], capture_output=True, check=False)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--cold", action="store_true", help="also time the demo from nothing")
+    args = parser.parse_args()
+    print(
+        f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores, "
+        f"{'rootless' if os.geteuid() else 'root'} podman"
+    )
+    cache = default_cache_dir()
+    if args.cold:
+        remove_evalrepro_images()
+        cold_cache = Path(tempfile.mkdtemp(prefix="evalrepro-cold-"))
+        demo_wall_time(cold_cache, "cold (empty store and cache, rootfs built by mmdebstrap)")
+        demo_wall_time(cold_cache, "warm (nothing to build)")
+        cache = cold_cache
+    overhead(args.repeat, cache)
+
+
+if __name__ == "__main__":
+    main()
