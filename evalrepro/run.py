@@ -49,7 +49,8 @@ def run_experiment(
     run_dir = (run_dir or config.run.output_dir / f"{config.name}-{stamp}").resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic.write_text(run_dir / "config.json", config.model_dump_json(indent=2) + "\n")
-    atomic.write_text(run_dir / "plan.json", json.dumps(_plan_record(plan), indent=2) + "\n")
+    record = {"backend": backend.describe(), **_plan_record(plan)}
+    atomic.write_text(run_dir / "plan.json", json.dumps(record, indent=2) + "\n")
     _write_image_artifacts(run_dir, plan, backend)
 
     executor = Executor(

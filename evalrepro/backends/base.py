@@ -102,6 +102,10 @@ class Backend(ABC):
     @abstractmethod
     def run(self, request: AttemptRequest) -> AttemptRun: ...
 
+    def describe(self) -> dict[str, str]:
+        """Facts about the runtime that a reader of the run needs (mode, versions)."""
+        return {"kind": self.kind}
+
     def package_manifest(self, base: ImageRecord) -> Path | None:
         """The base layer's installed-package list, if the backend keeps one."""
         return None

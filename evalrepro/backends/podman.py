@@ -99,10 +99,21 @@ class PodmanBackend(Backend):
                 "rootless podman needs subordinate ids for this user in /etc/subuid and "
                 "/etc/subgid; run scripts/setup or add them with usermod --add-subuids"
             )
-        done = self._podman("info", "--format", "{{.Store.GraphDriverName}}", check=False)
+        done = self._podman(
+            "info", "--format", "{{.Store.GraphDriverName}} {{.Version.Version}}", check=False
+        )
         if done.returncode != 0:
             raise UserError(f"podman does not work here: {_last_line(done.stderr)}")
-        self.storage_driver = done.stdout.strip()
+        self.storage_driver, self.version = [*done.stdout.split(), "?", "?"][:2]
+
+    def describe(self) -> dict[str, str]:
+        return {
+            "kind": self.kind,
+            "mode": "rootless" if self.rootless else "root",
+            "podman": getattr(self, "version", "?"),
+            "storage_driver": getattr(self, "storage_driver", "?"),
+            "runtime": "runc",
+        }
 
     def prepare(
         self, specs: list[TestSpec], checkouts: dict[str, LocalCheckout]
