@@ -149,7 +149,7 @@ def _archive(repo: str, source: ArchiveRepo, cache_dir: Path) -> LocalCheckout:
     if not dest.exists():
         staging = Path(tempfile.mkdtemp(dir=cache_dir / "repos", prefix=".archive-"))
         with tarfile.open(source.path) as archive:
-            archive.extractall(staging, filter="data")
+            _safe_extract(archive, staging)
         os.replace(staging, dest)
     roots = [dest, *[child for child in dest.iterdir() if child.is_dir()]]
     for root in roots:
@@ -159,6 +159,20 @@ def _archive(repo: str, source: ArchiveRepo, cache_dir: Path) -> LocalCheckout:
             continue
         return LocalCheckout(repo, git_dir, sha256_json({"repo": repo, "archive": expected}))
     raise UserError(f"repo '{repo}': archive {source.path} holds no git repository")
+
+
+def _safe_extract(archive: tarfile.TarFile, dest: Path) -> None:
+    """Extract refusing members that would land outside ``dest`` (absolute, .., links)."""
+    if hasattr(tarfile, "data_filter"):  # Python >= 3.11.4
+        archive.extractall(dest, filter="data")
+        return
+    root = dest.resolve()
+    for member in archive.getmembers():
+        target = (dest / member.name).resolve()
+        link = (target.parent / member.linkname).resolve() if member.issym() else target
+        if member.isdev() or not all(p.is_relative_to(root) for p in (target, link)):
+            raise UserError(f"archive member {member.name!r} would be written outside {dest}")
+    archive.extractall(dest)
 
 
 def _demo(repo: str, source: DemoRepo, cache_dir: Path) -> LocalCheckout:

@@ -155,7 +155,13 @@ def test_changing_packages_rebuilds_only_that_env_layer_and_its_instances(demo_r
     # A requirement whose marker is false changes the packages (so the env layer's key)
     # without a download; a fresh one each run makes this a real rebuild every time.
     inert = f"evalrepro-nonce==0.{uuid.uuid4().int % 10**9}; python_version < '3'"
-    plan, built = _layers_built(_with_spec(config, "demo/calc", packages=["pytest==8.3.4", inert]))
+    plan, built = _layers_built(
+        _with_spec(
+            config,
+            "demo/calc",
+            packages=[*config.dataset.specs["demo/calc"]["1.0"].packages, inert],
+        )
+    )
     try:
         calc_layers = {
             (record.layer, record.key)

@@ -33,6 +33,8 @@ class ImageRecord(BaseModel):
     layer: Layer
     #: sha256 over the canonical JSON of the layer's build inputs and its parent's key.
     key: str
+    #: sha256 over the canonical JSON of the build inputs alone (no parent).
+    inputs_digest: str
     tag: str
     parent_key: str | None
     #: The image's config digest (``podman image inspect {{.Id}}``), stable across stores.

@@ -55,6 +55,10 @@ DPKG_FILTERS = (
     "path-exclude=/usr/share/locale/*",
     "path-exclude=/usr/share/info/*",
 )
+#: Run in the finished rootfs. Debian's postinst byte-compiles Python modules, and those
+#: .pyc files differ between root and rootless builds: without them, the rootfs tar (and
+#: so the base image Id) is the same in both modes. Python recompiles them on demand.
+CUSTOMIZE_HOOKS = ('find "$1/usr" -name __pycache__ -type d -prune -exec rm -rf {} +',)
 #: podman's own exit codes for "could not run the container at all".
 _RUNTIME_FAILURES = {125: "podman error", 126: "command not executable", 127: "command not found"}
 
@@ -264,13 +268,16 @@ class PodmanBackend(Backend):
             }
         )
         if key not in self._layers:
-            self._layers[key] = self._find_or_build(layer, key, containerfile, parent, stage)
+            self._layers[key] = self._find_or_build(
+                layer, key, sha256_json(inputs), containerfile, parent, stage
+            )
         return self._layers[key]
 
     def _find_or_build(
         self,
         layer: Layer,
         key: str,
+        inputs_digest: str,
         containerfile: Path,
         parent: ImageRecord | None,
         stage: Stage,
@@ -289,6 +296,7 @@ class PodmanBackend(Backend):
             return ImageRecord(
                 layer=layer,
                 key=key,
+                inputs_digest=inputs_digest,
                 tag=tag,
                 parent_key=parent.key if parent else None,
                 image_digest=f"sha256:{image_id}",
@@ -371,6 +379,7 @@ class PodmanBackend(Backend):
             "source_date_epoch": base.source_date_epoch,
             "variant": "minbase",
             "dpkg_filters": list(DPKG_FILTERS),
+            "customize_hooks": list(CUSTOMIZE_HOOKS),
         }
 
     def _stage_base(self, context: Path) -> dict[str, str]:
@@ -393,10 +402,11 @@ class PodmanBackend(Backend):
             "mmdebstrap",
             "--variant=minbase",
             "--skip=output/dev",
-            # Rootless needs a user namespace; root can chroot directly.
-            f"--mode={'unshare' if self.rootless else 'root'}",
+            # A user namespace works for root and rootless alike: one mode, one tarball.
+            "--mode=unshare",
             f"--include={','.join(base.packages)}",
             *(f"--dpkgopt={rule}" for rule in DPKG_FILTERS),
+            *(f"--customize-hook={hook}" for hook in CUSTOMIZE_HOOKS),
             base.suite,
             str(partial_tar),
             base.mirror,

@@ -711,11 +711,19 @@ def _environment() -> dict[str, str]:
 
 
 def _anonymise(text: str, case_dir: Path) -> str:
+    # Only whole python-tree paths: a bare prefix such as Debian's /usr would also rewrite
+    # paths that belong to the tests themselves (a parameter "/usr/lib/libfoo.so").
     replacements = [
         (str(case_dir), "/testbed"),
         (sys.executable, "/usr/local/bin/python"),
-        (sys.prefix, "/usr/local"),
-        (sys.base_prefix, "/usr/local"),
+        *(
+            (f"{prefix}/lib/python", "/usr/local/lib/python")
+            for prefix in {sys.prefix, sys.base_prefix}
+        ),
+        *(
+            (f"{prefix}/bin/python", "/usr/local/bin/python")
+            for prefix in {sys.prefix, sys.base_prefix}
+        ),
     ]
     for old, new in replacements:
         text = text.replace(old, new)

@@ -1,0 +1,374 @@
+"""Lockfile: the plan of an experiment, frozen, so that it can be committed and re-run.
+
+A lockfile holds everything that defines the experiment, as digests: the harness, the
+resolved config, every instance and its TestSpec, every prediction's patch, every image
+layer (key, build-input digest, image digest, the base's package manifest), the gate,
+and each trial with the components of its id. It is written as canonical-order JSON
+(sorted keys, sorted lists, two-space indent): the same inputs give the same bytes.
+
+Identity. Two lockfiles describe the same experiment when :meth:`Lockfile.identity`
+is equal: that leaves out the harness's development provenance (git commit, editable
+install), which says where the code came from, not what it measured. Nothing volatile
+(creation time, command line) is in a lockfile at all; a run directory keeps those in
+``run.json``. :func:`differences` names what differs, field class by field class; it is
+the one comparison behind resume, ``run --lockfile`` and ``verify``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any, Literal
+
+from omegaconf import OmegaConf
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from evalrepro import __version__, atomic
+from evalrepro.backends.base import BuildFailure, ImageChain, ImageRecord
+from evalrepro.config import PACKAGE_DIR, ExperimentConfig
+from evalrepro.digest import sha256_json
+from evalrepro.environment import Limits
+from evalrepro.errors import UserError, validation_message
+from evalrepro.gate import Gate
+from evalrepro.plan import Plan
+from evalrepro.record import Record
+from evalrepro.trial import TrialKey
+
+LOCKFILE_NAME = "lockfile.lock.json"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Harness(_Frozen):
+    version: str
+    #: The git commit of a development checkout (None for an installed release).
+    commit: str | None = None
+    #: True when evalrepro runs from a source checkout (pip install -e).
+    editable: bool = False
+
+
+class LockedInstance(_Frozen):
+    instance_id: str
+    repo: str
+    base_commit: str
+    #: sha256 over the canonical JSON of the full instance record.
+    digest: str
+    test_spec_digest: str
+    parser: str
+
+
+class LockedDataset(_Frozen):
+    name: str
+    test_ids: str
+    #: sha256 over the canonical JSON of the instances' digests, in id order.
+    digest: str
+    instances: list[LockedInstance]
+
+
+class LockedPrediction(_Frozen):
+    instance_id: str
+    sample_index: int
+    #: sha256 over the patch's bytes ("" for a missing or empty patch).
+    patch_digest: str
+
+
+class LockedTarget(_Frozen):
+    kind: str
+    target_id: str
+    samples: int
+    #: sha256 over the canonical JSON of the predictions below.
+    digest: str
+    predictions: list[LockedPrediction]
+
+
+class LockedImage(_Frozen):
+    layer: str
+    key: str
+    inputs_digest: str
+    parent_key: str | None
+    tag: str
+    image_digest: str
+    package_manifest_digest: str | None = None
+
+
+class LockedEnvironment(_Frozen):
+    kind: str
+    #: sha256 over the canonical JSON of the environment config.
+    digest: str
+    limits: Limits
+    timeout: int
+    network: str
+    images: list[LockedImage]
+    #: Layers that could not be built (a run records them; ``evalrepro lock`` refuses).
+    build_failures: list[BuildFailure] = []
+
+
+class LockedTrial(_Frozen):
+    trial_id: str
+    key: TrialKey
+    #: The key of the instance image layer the trial runs in ("" if it was not built).
+    image_key: str
+
+
+class Lockfile(Record):
+    record: Literal["Lockfile"] = "Lockfile"
+    experiment: str
+    harness: Harness
+    #: The resolved config; paths inside evalrepro's package are written ${pkg:...}.
+    config: dict[str, Any]
+    config_digest: str
+    dataset: LockedDataset
+    target: LockedTarget
+    environment: LockedEnvironment
+    gate: Gate
+    trials: list[LockedTrial]
+
+    def identity(self) -> dict[str, Any]:
+        """What defines the experiment: everything but development provenance."""
+        return self.model_dump(mode="json", exclude={"harness": {"commit", "editable"}})
+
+    def same_experiment(self, other: Lockfile) -> bool:
+        return self.identity() == other.identity()
+
+    def dumps(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+
+    def write(self, path: Path) -> None:
+        atomic.write_text(path, self.dumps())
+
+    def experiment_config(self) -> ExperimentConfig:
+        """The config this lockfile was made from, with ${pkg:...} paths resolved here."""
+        resolved = OmegaConf.to_container(OmegaConf.create(self.config), resolve=True)
+        try:
+            return ExperimentConfig.model_validate(resolved)
+        except ValidationError as error:
+            raise UserError(f"lockfile config: {validation_message(error)}") from None
+
+
+# --- making one ------------------------------------------------------------------------
+
+
+def harness() -> Harness:
+    checkout = PACKAGE_DIR.parent
+    if not (checkout / ".git").exists() or not (checkout / "pyproject.toml").exists():
+        return Harness(version=__version__)
+    done = subprocess.run(
+        ["git", "-C", str(checkout), "rev-parse", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    commit = done.stdout.strip() if done.returncode == 0 else None
+    return Harness(version=__version__, commit=commit, editable=True)
+
+
+def portable(value: Any) -> Any:
+    """Paths inside the installed package as ${pkg:...}: the same on every machine."""
+    if isinstance(value, dict):
+        return {key: portable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [portable(item) for item in value]
+    prefix = f"{PACKAGE_DIR}/"
+    if isinstance(value, str) and value.startswith(prefix):
+        return "${pkg:" + value.removeprefix(prefix) + "}"
+    return value
+
+
+def build_lockfile(config: ExperimentConfig, plan: Plan) -> Lockfile:
+    config_data = portable(config.model_dump(mode="json"))
+    trials = sorted(plan.trials, key=lambda p: (p.sample.instance_id, p.prediction.sample_index))
+    instances = {
+        p.sample.instance_id: LockedInstance(
+            instance_id=p.sample.instance_id,
+            repo=p.sample.repo,
+            base_commit=p.sample.base_commit,
+            digest=p.sample.digest(),
+            test_spec_digest=p.spec.digest(),
+            parser=p.parser.name,
+        )
+        for p in trials
+    }
+    predictions = [
+        LockedPrediction(
+            instance_id=p.sample.instance_id,
+            sample_index=p.prediction.sample_index,
+            patch_digest=p.prediction.patch_digest,
+        )
+        for p in trials
+    ]
+    images: dict[str, ImageRecord] = {}
+    failures: dict[str, BuildFailure] = {}
+    for planned in trials:
+        if isinstance(planned.image, ImageChain):
+            images.update({record.key: record for record in planned.image.layers})
+        else:
+            failures[f"{planned.image.layer}:{planned.image.key}"] = planned.image
+    layer_order = {"base": 0, "env": 1, "history": 2, "instance": 3}
+    environment = config.environment
+    return Lockfile(
+        experiment=config.name,
+        harness=harness(),
+        config=config_data,
+        config_digest=sha256_json(config_data),
+        dataset=LockedDataset(
+            name=config.dataset.name,
+            test_ids=str(config.dataset.test_ids),
+            digest=sha256_json([instance.digest for instance in instances.values()]),
+            instances=list(instances.values()),
+        ),
+        target=LockedTarget(
+            kind=config.target.kind,
+            target_id=plan.target_id,
+            samples=config.target.samples,
+            digest=sha256_json([p.model_dump(mode="json") for p in predictions]),
+            predictions=predictions,
+        ),
+        environment=LockedEnvironment(
+            kind=environment.kind,
+            digest=sha256_json(environment.model_dump(mode="json", exclude={"build"})),
+            limits=environment.limits,
+            timeout=environment.timeout,
+            network=environment.network,
+            images=[
+                LockedImage(**record.model_dump(exclude={"built"}))
+                for record in sorted(images.values(), key=lambda r: (layer_order[r.layer], r.key))
+            ],
+            build_failures=[failures[key] for key in sorted(failures)],
+        ),
+        gate=config.gate,
+        trials=[
+            LockedTrial(
+                trial_id=p.trial.trial_id,
+                key=p.trial.key,
+                image_key=p.image.image.key if isinstance(p.image, ImageChain) else "",
+            )
+            for p in trials
+        ],
+    )
+
+
+def read_lockfile(path: Path) -> Lockfile:
+    """A lockfile from a file, or from a run directory's lockfile."""
+    if path.is_dir():
+        path = path / LOCKFILE_NAME
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such lockfile") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise UserError(f"{path}: not a readable lockfile ({error})") from None
+    try:
+        return Lockfile.model_validate(data)
+    except ValidationError as error:
+        raise UserError(f"{path}: not a valid lockfile: {validation_message(error)}") from None
+
+
+# --- comparing two ----------------------------------------------------------------------
+
+
+class Difference(_Frozen):
+    """One way two lockfiles differ, in a class a reader can act on."""
+
+    kind: Literal[
+        "harness",
+        "instances",
+        "test_spec",
+        "images",
+        "environment",
+        "gate",
+        "target",
+        "dataset",
+        "config",
+    ]
+    detail: str
+
+
+def differences(a: Lockfile, b: Lockfile, *, same_target: bool = True) -> list[Difference]:
+    """Every difference between ``a`` and ``b`` that changes what was measured.
+
+    With ``same_target=False`` (comparing two models), the target is expected to differ,
+    and so are the trial ids that include it.
+    """
+    found: list[Difference] = []
+
+    def add(kind: str, detail: str) -> None:
+        found.append(Difference(kind=kind, detail=detail))  # type: ignore[arg-type]
+
+    if a.harness.version != b.harness.version:
+        add("harness", f"harness version {a.harness.version} vs {b.harness.version}")
+
+    ours = {i.instance_id: i for i in a.dataset.instances}
+    theirs = {i.instance_id: i for i in b.dataset.instances}
+    if removed := sorted(ours.keys() - theirs.keys()):
+        add("instances", f"only in the first: {', '.join(removed)}")
+    if added := sorted(theirs.keys() - ours.keys()):
+        add("instances", f"only in the second: {', '.join(added)}")
+    for instance_id in sorted(ours.keys() & theirs.keys()):
+        one, two = ours[instance_id], theirs[instance_id]
+        if one.digest != two.digest:
+            add("dataset", f"{instance_id}: instance record differs")
+        if one.test_spec_digest != two.test_spec_digest:
+            add(
+                "test_spec",
+                f"{instance_id}: test spec {_short(one.test_spec_digest)} vs "
+                f"{_short(two.test_spec_digest)}",
+            )
+
+    found += _image_differences(a, b)
+    env_a, env_b = a.environment, b.environment
+    for field in ("limits", "timeout", "network", "kind"):
+        if getattr(env_a, field) != getattr(env_b, field):
+            add(
+                "environment",
+                f"{field}: {_show(getattr(env_a, field))} vs {_show(getattr(env_b, field))}",
+            )
+    if a.gate != b.gate:
+        add("gate", f"rules {[str(r) for r in a.gate.rules]} vs {[str(r) for r in b.gate.rules]}")
+    if same_target and a.target != b.target:
+        detail = f"{a.target.kind} '{a.target.target_id}' vs {b.target.kind} '{b.target.target_id}'"
+        if a.target.target_id == b.target.target_id:
+            detail += f": patch digests {_short(a.target.digest)} vs {_short(b.target.digest)}"
+        add("target", detail)
+    return found
+
+
+def _image_differences(a: Lockfile, b: Lockfile) -> list[Difference]:
+    """Instance images compared per instance, naming the first layer that differs."""
+
+    def chains(lock: Lockfile) -> dict[str, list[LockedImage]]:
+        by_key = {image.key: image for image in lock.environment.images}
+        result = {}
+        for trial in lock.trials:
+            chain, key = [], trial.image_key
+            while key and key in by_key:
+                chain.insert(0, by_key[key])
+                key = by_key[key].parent_key or ""
+            result[trial.key.instance_id] = chain
+        return result
+
+    ours, theirs = chains(a), chains(b)
+    found = []
+    for instance_id in sorted(ours.keys() & theirs.keys()):
+        for one, two in zip(ours[instance_id], theirs[instance_id], strict=False):
+            if one.image_digest != two.image_digest or one.key != two.key:
+                why = "build inputs differ" if one.key != two.key else "same inputs, other bytes"
+                found.append(
+                    Difference(
+                        kind="images",
+                        detail=f"{instance_id}: {one.layer} layer {_short(one.image_digest)} vs "
+                        f"{_short(two.image_digest)} ({why})",
+                    )
+                )
+                break
+    return found
+
+
+def _short(digest: str) -> str:
+    return digest.removeprefix("sha256:")[:12]
+
+
+def _show(value: Any) -> str:
+    return json.dumps(value.model_dump(mode="json") if isinstance(value, BaseModel) else value)
