@@ -140,15 +140,52 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from evalrepro.lockfile import read_lockfile
     from evalrepro.run import default_cache_dir, run_experiment
 
-    config = compose(args.overrides, args.config_dir)
+    locked = None
+    if args.lockfile is not None:
+        if args.overrides or args.config_dir:
+            raise UserError("--lockfile runs the locked config as it is: drop the overrides")
+        locked = read_lockfile(args.lockfile)
+        config = locked.experiment_config()
+    else:
+        config = compose(args.overrides, args.config_dir)
     run_experiment(
         config,
         Console(),
         run_dir=args.run_dir,
         cache_dir=args.cache_dir or default_cache_dir(),
+        locked=locked,
     )
+    return 0
+
+
+def cmd_lock(args: argparse.Namespace) -> int:
+    from evalrepro.run import default_cache_dir, lock_experiment
+
+    config = compose(args.overrides, args.config_dir)
+    output = args.output or Path("lockfiles") / f"{config.name}.lock.json"
+    lock_experiment(
+        config, Console(), output=output, cache_dir=args.cache_dir or default_cache_dir()
+    )
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from evalrepro.report import print_results
+    from evalrepro.rundir import RunDirectory
+
+    directory = RunDirectory(args.run)
+    if not directory.lockfile_path.exists():
+        raise UserError(f"{args.run}: not a run directory (no {directory.lockfile_path.name})")
+    results = directory.rebuild_results()
+    if args.rebuild:
+        directory.write_results(results)
+    if args.json:
+        print(results.model_dump_json(indent=2))
+    else:
+        print_results(Console(), results)
     return 0
 
 

@@ -35,9 +35,7 @@ class PlannedTrial:
 
     @property
     def label(self) -> str:
-        """A readable, unique folder name: instance, sample, and the id's first digits."""
-        short = self.trial.trial_id.removeprefix("sha256:")[:12]
-        return f"{self.sample.instance_id}--s{self.prediction.sample_index}--{short}"
+        return self.trial.label
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,8 @@ class RunResults(Record):
     experiment: str
     target_id: str
     planned: int
+    #: Planned trials without a result (an interrupted run); counted in no outcome.
+    missing: int = 0
     resolved: int
     unresolved: int
     invalid: int
@@ -45,13 +47,16 @@ class RunResults(Record):
     trials: list[TrialLine]
 
 
-def aggregate(experiment: str, target_id: str, results: list[TrialResult]) -> RunResults:
+def aggregate(
+    experiment: str, target_id: str, results: list[TrialResult], *, planned: int | None = None
+) -> RunResults:
     outcomes = Counter(result.score.outcome for result in results)
-    planned = len(results)
+    planned = len(results) if planned is None else planned
     return RunResults(
         experiment=experiment,
         target_id=target_id,
         planned=planned,
+        missing=planned - len(results),
         resolved=outcomes[Outcome.RESOLVED],
         unresolved=outcomes[Outcome.UNRESOLVED],
         invalid=outcomes[Outcome.INVALID],
@@ -98,7 +103,8 @@ def print_results(console: Console, results: RunResults) -> None:
     console.print(table)
     console.print(
         f"{results.planned} trials: [green]{results.resolved} resolved[/], "
-        f"[yellow]{results.unresolved} unresolved[/], [red]{results.invalid} invalid[/]; "
+        + (f"[bold red]{results.missing} missing[/], " if results.missing else "")
+        + f"[yellow]{results.unresolved} unresolved[/], [red]{results.invalid} invalid[/]; "
         f"resolved rate {results.resolved_rate:.1%} of planned trials, "
         f"invalid rate {results.invalid_rate:.1%}"
         + (f"; {results.retried_trials} trials retried" if results.retried_trials else "")

@@ -1,9 +1,11 @@
-"""``evalrepro run``: config -> plan -> execute -> report, into a run directory.
+"""``evalrepro lock`` and ``evalrepro run``: config -> plan -> lockfile -> execute -> report.
 
 Run directory (default ``runs/<experiment>-<UTC time>/``)::
 
+    lockfile.lock.json     the frozen plan (see lockfile.py); a resume must match it
+    run.json               each session: when, command line, host, backend mode
     config.json            the validated, composed config
-    plan.json              every trial with its id components and image chain
+    images/                each base image's installed packages (name=version)
     trials/<label>/        one per trial: attempt-N/ (artifacts + Attempt record),
                            result.json (the TrialResult: the source of truth)
     results.json           the aggregate, rebuilt from the trial results
@@ -11,7 +13,6 @@ Run directory (default ``runs/<experiment>-<UTC time>/``)::
 
 from __future__ import annotations
 
-import json
 import os
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,10 +23,13 @@ from evalrepro import atomic
 from evalrepro.backends import get_backend
 from evalrepro.backends.base import Backend, BuildFailure, ImageChain
 from evalrepro.config import ExperimentConfig
+from evalrepro.errors import UserError
 from evalrepro.execute import Executor
+from evalrepro.lockfile import Lockfile, build_lockfile, differences
 from evalrepro.plan import Plan, build_plan
 from evalrepro.progress import TrialProgress
 from evalrepro.report import RunResults, aggregate, print_results
+from evalrepro.rundir import RunDirectory
 
 
 def default_cache_dir() -> Path:
@@ -35,40 +39,82 @@ def default_cache_dir() -> Path:
     return base / "evalrepro"
 
 
-def run_experiment(
-    config: ExperimentConfig, console: Console, *, run_dir: Path | None, cache_dir: Path
-) -> RunResults:
+def plan_and_lock(
+    config: ExperimentConfig, console: Console, cache_dir: Path
+) -> tuple[Backend, Plan, Lockfile]:
     backend = get_backend(config.environment, cache_dir)
     backend.check()
     console.print(f"[bold]{config.name}[/]: resolving the plan and its images ...")
     plan = build_plan(config, backend, cache_dir)
     _print_images(console, plan)
+    return backend, plan, build_lockfile(config, plan)
+
+
+def lock_experiment(
+    config: ExperimentConfig, console: Console, *, output: Path, cache_dir: Path
+) -> Lockfile:
+    """Resolve the config into a lockfile, building every image; run no trial."""
+    _, _, lockfile = plan_and_lock(config, console, cache_dir)
+    if lockfile.environment.build_failures:
+        failed = lockfile.environment.build_failures[0]
+        raise UserError(
+            f"cannot lock: the {failed.layer} layer failed to build ({failed.reason})"
+            + (f"; log: {failed.build_log}" if failed.build_log else "")
+        )
+    lockfile.write(output)
+    console.print(f"locked {len(lockfile.trials)} trials into {output}")
+    return lockfile
+
+
+def run_experiment(
+    config: ExperimentConfig,
+    console: Console,
+    *,
+    run_dir: Path | None,
+    cache_dir: Path,
+    locked: Lockfile | None = None,
+) -> RunResults:
+    """Lock, then execute into ``run_dir``; with ``locked``, the plan must match it."""
+    backend, plan, lockfile = plan_and_lock(config, console, cache_dir)
+    if locked is not None:
+        found = differences(locked, lockfile, same_target=True)
+        if found:
+            listed = "; ".join(f"{d.kind}: {d.detail}" for d in found)
+            raise UserError(f"the plan no longer matches the lockfile, refusing to run ({listed})")
 
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    # Absolute: podman mounts the attempt files by path.
-    run_dir = (run_dir or config.run.output_dir / f"{config.name}-{stamp}").resolve()
-    run_dir.mkdir(parents=True, exist_ok=True)
-    atomic.write_text(run_dir / "config.json", config.model_dump_json(indent=2) + "\n")
-    record = {"backend": backend.describe(), **_plan_record(plan)}
-    atomic.write_text(run_dir / "plan.json", json.dumps(record, indent=2) + "\n")
-    _write_image_artifacts(run_dir, plan, backend)
-
-    executor = Executor(
-        backend,
-        run_dir,
-        timeout=config.environment.timeout,
-        max_attempts=config.environment.max_attempts,
-        max_workers=config.environment.max_workers,
-    )
-    try:
-        with TrialProgress(console, len(plan.trials)) as progress:
-            results = executor.run(plan.trials, progress)
-    finally:
-        backend.close()
-    summary = aggregate(config.name, plan.target_id, results)
-    atomic.write_text(run_dir / "results.json", summary.model_dump_json(indent=2) + "\n")
+    directory = RunDirectory(run_dir or config.run.output_dir / f"{config.name}-{stamp}")
+    with directory.exclusive():
+        resuming = directory.begin(
+            lockfile, config.model_dump_json(indent=2) + "\n", backend.describe()
+        )
+        done = directory.completed(lockfile)
+        removed = directory.remove_incomplete(lockfile)
+        _write_image_artifacts(directory.path, plan, backend)
+        todo = [p for p in plan.trials if p.trial.trial_id not in done]
+        if resuming:
+            console.print(
+                f"resuming {directory.path}: {len(done)} of {len(plan.trials)} trials done"
+                + (f", leftovers of {len(removed)} removed" if removed else "")
+            )
+        executor = Executor(
+            backend,
+            directory.path,
+            timeout=config.environment.timeout,
+            max_attempts=config.environment.max_attempts,
+            max_workers=config.environment.max_workers,
+        )
+        try:
+            with TrialProgress(console, len(todo)) as progress:
+                new = executor.run(todo, progress)
+        finally:
+            backend.close()
+        by_id = {**done, **{result.trial.trial_id: result for result in new}}
+        results = [by_id[t.trial_id] for t in lockfile.trials]
+        summary = aggregate(config.name, plan.target_id, results)
+        directory.write_results(summary)
     print_results(console, summary)
-    console.print(f"run directory: {run_dir}")
+    console.print(f"run directory: {directory.path}")
     return summary
 
 
@@ -82,21 +128,6 @@ def _write_image_artifacts(run_dir: Path, plan: Plan, backend: Backend) -> None:
         target = run_dir / "images" / f"{base.tag.rsplit(':', 1)[1]}.packages.txt"
         if manifest is not None and not target.exists():
             atomic.write_bytes(target, manifest.read_bytes())
-
-
-def _plan_record(plan: Plan) -> dict:
-    return {
-        "target_id": plan.target_id,
-        "trials": [
-            {
-                "label": planned.label,
-                "trial_id": planned.trial.trial_id,
-                "key": planned.trial.key.model_dump(mode="json"),
-                "image": planned.image.model_dump(mode="json"),
-            }
-            for planned in plan.trials
-        ],
-    }
 
 
 def _print_images(console: Console, plan: Plan) -> None:

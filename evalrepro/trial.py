@@ -47,6 +47,15 @@ class Trial(Record):
     def of(cls, key: TrialKey) -> Trial:
         return cls(trial_id=key.trial_id(), key=key)
 
+    @property
+    def label(self) -> str:
+        return trial_label(self.key.instance_id, self.key.sample_index, self.trial_id)
+
+
+def trial_label(instance_id: str, sample_index: int, trial_id: str) -> str:
+    """A trial's folder name: readable, and unique by the id's first digits."""
+    return f"{instance_id}--s{sample_index}--{trial_id.removeprefix('sha256:')[:12]}"
+
 
 class Attempt(Record):
     record: Literal["Attempt"] = "Attempt"

@@ -1,0 +1,175 @@
+"""The run directory: one experiment's evidence, safe to resume and hard to fool.
+
+Layout (see ``run.py``): ``lockfile.lock.json`` (the plan; never rewritten), ``run.json``
+(volatile: when, how and where each session ran), ``config.json``, ``images/``,
+``trials/<label>/`` and ``results.json``.
+
+* One process at a time: an exclusive lock on ``.evalrepro.lock``.
+* Resuming: the new plan must be the same experiment as the locked one; otherwise the
+  run refuses, naming every difference (``lockfile.differences``).
+* A trial is complete when its ``result.json`` exists (written last, atomically); the
+  leftovers of an incomplete one are removed before it runs again, so a run killed at
+  any moment loses no finished trial and runs each unfinished one exactly once.
+* A complete trial is trusted only if its result parses, sits in the folder its trial id
+  names, belongs to the plan, and every artifact still has its recorded digest.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import platform
+import shutil
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from evalrepro import atomic
+from evalrepro.errors import UserError, validation_message
+from evalrepro.execute import TrialResult
+from evalrepro.lockfile import LOCKFILE_NAME, Lockfile, differences, read_lockfile
+from evalrepro.report import RunResults, aggregate
+from evalrepro.trial import trial_label
+
+
+class RunDirectory:
+    def __init__(self, path: Path) -> None:
+        self.path = path.resolve()
+
+    @property
+    def lockfile_path(self) -> Path:
+        return self.path / LOCKFILE_NAME
+
+    @property
+    def trials_dir(self) -> Path:
+        return self.path / "trials"
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the directory for this process; a second one gets a clear error."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        handle = (self.path / ".evalrepro.lock").open("a+")
+        try:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.seek(0)
+                holder = handle.read().strip() or "another process"
+                raise UserError(
+                    f"run directory {self.path} is in use by {holder}; wait for it to finish"
+                ) from None
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"evalrepro pid {os.getpid()} on {platform.node()}")
+            handle.flush()
+            yield
+        finally:
+            handle.close()
+
+    def begin(self, lockfile: Lockfile, config_json: str, backend: dict[str, str]) -> bool:
+        """Start or resume; True when resuming. Refuses a run planned differently."""
+        resuming = self.lockfile_path.exists()
+        if resuming:
+            locked = read_lockfile(self.lockfile_path)
+            found = differences(locked, lockfile, same_target=True)
+            if found:
+                listed = "; ".join(f"{d.kind}: {d.detail}" for d in found)
+                raise UserError(
+                    f"run directory {self.path} holds a different experiment, refusing to "
+                    f"resume ({listed})"
+                )
+            if not locked.same_experiment(lockfile):
+                raise UserError(
+                    f"run directory {self.path} holds a different plan (same instances, "
+                    "images and target, but other settings); refusing to resume"
+                )
+        else:
+            lockfile.write(self.lockfile_path)
+            atomic.write_text(self.path / "config.json", config_json)
+        self._log_session(resuming, backend)
+        return resuming
+
+    def _log_session(self, resuming: bool, backend: dict[str, str]) -> None:
+        record = self.path / "run.json"
+        sessions = json.loads(record.read_text())["sessions"] if record.exists() else []
+        sessions.append(
+            {
+                "started_at": datetime.now(UTC).isoformat(),
+                "resumed": resuming,
+                "argv": sys.argv,
+                "host": platform.node(),
+                "user": os.environ.get("USER", str(os.getuid())),
+                "backend": backend,
+            }
+        )
+        atomic.write_text(record, json.dumps({"sessions": sessions}, indent=2) + "\n")
+
+    # --- trials ----------------------------------------------------------------------
+
+    def completed(self, lockfile: Lockfile) -> dict[str, TrialResult]:
+        """The trusted results of complete trials, by trial id; any tampering is an error."""
+        planned = {
+            trial_label(t.key.instance_id, t.key.sample_index, t.trial_id): t.trial_id
+            for t in lockfile.trials
+        }
+        results: dict[str, TrialResult] = {}
+        if not self.trials_dir.exists():
+            return results
+        for folder in sorted(self.trials_dir.iterdir()):
+            if folder.name not in planned:
+                raise UserError(f"{folder}: a trial folder that is not in the run's plan")
+            result_file = folder / "result.json"
+            if not result_file.exists():
+                continue
+            result = read_result(result_file)
+            if result.trial.trial_id != planned[folder.name]:
+                raise UserError(
+                    f"{result_file}: holds trial {result.trial.trial_id[7:19]}, but the folder "
+                    f"belongs to {planned[folder.name][7:19]} (moved or copied?)"
+                )
+            for attempt in result.attempts:
+                for artifact in attempt.artifacts:
+                    if not artifact.matches(self.path):
+                        raise UserError(
+                            f"{self.path / artifact.path}: missing or changed since it was "
+                            f"recorded (sha256 {artifact.sha256[7:19]}...)"
+                        )
+            results[result.trial.trial_id] = result
+        return results
+
+    def remove_incomplete(self, lockfile: Lockfile) -> list[str]:
+        """Delete the leftovers of trials that have no result; their labels."""
+        removed = []
+        for trial in lockfile.trials:
+            label = trial_label(trial.key.instance_id, trial.key.sample_index, trial.trial_id)
+            folder = self.trials_dir / label
+            if folder.exists() and not (folder / "result.json").exists():
+                shutil.rmtree(folder)
+                removed.append(label)
+        return removed
+
+    def rebuild_results(self, lockfile: Lockfile | None = None) -> RunResults:
+        """results.json recreated from the trial results alone (and the plan's order)."""
+        lockfile = lockfile or read_lockfile(self.lockfile_path)
+        done = self.completed(lockfile)
+        ordered = [done[t.trial_id] for t in lockfile.trials if t.trial_id in done]
+        return aggregate(
+            lockfile.experiment, lockfile.target.target_id, ordered, planned=len(lockfile.trials)
+        )
+
+    def write_results(self, results: RunResults) -> None:
+        atomic.write_text(self.path / "results.json", results.model_dump_json(indent=2) + "\n")
+
+
+def read_result(path: Path) -> TrialResult:
+    try:
+        return TrialResult.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise UserError(f"{path}: unreadable trial result ({error})") from None
+    except ValidationError as error:
+        raise UserError(f"{path}: not a trial result: {validation_message(error)}") from None
