@@ -6,11 +6,17 @@ import os
 import tempfile
 from pathlib import Path
 
+# mkstemp creates files 0600; a plain open() would honour the umask. Read it once, at
+# import (os.umask can only be read by setting it, which is not thread-safe later).
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
 
 def write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

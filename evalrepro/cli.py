@@ -11,6 +11,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from omegaconf import OmegaConf
 from rich.console import Console
@@ -25,6 +26,9 @@ from evalrepro.parsers import LogParser, get_parser, parser_names
 from evalrepro.parsers.swebench_repos import SWEBENCH_REPO_PARSERS
 from evalrepro.sample import Sample, load_samples
 from evalrepro.score import Score, score
+
+if TYPE_CHECKING:
+    from evalrepro.verify import Comparison, RunCheck
 
 EXIT_USER_ERROR = 2
 
@@ -179,14 +183,87 @@ def cmd_report(args: argparse.Namespace) -> int:
     directory = RunDirectory(args.run)
     if not directory.lockfile_path.exists():
         raise UserError(f"{args.run}: not a run directory (no {directory.lockfile_path.name})")
-    results = directory.rebuild_results()
     if args.rebuild:
-        directory.write_results(results)
+        # Not while a run writes into the directory: its results.json would be overwritten.
+        with directory.exclusive():
+            results = directory.rebuild_results()
+            directory.write_results(results)
+    else:
+        results = directory.rebuild_results()
     if args.json:
         print(results.model_dump_json(indent=2))
     else:
         print_results(Console(), results)
     return 0
+
+
+# --- verify --------------------------------------------------------------------------
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from evalrepro.verify import check_run, compare
+
+    if len(args.paths) > 2:
+        raise UserError("verify takes two lockfiles or run directories, or one run directory")
+    if len(args.paths) == 1:
+        if args.same_target:
+            raise UserError("--same-target compares two lockfiles or run directories")
+        check = check_run(args.paths[0])
+        if args.json:
+            print(json.dumps(check.payload(), indent=2))
+        else:
+            _print_run_check(Console(), check)
+        return 0 if check.ok else 1
+    comparison = compare(*args.paths, same_target=args.same_target)
+    if args.json:
+        print(json.dumps(comparison.payload(), indent=2))
+    else:
+        _print_comparison(Console(), comparison)
+    return 0 if comparison.comparable else 1
+
+
+def _print_comparison(console: Console, comparison: Comparison) -> None:
+    rows = [(d, "red") for d in comparison.differences] + [
+        (d, "dim") for d in comparison.information
+    ]
+    if rows:
+        table = Table("class", "difference", title_justify="left")
+        for difference, style in rows:
+            table.add_row(difference.kind, difference.detail, style=style)
+        console.print(table, highlight=False)
+    if comparison.information:
+        console.print("[dim]targets differ by design (compare models); --same-target to fail[/]")
+    if comparison.comparable:
+        console.print(f"[bold green]comparable[/]: {comparison.first} and {comparison.second}")
+    else:
+        console.print(
+            f"[bold red]not comparable[/]: {_count(len(comparison.differences), 'difference')} "
+            f"between {comparison.first} and {comparison.second}",
+            highlight=False,
+        )
+
+
+def _print_run_check(console: Console, check: RunCheck) -> None:
+    if check.problems:
+        table = Table("check", "problem", title=str(check.run), title_justify="left")
+        for problem in check.problems:
+            table.add_row(problem.kind, problem.detail, style="red")
+        console.print(table, highlight=False)
+    summary = (
+        f"{check.planned} planned trials, {check.checked} results checked, "
+        f"{check.regraded} logs re-graded"
+    )
+    if check.ok:
+        console.print(f"[bold green]ok[/]: {check.run}: {summary}", highlight=False)
+    else:
+        console.print(
+            f"[bold red]{_count(len(check.problems), 'problem')}[/] in {check.run}: {summary}",
+            highlight=False,
+        )
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
 
 
 # --- parsers -------------------------------------------------------------------------
@@ -273,7 +350,70 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="images' build inputs and logs (default: ~/.cache/evalrepro)",
     )
+    run.add_argument(
+        "--lockfile",
+        type=Path,
+        metavar="FILE",
+        help="run a lockfile's experiment as it is; refuse if the plan no longer matches it",
+    )
     run.set_defaults(handler=cmd_run)
+
+    lock = sub.add_parser(
+        "lock", help="resolve the config into a lockfile (builds the images, runs no trial)"
+    )
+    lock.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. +experiment=demo")
+    lock.add_argument(
+        "--config-dir",
+        type=Path,
+        metavar="DIR",
+        help="a directory of your own configs, searched before the built-in",
+    )
+    lock.add_argument(
+        "--output",
+        type=Path,
+        metavar="FILE",
+        help="where to write it (default: lockfiles/<experiment>.lock.json)",
+    )
+    lock.add_argument(
+        "--cache-dir",
+        type=Path,
+        metavar="DIR",
+        help="images' build inputs and logs (default: ~/.cache/evalrepro)",
+    )
+    lock.set_defaults(handler=cmd_lock)
+
+    report = sub.add_parser(
+        "report", help="print a run's results, recomputed from its trial results"
+    )
+    report.add_argument("run", type=Path, metavar="RUN_DIR")
+    report.add_argument(
+        "--rebuild", action="store_true", help="rewrite results.json from the trial results"
+    )
+    report.add_argument("--json", action="store_true", help="print the results as JSON")
+    report.set_defaults(handler=cmd_report)
+
+    verify = sub.add_parser(
+        "verify",
+        help="are two experiments comparable? (A B); does a run directory hold up? (RUN)",
+        description="With two lockfiles or run directories: exit 0 when they are comparable, "
+        "1 otherwise, listing each difference by class. With one run directory: check its "
+        "lockfile, results, artifact digests, aggregate and re-graded scores; exit 0 when all "
+        "hold.",
+    )
+    verify.add_argument(
+        "paths",
+        nargs="+",
+        type=Path,
+        metavar="PATH",
+        help="A B (lockfiles or run directories), or RUN",
+    )
+    verify.add_argument(
+        "--same-target",
+        action="store_true",
+        help="a reproduction check: the targets must match too (default: they may differ)",
+    )
+    verify.add_argument("--json", action="store_true", help="print one JSON object")
+    verify.set_defaults(handler=cmd_verify)
 
     parsers = sub.add_parser("parsers", help="list the registered log parsers")
     parsers.set_defaults(handler=cmd_parsers)

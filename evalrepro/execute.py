@@ -22,6 +22,7 @@ from typing import Literal
 from evalrepro import atomic
 from evalrepro.artifact import Artifact
 from evalrepro.backends.base import AttemptRequest, AttemptRun, Backend, BuildFailure
+from evalrepro.digest import sha256_bytes
 from evalrepro.observation import ExecutionStatus, PatchStatus, observe
 from evalrepro.plan import PlannedTrial
 from evalrepro.record import Record
@@ -72,6 +73,7 @@ class Executor:
         self.max_attempts = max_attempts
         self.max_workers = max_workers
         self._lock = threading.Lock()
+        self.container_prefix = container_prefix(run_dir)
 
     def run(self, trials: list[PlannedTrial], report: Reporter) -> list[TrialResult]:
         results: list[TrialResult] = []
@@ -82,9 +84,14 @@ class Executor:
                 results.append(result)
                 report(planned, result)
 
-        with ThreadPoolExecutor(max_workers=self.max_workers) as pool:
+        pool = ThreadPoolExecutor(max_workers=self.max_workers)
+        try:
             # list() re-raises the first exception of any worker.
             list(pool.map(one, trials))
+        finally:
+            # On Ctrl-C or an error, trials not yet started stay unstarted (a resume runs
+            # them); without cancel_futures, shutdown would run every one of them first.
+            pool.shutdown(wait=True, cancel_futures=True)
         order = {p.trial.trial_id: i for i, p in enumerate(trials)}
         return sorted(results, key=lambda r: order[r.trial.trial_id])
 
@@ -148,7 +155,8 @@ class Executor:
                     image_tag=planned.image.image.tag,
                     attempt_dir=folder,
                     # Unique even when two runs execute the same trial at once.
-                    name=f"evalrepro-{planned.label[-12:]}-a{number}-{secrets.token_hex(3)}",
+                    name=f"{self.container_prefix}{planned.label[-12:]}-a{number}-"
+                    f"{secrets.token_hex(3)}",
                     timeout=self.timeout,
                 )
             )
@@ -180,6 +188,15 @@ class Executor:
         )
         atomic.write_text(folder / "result.json", attempt.model_dump_json(indent=2) + "\n")
         return attempt, run
+
+
+def container_prefix(run_dir: Path) -> str:
+    """The start of every container name of a run directory's attempts.
+
+    A later session finds (and removes) the containers a killed one left running, and
+    no other run's.
+    """
+    return f"evalrepro-{sha256_bytes(str(run_dir).encode())[7:15]}-"
 
 
 def read_trial_result(path: Path) -> TrialResult:

@@ -139,6 +139,11 @@ class Lockfile(Record):
     def write(self, path: Path) -> None:
         atomic.write_text(path, self.dumps())
 
+    @classmethod
+    def json_schema(cls) -> str:
+        """The JSON Schema of a lockfile, as committed in ``lockfiles/lockfile.schema.json``."""
+        return json.dumps(cls.model_json_schema(), indent=2, sort_keys=True) + "\n"
+
     def experiment_config(self) -> ExperimentConfig:
         """The config this lockfile was made from, with ${pkg:...} paths resolved here."""
         resolved = OmegaConf.to_container(OmegaConf.create(self.config), resolve=True)
@@ -290,7 +295,8 @@ def differences(a: Lockfile, b: Lockfile, *, same_target: bool = True) -> list[D
     """Every difference between ``a`` and ``b`` that changes what was measured.
 
     With ``same_target=False`` (comparing two models), the target is expected to differ,
-    and so are the trial ids that include it.
+    and so are the trial ids that include it. A setting of the config that no class
+    above covers (``environment.max_attempts``) is a ``config`` difference.
     """
     found: list[Difference] = []
 
@@ -332,7 +338,51 @@ def differences(a: Lockfile, b: Lockfile, *, same_target: bool = True) -> list[D
         if a.target.target_id == b.target.target_id:
             detail += f": patch digests {_short(a.target.digest)} vs {_short(b.target.digest)}"
         add("target", detail)
+    ours_config, theirs_config = _flatten(a.config), _flatten(b.config)
+    for key in sorted(ours_config.keys() | theirs_config.keys()):
+        if key.startswith(_COMPARED_ELSEWHERE):
+            continue
+        if ours_config.get(key, _UNSET) != theirs_config.get(key, _UNSET):
+            shown = [
+                _show(flat[key]) if key in flat else "unset"
+                for flat in (ours_config, theirs_config)
+            ]
+            add("config", f"{key}: {shown[0]} vs {shown[1]}")
     return found
+
+
+#: Config keys :func:`differences` does not compare as settings: each is compared by
+#: what it produced (a digest above), or does not change what is measured. A setting
+#: not listed here (``environment.max_attempts``, a field added later) is compared.
+_COMPARED_ELSEWHERE = (
+    "name",  # the experiment's label
+    "run.",  # where the results are written
+    "target.",  # the target: its id and its predictions' digests
+    "gate.",  # the gate
+    "dataset.instances",  # a path: the instances are compared by digest
+    "dataset.repos.",  # sources: compared through base commits and image digests
+    "dataset.specs.",  # compared through TestSpec and image digests
+    "environment.base.",  # compared through the base layer's image digest
+    "environment.build.",  # how images are built, not what they hold
+    "environment.limits.",  # the environment's own fields, above
+    "environment.timeout",
+    "environment.network",
+    "environment.kind",
+    "environment.max_workers",  # how many trials run at once, not what they measure
+)
+
+
+_UNSET = object()
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested config as ``{"a.b.c": leaf}``; lists are leaves."""
+    if not isinstance(value, dict) or not value:
+        return {prefix: value}
+    flat: dict[str, Any] = {}
+    for key, item in value.items():
+        flat |= _flatten(item, f"{prefix}.{key}" if prefix else key)
+    return flat
 
 
 def _image_differences(a: Lockfile, b: Lockfile) -> list[Difference]:
@@ -352,6 +402,11 @@ def _image_differences(a: Lockfile, b: Lockfile) -> list[Difference]:
     ours, theirs = chains(a), chains(b)
     found = []
     for instance_id in sorted(ours.keys() & theirs.keys()):
+        if bool(ours[instance_id]) != bool(theirs[instance_id]):
+            # A layer failed to build on one side: that trial ran in no image there.
+            where = "the second" if ours[instance_id] else "the first"
+            found.append(Difference(kind="images", detail=f"{instance_id}: no image in {where}"))
+            continue
         for one, two in zip(ours[instance_id], theirs[instance_id], strict=False):
             if one.image_digest != two.image_digest or one.key != two.key:
                 why = "build inputs differ" if one.key != two.key else "same inputs, other bytes"
@@ -372,3 +427,12 @@ def _short(digest: str) -> str:
 
 def _show(value: Any) -> str:
     return json.dumps(value.model_dump(mode="json") if isinstance(value, BaseModel) else value)
+
+
+if __name__ == "__main__":
+    # python -m evalrepro.lockfile --schema > lockfiles/lockfile.schema.json
+    import sys
+
+    if sys.argv[1:] != ["--schema"]:
+        sys.exit("usage: python -m evalrepro.lockfile --schema")
+    sys.stdout.write(Lockfile.json_schema())

@@ -75,36 +75,41 @@ def run_experiment(
     locked: Lockfile | None = None,
 ) -> RunResults:
     """Lock, then execute into ``run_dir``; with ``locked``, the plan must match it."""
-    backend, plan, lockfile = plan_and_lock(config, console, cache_dir)
-    if locked is not None:
-        found = differences(locked, lockfile, same_target=True)
-        if found:
-            listed = "; ".join(f"{d.kind}: {d.detail}" for d in found)
-            raise UserError(f"the plan no longer matches the lockfile, refusing to run ({listed})")
-
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     directory = RunDirectory(run_dir or config.run.output_dir / f"{config.name}-{stamp}")
+    # Held before planning: a second process is refused at once, not after the builds.
     with directory.exclusive():
-        resuming = directory.begin(
-            lockfile, config.model_dump_json(indent=2) + "\n", backend.describe()
-        )
-        done = directory.completed(lockfile)
-        removed = directory.remove_incomplete(lockfile)
-        _write_image_artifacts(directory.path, plan, backend)
-        todo = [p for p in plan.trials if p.trial.trial_id not in done]
-        if resuming:
-            console.print(
-                f"resuming {directory.path}: {len(done)} of {len(plan.trials)} trials done"
-                + (f", leftovers of {len(removed)} removed" if removed else "")
-            )
-        executor = Executor(
-            backend,
-            directory.path,
-            timeout=config.environment.timeout,
-            max_attempts=config.environment.max_attempts,
-            max_workers=config.environment.max_workers,
-        )
+        backend, plan, lockfile = plan_and_lock(config, console, cache_dir)
         try:
+            if locked is not None:
+                found = differences(locked, lockfile, same_target=True)
+                if found:
+                    listed = "; ".join(f"{d.kind}: {d.detail}" for d in found)
+                    raise UserError(
+                        f"the plan no longer matches the lockfile, refusing to run ({listed})"
+                    )
+            resuming = directory.begin(
+                lockfile, config.model_dump_json(indent=2) + "\n", backend.describe()
+            )
+            executor = Executor(
+                backend,
+                directory.path,
+                timeout=config.environment.timeout,
+                max_attempts=config.environment.max_attempts,
+                max_workers=config.environment.max_workers,
+            )
+            done = directory.completed(lockfile)
+            # Before their folders go: a killed session's containers may still write there.
+            leftovers = backend.remove_leftovers(executor.container_prefix)
+            removed = directory.remove_incomplete(lockfile)
+            _write_image_artifacts(directory.path, plan, backend)
+            todo = [p for p in plan.trials if p.trial.trial_id not in done]
+            if resuming:
+                console.print(
+                    f"resuming {directory.path}: {len(done)} of {len(plan.trials)} trials done"
+                    + (f", leftovers of {len(removed)} removed" if removed else "")
+                    + (f", {len(leftovers)} stray containers removed" if leftovers else "")
+                )
             with TrialProgress(console, len(todo)) as progress:
                 new = executor.run(todo, progress)
         finally:

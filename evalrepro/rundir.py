@@ -29,11 +29,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from evalrepro import atomic
+from evalrepro import __version__, atomic
 from evalrepro.errors import UserError, validation_message
 from evalrepro.execute import TrialResult
 from evalrepro.lockfile import LOCKFILE_NAME, Lockfile, differences, read_lockfile
 from evalrepro.report import RunResults, aggregate
+from evalrepro.score import score
 from evalrepro.trial import trial_label
 
 
@@ -52,8 +53,11 @@ class RunDirectory:
     @contextmanager
     def exclusive(self) -> Iterator[None]:
         """Hold the directory for this process; a second one gets a clear error."""
+        created = not self.path.exists()
         self.path.mkdir(parents=True, exist_ok=True)
-        handle = (self.path / ".evalrepro.lock").open("a+")
+        lock_file = self.path / ".evalrepro.lock"
+        handle = lock_file.open("a+")
+        locked = False
         try:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -63,12 +67,17 @@ class RunDirectory:
                 raise UserError(
                     f"run directory {self.path} is in use by {holder}; wait for it to finish"
                 ) from None
+            locked = True
             handle.seek(0)
             handle.truncate()
             handle.write(f"evalrepro pid {os.getpid()} on {platform.node()}")
             handle.flush()
             yield
         finally:
+            # A run refused before it began (a plan that failed) leaves no empty directory.
+            if locked and created and [p.name for p in self.path.iterdir()] == [lock_file.name]:
+                lock_file.unlink()
+                self.path.rmdir()
             handle.close()
 
     def begin(self, lockfile: Lockfile, config_json: str, backend: dict[str, str]) -> bool:
@@ -83,14 +92,19 @@ class RunDirectory:
                     f"run directory {self.path} holds a different experiment, refusing to "
                     f"resume ({listed})"
                 )
-            if not locked.same_experiment(lockfile):
+            # The identity may differ in what does not change a trial (max_workers, the
+            # instances' order or path): what must not differ is the set of trials.
+            ours = {t.trial_id for t in locked.trials}
+            theirs = {t.trial_id for t in lockfile.trials}
+            if ours != theirs:
                 raise UserError(
-                    f"run directory {self.path} holds a different plan (same instances, "
-                    "images and target, but other settings); refusing to resume"
+                    f"run directory {self.path} holds other trials ({len(ours - theirs)} only "
+                    f"in the run, {len(theirs - ours)} only in the new plan); refusing to resume"
                 )
         else:
-            lockfile.write(self.lockfile_path)
+            # The lockfile last: it is what makes the directory a run to resume.
             atomic.write_text(self.path / "config.json", config_json)
+            lockfile.write(self.lockfile_path)
         self._log_session(resuming, backend)
         return resuming
 
@@ -121,7 +135,7 @@ class RunDirectory:
         if not self.trials_dir.exists():
             return results
         for folder in sorted(self.trials_dir.iterdir()):
-            if folder.name not in planned:
+            if folder.name not in planned or not folder.is_dir():
                 raise UserError(f"{folder}: a trial folder that is not in the run's plan")
             result_file = folder / "result.json"
             if not result_file.exists():
@@ -132,8 +146,21 @@ class RunDirectory:
                     f"{result_file}: holds trial {result.trial.trial_id[7:19]}, but the folder "
                     f"belongs to {planned[folder.name][7:19]} (moved or copied?)"
                 )
+            _check_consistent(result, result_file)
+            on_disk = sorted(p.name for p in folder.iterdir() if p.name != "result.json")
+            recorded = sorted(f"attempt-{a.number}" for a in result.attempts)
+            if on_disk != recorded:
+                raise UserError(
+                    f"{folder}: holds {', '.join(on_disk) or 'nothing'} but its result "
+                    f"records {', '.join(recorded)}"
+                )
             for attempt in result.attempts:
+                prefix = f"trials/{folder.name}/attempt-{attempt.number}/"
                 for artifact in attempt.artifacts:
+                    if not artifact.path.startswith(prefix) or ".." in artifact.path:
+                        raise UserError(
+                            f"{result_file}: artifact {artifact.path} is outside {prefix}"
+                        )
                     if not artifact.matches(self.path):
                         raise UserError(
                             f"{self.path / artifact.path}: missing or changed since it was "
@@ -148,7 +175,7 @@ class RunDirectory:
         for trial in lockfile.trials:
             label = trial_label(trial.key.instance_id, trial.key.sample_index, trial.trial_id)
             folder = self.trials_dir / label
-            if folder.exists() and not (folder / "result.json").exists():
+            if folder.is_dir() and not (folder / "result.json").exists():
                 shutil.rmtree(folder)
                 removed.append(label)
         return removed
@@ -164,6 +191,35 @@ class RunDirectory:
 
     def write_results(self, results: RunResults) -> None:
         atomic.write_text(self.path / "results.json", results.model_dump_json(indent=2) + "\n")
+
+
+def _check_consistent(result: TrialResult, path: Path) -> None:
+    """A hand-edited result no longer agrees with itself: id, attempts and score."""
+    trial, key = result.trial, result.trial.key
+    if trial.trial_id != key.trial_id():
+        raise UserError(f"{path}: the trial id is not the digest of its key (edited?)")
+    if (result.instance_id, result.target_id, result.sample_index) != (
+        key.instance_id,
+        key.target_id,
+        key.sample_index,
+    ):
+        raise UserError(f"{path}: instance, target or sample differ from the trial key (edited?)")
+    if not result.attempts or [a.number for a in result.attempts] != list(
+        range(1, len(result.attempts) + 1)
+    ):
+        raise UserError(f"{path}: attempts are not numbered 1..n (edited?)")
+    for attempt in result.attempts:
+        if attempt.trial_id != trial.trial_id:
+            raise UserError(f"{path}: attempt {attempt.number} is another trial's (edited?)")
+        # A score is a function of its observation: an edited outcome shows here (under
+        # the harness that scored it; another version may judge by other rules).
+        if key.harness_version == __version__ and attempt.score != score(attempt.observation):
+            raise UserError(
+                f"{path}: attempt {attempt.number}'s score {attempt.score.outcome} is not "
+                f"what its observation gives (edited?)"
+            )
+    if result.score != result.attempts[-1].score:
+        raise UserError(f"{path}: the trial's score is not its last attempt's (edited?)")
 
 
 def read_result(path: Path) -> TrialResult:

@@ -6,8 +6,9 @@ The lifecycle, in the order the executor calls it:
 2. ``prepare(specs, checkouts)``: build or find every image, layer by layer; returns the
    image chain of each instance, or the build failure that makes its trials
    infrastructure errors;
-3. ``run(request)``, once per attempt, possibly from several threads at once;
-4. ``close()``: remove whatever the backend left running.
+3. ``remove_leftovers(prefix)``: remove the containers of an earlier, killed session;
+4. ``run(request)``, once per attempt, possibly from several threads at once;
+5. ``close()``: remove whatever the backend left running.
 """
 
 from __future__ import annotations
@@ -111,6 +112,14 @@ class Backend(ABC):
     def package_manifest(self, base: ImageRecord) -> Path | None:
         """The base layer's installed-package list, if the backend keeps one."""
         return None
+
+    def remove_leftovers(self, prefix: str) -> list[str]:
+        """Remove containers named ``prefix...`` that a killed run left behind; their names.
+
+        A run killed with SIGKILL cannot stop its containers: they run on (a looping patch
+        forever) until the next session in the same run directory removes them.
+        """
+        return []
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Remove anything left running; the default has nothing to do."""

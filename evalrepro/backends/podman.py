@@ -29,6 +29,7 @@ from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
+from evalrepro import atomic
 from evalrepro.backends import register_backend
 from evalrepro.backends.base import (
     AttemptRequest,
@@ -185,8 +186,14 @@ class PodmanBackend(Backend):
         self._running.add(request.name)
         try:
             with runtime_log.open("wb") as log:
+                # Its own session: a Ctrl-C at the terminal stops evalrepro, which lets the
+                # running attempts finish; it must not reach (and kill) their containers.
                 process = subprocess.Popen(
-                    ["podman", *command], stdout=log, stderr=subprocess.STDOUT, env=self.env
+                    ["podman", *command],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=self.env,
+                    start_new_session=True,
                 )
                 try:
                     exit_code: int | None = process.wait(timeout=request.timeout)
@@ -301,7 +308,7 @@ class PodmanBackend(Backend):
                 parent_key=parent.key if parent else None,
                 image_digest=f"sha256:{image_id}",
                 built=built,
-                package_manifest_digest=self._record_package_manifest(tag)
+                package_manifest_digest=self._record_package_manifest(tag, image_id)
                 if layer == "base"
                 else None,
             )
@@ -429,9 +436,14 @@ class PodmanBackend(Backend):
         os.replace(partial_tar, rootfs)
         return rootfs
 
-    def _record_package_manifest(self, tag: str) -> str:
+    def _manifest_file(self, image_id: str) -> Path:
+        # Named by the image Id, not the tag: a tag rebuilt from the same inputs can hold
+        # other packages (the mirror moved on), and its list must not be the old one's.
+        return self.cache_dir / "images" / f"{image_id.removeprefix('sha256:')}.packages.txt"
+
+    def _record_package_manifest(self, tag: str, image_id: str) -> str:
         """The base image's installed packages (name=version), kept as a file; its digest."""
-        manifest = self.cache_dir / "images" / f"{tag.rsplit(':', 1)[1]}.packages.txt"
+        manifest = self._manifest_file(image_id)
         if not manifest.exists():
             done = self._podman(
                 "run",
@@ -446,13 +458,19 @@ class PodmanBackend(Backend):
             )
             if done.returncode != 0:
                 raise BuildError(f"cannot list the packages of {tag}: {_last_line(done.stderr)}")
-            manifest.parent.mkdir(parents=True, exist_ok=True)
-            manifest.write_text("\n".join(sorted(done.stdout.splitlines())) + "\n")
+            atomic.write_text(manifest, "\n".join(sorted(done.stdout.splitlines())) + "\n")
         return sha256_bytes(manifest.read_bytes())
 
     def package_manifest(self, base: ImageRecord) -> Path | None:
-        manifest = self.cache_dir / "images" / f"{base.tag.rsplit(':', 1)[1]}.packages.txt"
+        manifest = self._manifest_file(base.image_digest)
         return manifest if manifest.exists() else None
+
+    def remove_leftovers(self, prefix: str) -> list[str]:
+        done = self._podman("ps", "--all", "--format", "{{.Names}}", check=False)
+        names = sorted(name for name in done.stdout.split() if name.startswith(prefix))
+        for name in names:
+            self._remove(name)
+        return names
 
     # --- podman CLI ------------------------------------------------------------------
 

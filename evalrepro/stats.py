@@ -1,0 +1,580 @@
+"""Statistics behind reports and comparisons: pure functions over numpy arrays.
+
+Which method for what, and why (../shared/docs/semantics.md, "Metrics and gates" and
+"Comparing runs"):
+
+* One run's resolve rate: the **Wilson score interval** (``wilson_interval``). Unlike the
+  normal (Wald) interval it stays inside [0, 1] and keeps close to nominal coverage at
+  rates near 0 or 1 and at small n. For per-instance rates in [0, 1] (several samples per
+  instance) it is conservative: such a variable's variance is at most p(1 - p).
+* pass@k: the **unbiased estimator** 1 - C(n-c, k)/C(n, k), computed as a product so that
+  it neither overflows nor cancels (``pass_at_k``), averaged over instances that have at
+  least k samples; its interval is a bootstrap over instances, never over samples
+  (``pass_at_k_interval``): instances are the sampling unit.
+* The difference between two runs on the same instances: a **paired bootstrap**
+  (``paired_bootstrap``), resampling instances with both runs' outcomes together, so the
+  strong within-instance correlation (an easy instance is easy for both) narrows the
+  interval as it should. The default is **BCa** (bias-corrected and accelerated), which
+  corrects for the skewed bootstrap distribution of rates near 0 or 1;
+  ``scipy.stats.bootstrap`` does the work. When every per-instance difference is equal
+  (identical runs, n = 1) there is no sampling variation to resample: the interval is
+  zero-width at the estimate, method ``"degenerate"``, never NaN.
+* The discordant pairs: the **exact McNemar test** (``mcnemar_exact``), a two-sided
+  binomial test of the B-only count among the discordant pairs. Exact because discordant
+  counts are often small, where the chi-square version is poor.
+* How far apart two runs must be to be told apart: the **minimum detectable difference**
+  of a paired design under the normal approximation (``minimum_detectable_difference``),
+  and the analytic paired standard error (``paired_standard_error``), a check on the
+  bootstrap.
+* Sensitivity: a **cluster bootstrap** over repositories (``cluster_bootstrap``).
+  Instances of one repository are not independent (shared code, shared test suite), and
+  the instance-level bootstrap ignores that. With few clusters (SWE-bench has 12 repos)
+  the cluster bootstrap is itself unreliable, so it is reported beside the main interval,
+  flagged when there are fewer than 10 clusters, and never replaces it.
+
+``compare_outcomes`` bundles all of it in a ``Comparison`` whose ``verdict()`` says the
+result in one plain line. Every random draw comes from ``numpy.random.default_rng(seed)``,
+and resamples are drawn in bounded batches of arrays (never a Python loop per resample),
+so a result is reproducible and its memory does not grow with ``n_resamples``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict
+from scipy import stats as sps
+
+#: Elements per resampled batch: ~8 MB of float64, which keeps the gathers in cache
+#: (measured faster than one large batch) and bounds peak memory at any n_resamples.
+_BATCH_ELEMENTS = 1 << 20
+
+#: Fewer clusters than this and a cluster bootstrap's interval is unreliable.
+MIN_CLUSTERS = 10
+
+
+class Interval(BaseModel):
+    """An estimate with a confidence interval; ``method`` says how it was made."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    estimate: float
+    low: float
+    high: float
+    #: "wilson", "BCa", "percentile", "basic", "cluster percentile" or "degenerate".
+    method: str
+    confidence: float = 0.95
+    #: Standard deviation of the bootstrap distribution (bootstrap intervals only).
+    standard_error: float | None = None
+
+    @property
+    def excludes_zero(self) -> bool:
+        return self.low > 0 or self.high < 0
+
+
+class ClusterInterval(Interval):
+    """A cluster bootstrap interval, with how many clusters it rests on."""
+
+    n_clusters: int
+    too_few_clusters: bool
+    note: str = ""
+
+
+class McNemar(BaseModel):
+    """Discordant pairs and the exact two-sided McNemar p-value."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    a_only: int  # resolved by A, not by B
+    b_only: int  # resolved by B, not by A
+    p_value: float
+
+
+class Comparison(BaseModel):
+    """Run B against run A on the same n instances (B - A: positive means B resolves more)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    n: int
+    confidence: float
+    rate_a: Interval
+    rate_b: Interval
+    difference: Interval
+    #: None when the outcomes are rates in [0, 1] rather than 0/1 (McNemar needs pairs).
+    mcnemar: McNemar | None
+    correlation: float
+    standard_error: float
+    #: True difference detectable with 80% power at alpha = 1 - confidence, two-sided.
+    minimum_detectable_difference: float
+    cluster: ClusterInterval | None = None
+
+    def verdict(self) -> str:
+        """One line, e.g. "B resolves 3.1 points more (95% CI -1.2 to 7.4): not
+        distinguishable at this n"."""
+        d = self.difference
+        level = f"{self.confidence * 100:g}%"
+        if d.method == "degenerate":
+            detail = f"all {self.n} paired differences equal, no interval"
+            if self.mcnemar is not None:
+                detail += f"; McNemar p={self.mcnemar.p_value:.2g}"
+        else:
+            detail = f"{level} CI {_points(d.low)} to {_points(d.high)}"
+        conclusion = _conclusion(self._direction())
+        line = f"{_difference_phrase(d.estimate)} ({detail}): {conclusion}"
+        c = self.cluster
+        if (
+            c is not None
+            and c.method != "degenerate"
+            and _interval_direction(c) != self._direction()
+        ):
+            # The sensitivity check disagrees: say so, on the same line.
+            clustered = _conclusion(_interval_direction(c))
+            trust = ", too few to trust" if c.too_few_clusters else ""
+            line += (
+                f" (resampling {c.n_clusters} clusters instead{trust}, {level} CI"
+                f" {_points(c.low)} to {_points(c.high)}: {clustered})"
+            )
+        return line
+
+    def _direction(self) -> int:
+        """+1 when B is better, -1 when A is, 0 when they cannot be told apart."""
+        d = self.difference
+        if d.method != "degenerate":
+            return _interval_direction(d)
+        # No interval to read: decide with the exact test, or not at all.
+        alpha = 1 - self.confidence
+        if self.mcnemar is None or d.estimate == 0 or self.mcnemar.p_value >= alpha:
+            return 0
+        return 1 if d.estimate > 0 else -1
+
+
+def _interval_direction(interval: Interval) -> int:
+    if interval.low > 0:
+        return 1
+    if interval.high < 0:
+        return -1
+    return 0
+
+
+def _conclusion(direction: int) -> str:
+    return {1: "B is better at this n", -1: "A is better at this n"}.get(
+        direction, "not distinguishable at this n"
+    )
+
+
+def _points(value: float) -> str:
+    # + 0.0 turns a rounded -0.0 into 0.0.
+    return f"{round(value * 100, 1) + 0.0:.1f}"
+
+
+def _difference_phrase(estimate: float) -> str:
+    if estimate == 0:
+        return "B resolves as many as A"
+    return f"B resolves {_points(abs(estimate))} points {'more' if estimate > 0 else 'fewer'}"
+
+
+# --- one proportion ------------------------------------------------------------------
+
+
+def _z(confidence: float) -> float:
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    return float(sps.norm.ppf(1 - (1 - confidence) / 2))
+
+
+def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a proportion successes/n; (0, 1) when n = 0.
+
+    center = (p + z^2/2n) / (1 + z^2/n); half-width = z/(1 + z^2/n) * sqrt(p(1-p)/n + z^2/4n^2).
+    ``successes`` may be fractional (a sum of per-instance rates): see the module docstring.
+    """
+    z = _z(confidence)
+    if n < 0 or not 0 <= successes <= n:
+        raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    z2n = z * z / n
+    center = (p + z2n / 2) / (1 + z2n)
+    half = z / (1 + z2n) * math.sqrt(p * (1 - p) / n + z2n / (4 * n))
+    return max(0.0, center - half), min(1.0, center + half)
+
+
+# --- pass@k ----------------------------------------------------------------------------
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k of one instance with n samples of which c resolved.
+
+    1 - C(n-c, k)/C(n, k) = 1 - prod_{i=n-c+1}^{n} (1 - k/i); 1 when n - c < k (every
+    draw of k samples contains a resolved one).
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    if k > n:
+        raise ValueError(f"pass@{k} needs at least {k} samples, got n={n}")
+    if not 0 <= c <= n:
+        raise ValueError(f"need 0 <= c <= n, got c={c}, n={n}")
+    if n - c < k:
+        return 1.0
+    return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1, dtype=np.float64)))
+
+
+def instance_pass_at_k(outcomes_per_instance: Sequence[npt.ArrayLike], k: int) -> np.ndarray:
+    """pass@k of each instance (its samples' 0/1 outcomes); each needs >= k samples."""
+    values = np.empty(len(outcomes_per_instance))
+    for index, outcomes in enumerate(outcomes_per_instance):
+        samples = np.asarray(outcomes, dtype=bool)
+        if samples.size < k:
+            raise ValueError(f"instance {index} has {samples.size} samples, pass@{k} needs {k}")
+        values[index] = pass_at_k(samples.size, int(samples.sum()), k)
+    return values
+
+
+def _with_k_samples(outcomes_per_instance: Sequence[npt.ArrayLike], k: int) -> list[np.ndarray]:
+    kept = [np.asarray(o, dtype=bool) for o in outcomes_per_instance]
+    kept = [o for o in kept if o.size >= k]
+    if not kept:
+        raise ValueError(f"no instance has the {k} samples pass@{k} needs")
+    return kept
+
+
+def pass_at_k_mean(outcomes_per_instance: Sequence[npt.ArrayLike], k: int) -> float:
+    """pass@k of a run: the mean over instances with at least k samples."""
+    return float(instance_pass_at_k(_with_k_samples(outcomes_per_instance, k), k).mean())
+
+
+def pass_k_values(max_samples: int) -> list[int]:
+    """The k to report for a run with ``max_samples`` samples per instance: powers of two
+    up to it, plus 5 and 10 where they fit."""
+    values = {1 << i for i in range(max(max_samples, 1).bit_length()) if 1 << i <= max_samples}
+    values |= {k for k in (5, 10) if k <= max_samples}
+    return sorted(values)
+
+
+def pass_at_k_interval(
+    outcomes_per_instance: Sequence[npt.ArrayLike],
+    k: int,
+    *,
+    n_resamples: int = 10_000,
+    confidence: float = 0.95,
+    method: str = "BCa",
+    seed: int = 0,
+) -> Interval:
+    """pass@k with a bootstrap interval over instances (instances are resampled, each
+    keeping its own samples: the instance is the sampling unit, not the sample)."""
+    values = instance_pass_at_k(_with_k_samples(outcomes_per_instance, k), k)
+    return _bootstrap(
+        (values,),
+        lambda x, axis: np.mean(x, axis=axis),
+        values - values.mean(),
+        paired=False,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        method=method,
+        seed=seed,
+    )
+
+
+# --- two runs on the same instances ------------------------------------------------
+
+
+def _paired(a: npt.ArrayLike, b: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """Two aligned 1-D arrays of per-instance outcomes or rates in [0, 1], as float64."""
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if x.ndim != 1 or x.shape != y.shape:
+        raise ValueError(f"need two 1-D arrays of equal length, got {x.shape} and {y.shape}")
+    if x.size == 0:
+        raise ValueError("no instances to compare")
+    for name, values in (("A", x), ("B", y)):
+        if not np.all((values >= 0) & (values <= 1)):  # also rejects NaN
+            raise ValueError(f"run {name}: outcomes must be in [0, 1]")
+    return x, y
+
+
+def _is_binary(values: np.ndarray) -> bool:
+    return bool(np.all((values == 0) | (values == 1)))
+
+
+def _batch(n: int, n_resamples: int) -> int:
+    return max(1, min(n_resamples, _BATCH_ELEMENTS // max(n, 1)))
+
+
+def _mean_difference(a: np.ndarray, b: np.ndarray, axis: int) -> np.ndarray:
+    return np.mean(b, axis=axis) - np.mean(a, axis=axis)
+
+
+def _bootstrap(
+    data: tuple[np.ndarray, ...],
+    statistic: Callable[..., np.ndarray],
+    deviations: np.ndarray,
+    *,
+    paired: bool,
+    n_resamples: int,
+    confidence: float,
+    method: str,
+    seed: int,
+) -> Interval:
+    """scipy's bootstrap, with the cases it cannot handle answered without NaN.
+
+    ``deviations`` are the per-instance values minus the estimate: all zero (or n < 2)
+    means there is nothing to resample and the interval is zero-width.
+    """
+    _z(confidence)
+    estimate = float(statistic(*data, axis=-1))
+    if deviations.size < 2 or np.all(deviations == deviations[0]):
+        return Interval(
+            estimate=estimate,
+            low=estimate,
+            high=estimate,
+            method="degenerate",
+            confidence=confidence,
+            standard_error=0.0,
+        )
+    options = {
+        "paired": paired,
+        "vectorized": True,
+        "confidence_level": confidence,
+        "batch": _batch(deviations.size, n_resamples),
+    }
+    with warnings.catch_warnings():
+        # BCa can be undefined for a near-degenerate distribution; answered just below.
+        warnings.simplefilter("ignore", sps.DegenerateDataWarning)
+        result = sps.bootstrap(
+            data,
+            statistic,
+            n_resamples=n_resamples,
+            method=method,
+            random_state=np.random.default_rng(seed),
+            **options,
+        )
+        low, high = result.confidence_interval
+        used = {"bca": "BCa"}.get(method.lower(), method.lower())
+        if not (np.isfinite(low) and np.isfinite(high)):
+            # Same resamples, percentile interval: defined whenever the distribution is.
+            result = sps.bootstrap(
+                data,
+                statistic,
+                n_resamples=0,
+                method="percentile",
+                bootstrap_result=result,
+                **options,
+            )
+            low, high = result.confidence_interval
+            used = "percentile (BCa undefined)"
+    return Interval(
+        estimate=estimate,
+        low=float(low),
+        high=float(high),
+        method=used,
+        confidence=confidence,
+        standard_error=float(result.standard_error),
+    )
+
+
+def paired_bootstrap(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    *,
+    n_resamples: int = 10_000,
+    confidence: float = 0.95,
+    method: str = "BCa",
+    seed: int = 0,
+) -> Interval:
+    """mean(b) - mean(a) with a paired bootstrap interval over instances.
+
+    ``method`` is scipy's: "BCa" (default), "percentile" or "basic". Zero-width at the
+    estimate, method "degenerate", when all per-instance differences are equal or n < 2.
+    """
+    x, y = _paired(a, b)
+    d = y - x
+    return _bootstrap(
+        (x, y),
+        _mean_difference,
+        d - d.mean(),
+        paired=True,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        method=method,
+        seed=seed,
+    )
+
+
+def mcnemar_exact(a: npt.ArrayLike, b: npt.ArrayLike) -> McNemar:
+    """Exact two-sided McNemar test: binomial test of b_only among the discordant pairs
+    against 1/2; p = 1 when there are none. Needs 0/1 outcomes."""
+    x, y = _paired(a, b)
+    if not (_is_binary(x) and _is_binary(y)):
+        raise ValueError("McNemar's test needs 0/1 outcomes, not rates")
+    a_only = int(np.sum((x == 1) & (y == 0)))
+    b_only = int(np.sum((x == 0) & (y == 1)))
+    discordant = a_only + b_only
+    p_value = 1.0 if discordant == 0 else float(sps.binomtest(b_only, discordant, 0.5).pvalue)
+    return McNemar(a_only=a_only, b_only=b_only, p_value=min(p_value, 1.0))
+
+
+def outcome_correlation(a: npt.ArrayLike, b: npt.ArrayLike) -> float:
+    """Pearson correlation of the per-instance outcomes (phi for 0/1); 0 when either run
+    has no variance (e.g. resolves everything), where it is undefined."""
+    x, y = _paired(a, b)
+    dx, dy = x - x.mean(), y - y.mean()
+    denominator = math.sqrt(float(np.dot(dx, dx)) * float(np.dot(dy, dy)))
+    if denominator == 0:
+        return 0.0
+    return float(np.clip(np.dot(dx, dy) / denominator, -1.0, 1.0))
+
+
+def paired_standard_error(a: npt.ArrayLike, b: npt.ArrayLike) -> float:
+    """Analytic standard error of mean(b) - mean(a): sd(b - a) / sqrt(n) (ddof=1); 0 at n=1."""
+    x, y = _paired(a, b)
+    if x.size < 2:
+        return 0.0
+    return float(np.std(y - x, ddof=1) / math.sqrt(x.size))
+
+
+def minimum_detectable_difference(
+    n: int,
+    p_a: float,
+    p_b: float,
+    correlation: float,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> float:
+    """Smallest true difference a paired design of n instances detects with ``power`` in a
+    two-sided test at level ``alpha`` (normal approximation):
+
+        MDD = (z_{1-alpha/2} + z_{power}) * sqrt(var_a + var_b - 2 rho sd_a sd_b) / sqrt(n),
+        var = p (1 - p), rho = the within-instance correlation of the outcomes.
+
+    The variance is that of one instance's difference b - a; correlation shrinks it, which
+    is why a paired comparison detects much smaller differences than two independent runs.
+    For rates in [0, 1] p(1 - p) bounds the variance, so the MDD is conservative.
+    """
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    if not (0 <= p_a <= 1 and 0 <= p_b <= 1 and -1 <= correlation <= 1):
+        raise ValueError("need p_a, p_b in [0, 1] and correlation in [-1, 1]")
+    if not (0 < alpha < 1 and 0 < power < 1):
+        raise ValueError("need alpha and power in (0, 1)")
+    var_a, var_b = p_a * (1 - p_a), p_b * (1 - p_b)
+    variance = max(0.0, var_a + var_b - 2 * correlation * math.sqrt(var_a * var_b))
+    z = float(sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power))
+    return z * math.sqrt(variance / n)
+
+
+def cluster_bootstrap(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    clusters: npt.ArrayLike,
+    *,
+    n_resamples: int = 10_000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> ClusterInterval:
+    """mean(b) - mean(a) with a percentile interval from resampling whole clusters
+    (repositories) with replacement; a sensitivity check, see the module docstring."""
+    x, y = _paired(a, b)
+    labels = np.asarray(clusters)
+    if labels.shape != x.shape:
+        raise ValueError(f"need one cluster label per instance, got {labels.shape} for {x.shape}")
+    _z(confidence)
+    d = y - x
+    _, codes = np.unique(labels, return_inverse=True)
+    # A resample's difference of means = sum of its clusters' difference sums / their sizes.
+    sums = np.bincount(codes, weights=d)
+    sizes = np.bincount(codes).astype(np.float64)
+    g = sums.size
+    if n_resamples < 2:
+        raise ValueError(f"n_resamples must be >= 2, got {n_resamples}")
+    estimate = float(d.mean())
+    too_few = g < MIN_CLUSTERS
+    note = (
+        f"only {g} clusters: a cluster bootstrap needs about {MIN_CLUSTERS} or more, "
+        "so read this interval as a rough sensitivity check"
+        if too_few
+        else ""
+    )
+    if g < 2 or np.ptp(sums / sizes) == 0:
+        # One cluster, or clusters that all agree: every resample gives the estimate.
+        low = high = estimate
+        method, standard_error = "degenerate", 0.0
+    else:
+        rng = np.random.default_rng(seed)
+        distribution = np.empty(n_resamples)
+        step = _batch(g, n_resamples)
+        for start in range(0, n_resamples, step):
+            drawn = rng.integers(0, g, size=(min(step, n_resamples - start), g))
+            distribution[start : start + len(drawn)] = sums[drawn].sum(1) / sizes[drawn].sum(1)
+        tail = (1 - confidence) / 2
+        low, high = (float(q) for q in np.quantile(distribution, [tail, 1 - tail]))
+        method, standard_error = "cluster percentile", float(np.std(distribution, ddof=1))
+    return ClusterInterval(
+        estimate=estimate,
+        low=low,
+        high=high,
+        method=method,
+        confidence=confidence,
+        standard_error=standard_error,
+        n_clusters=g,
+        too_few_clusters=too_few,
+        note=note,
+    )
+
+
+def compare_outcomes(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    clusters: npt.ArrayLike | None = None,
+    *,
+    n_resamples: int = 10_000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    method: str = "BCa",
+) -> Comparison:
+    """Everything needed to say whether run B differs from run A on the same instances.
+
+    ``a`` and ``b`` hold per-instance 0/1 outcomes (or per-instance rates / pass@k values
+    in [0, 1] for multi-sample targets, where McNemar is left out), aligned by instance;
+    ``clusters`` (e.g. each instance's repository) adds the cluster bootstrap.
+    """
+    x, y = _paired(a, b)
+    n = x.size
+    binary = _is_binary(x) and _is_binary(y)
+    correlation = outcome_correlation(x, y)
+    rates = []
+    for values in (x, y):
+        # min(): a float sum of values <= 1 must not round above n.
+        low, high = wilson_interval(min(float(values.sum()), n), n, confidence)
+        rates.append(
+            Interval(
+                estimate=float(values.mean()),
+                low=low,
+                high=high,
+                method="wilson",
+                confidence=confidence,
+            )
+        )
+    return Comparison(
+        n=n,
+        confidence=confidence,
+        rate_a=rates[0],
+        rate_b=rates[1],
+        difference=paired_bootstrap(
+            x, y, n_resamples=n_resamples, confidence=confidence, method=method, seed=seed
+        ),
+        mcnemar=mcnemar_exact(x, y) if binary else None,
+        correlation=correlation,
+        standard_error=paired_standard_error(x, y),
+        minimum_detectable_difference=minimum_detectable_difference(
+            n, rates[0].estimate, rates[1].estimate, correlation, alpha=1 - confidence
+        ),
+        cluster=None
+        if clusters is None
+        else cluster_bootstrap(
+            x, y, clusters, n_resamples=n_resamples, confidence=confidence, seed=seed
+        ),
+    )

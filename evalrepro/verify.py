@@ -1,0 +1,454 @@
+"""Verify: are two experiments comparable, and does a run directory hold up on its own?
+
+``evalrepro verify A B`` compares two lockfiles (or the lockfiles of two run directories)
+with :func:`evalrepro.lockfile.differences`. Comparing two models, the targets differ by
+design: that difference is information, not a failure. ``--same-target`` makes it a
+reproduction check, in which the target must match too.
+
+``evalrepro verify RUN`` checks one run directory end to end, from its files alone, and
+reports every problem it finds rather than the first:
+
+1. the lockfile is well-formed: each digest it holds agrees with what it digests;
+2. every planned trial has a result, and every trial folder belongs to the plan;
+3. every result is the locked trial's, and every artifact still has its digest;
+4. ``results.json`` equals the aggregate rebuilt from the trial results;
+5. each trial's final log, re-graded with the instance's parser, gives the recorded score.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from evalrepro.digest import sha256_bytes, sha256_json
+from evalrepro.errors import UserError, validation_message
+from evalrepro.execute import ARTIFACTS, TrialResult
+from evalrepro.lockfile import LOCKFILE_NAME, Difference, Lockfile, differences, read_lockfile
+from evalrepro.observation import observe
+from evalrepro.parsers import LogParser, get_parser
+from evalrepro.report import RunResults, aggregate
+from evalrepro.rundir import RunDirectory
+from evalrepro.sample import Sample
+from evalrepro.score import Score, score
+from evalrepro.trial import Attempt, trial_label
+
+RecordT = TypeVar("RecordT", bound=BaseModel)
+
+# --- two experiments -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Comparison:
+    first: Path
+    second: Path
+    same_target: bool
+    #: What makes the two incomparable.
+    differences: list[Difference]
+    #: What differs by design (the targets, when comparing two models).
+    information: list[Difference]
+
+    @property
+    def comparable(self) -> bool:
+        return not self.differences
+
+    def payload(self) -> dict:
+        return {
+            "comparable": self.comparable,
+            "first": str(self.first),
+            "second": str(self.second),
+            "same_target": self.same_target,
+            "differences": [d.model_dump() for d in self.differences],
+            "information": [d.model_dump() for d in self.information],
+        }
+
+
+def locate_lockfile(path: Path) -> Lockfile:
+    """The lockfile at ``path``: a lockfile itself, or a run directory's."""
+    if path.is_dir() and not (path / LOCKFILE_NAME).is_file():
+        raise UserError(f"{path}: not a run directory (no {LOCKFILE_NAME})")
+    if not path.exists():
+        raise UserError(f"{path}: no such lockfile or run directory")
+    return read_lockfile(path)
+
+
+def compare(first: Path, second: Path, *, same_target: bool) -> Comparison:
+    # Always compare the targets, so that a difference the user expects is still shown.
+    found = differences(locate_lockfile(first), locate_lockfile(second), same_target=True)
+    information = [] if same_target else [d for d in found if d.kind == "target"]
+    return Comparison(
+        first=first,
+        second=second,
+        same_target=same_target,
+        differences=[d for d in found if d not in information],
+        information=information,
+    )
+
+
+# --- one run directory -----------------------------------------------------------------
+
+
+class Problem(BaseModel):
+    """One check a run directory failed, naming the file or trial at fault."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal[
+        "lockfile",  # a digest in the lockfile disagrees with what it digests
+        "missing",  # a planned trial without a result, or results.json absent
+        "unplanned",  # a trial folder the plan does not have
+        "result",  # a trial or attempt record unreadable, or not the locked trial's
+        "artifact",  # a file missing or changed since its digest was recorded
+        "results",  # results.json differs from the aggregate of the trial results
+        "regrade",  # the final log re-graded does not give the recorded score
+        "dataset",  # the instances to re-grade with are unavailable or changed
+    ]
+    detail: str
+
+
+@dataclass
+class RunCheck:
+    run: Path
+    planned: int = 0
+    #: Trials whose result was read and checked.
+    checked: int = 0
+    #: Trials whose final log was re-graded.
+    regraded: int = 0
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def add(self, kind: str, detail: str) -> None:
+        self.problems.append(Problem(kind=kind, detail=detail))  # type: ignore[arg-type]
+
+    def payload(self) -> dict:
+        return {
+            "ok": self.ok,
+            "run": str(self.run),
+            "planned": self.planned,
+            "checked": self.checked,
+            "regraded": self.regraded,
+            "problems": [p.model_dump() for p in self.problems],
+        }
+
+
+def check_run(path: Path) -> RunCheck:
+    """Every problem of the run directory at ``path``; a corrupt lockfile is a UserError."""
+    if not path.is_dir():
+        raise UserError(f"{path}: not a run directory")
+    directory = RunDirectory(path)
+    lockfile = locate_lockfile(directory.path)
+    check = RunCheck(run=directory.path, planned=len(lockfile.trials))
+    _check_lockfile(check, lockfile)
+    results = _check_trials(check, directory, lockfile)
+    _check_image_manifests(check, directory, lockfile)
+    _check_aggregate(check, directory, lockfile, results)
+    _regrade(check, directory, lockfile, results)
+    return check
+
+
+def _check_lockfile(check: RunCheck, lockfile: Lockfile) -> None:
+    where = LOCKFILE_NAME
+
+    def expect(what: str, recorded: str, computed: str) -> None:
+        if recorded != computed:
+            check.add(
+                "lockfile",
+                f"{where}: {what} {_short(recorded)} but it digests to {_short(computed)}",
+            )
+
+    expect("config_digest", lockfile.config_digest, sha256_json(lockfile.config))
+    expect(
+        "dataset.digest",
+        lockfile.dataset.digest,
+        sha256_json([i.digest for i in lockfile.dataset.instances]),
+    )
+    expect(
+        "target.digest",
+        lockfile.target.digest,
+        sha256_json([p.model_dump(mode="json") for p in lockfile.target.predictions]),
+    )
+    environment = {k: v for k, v in lockfile.config.get("environment", {}).items() if k != "build"}
+    expect("environment.digest", lockfile.environment.digest, sha256_json(environment))
+
+    instances = {i.instance_id: i for i in lockfile.dataset.instances}
+    images = {image.key for image in lockfile.environment.images}
+    for trial in lockfile.trials:
+        key = trial.key
+        label = trial_label(key.instance_id, key.sample_index, trial.trial_id)
+        expect(f"trial {label}: trial_id", trial.trial_id, key.trial_id())
+        instance = instances.get(key.instance_id)
+        if instance is None:
+            check.add("lockfile", f"{where}: trial {label}: instance not in the dataset")
+        elif key.test_spec_digest != instance.test_spec_digest:
+            check.add("lockfile", f"{where}: trial {label}: test spec differs from the instance's")
+        if key.harness_version != lockfile.harness.version:
+            check.add("lockfile", f"{where}: trial {label}: harness {key.harness_version}")
+        if key.target_id != lockfile.target.target_id:
+            check.add("lockfile", f"{where}: trial {label}: target '{key.target_id}'")
+        if trial.image_key and trial.image_key not in images:
+            check.add(
+                "lockfile",
+                f"{where}: trial {label}: image {_short(trial.image_key)} "
+                "is not among the locked images",
+            )
+
+
+def _check_trials(
+    check: RunCheck, directory: RunDirectory, lockfile: Lockfile
+) -> dict[str, TrialResult]:
+    """The results that could be read, by trial id; each problem on the way is recorded."""
+    planned = {
+        trial_label(t.key.instance_id, t.key.sample_index, t.trial_id): t for t in lockfile.trials
+    }
+    if directory.trials_dir.is_dir():
+        for folder in sorted(directory.trials_dir.iterdir()):
+            if folder.name not in planned:
+                check.add("unplanned", f"{_rel(directory, folder)}: not a trial of the plan")
+
+    results: dict[str, TrialResult] = {}
+    for label, trial in planned.items():
+        folder = directory.trials_dir / label
+        result_file = folder / "result.json"
+        if not result_file.is_file():
+            check.add("missing", f"trials/{label}: no result.json (the trial did not finish)")
+            continue
+        result = _read(result_file, TrialResult, check, directory)
+        if result is None:
+            continue
+        check.checked += 1
+        where = _rel(directory, result_file)
+        if result.trial.trial_id != trial.trial_id or result.trial.key != trial.key:
+            check.add(
+                "result",
+                f"{where}: holds trial {_short(result.trial.trial_id)}, but the folder belongs "
+                f"to {_short(trial.trial_id)} (moved or copied?)",
+            )
+            continue
+        if (result.instance_id, result.target_id, result.sample_index) != (
+            trial.key.instance_id,
+            trial.key.target_id,
+            trial.key.sample_index,
+        ):
+            check.add("result", f"{where}: instance, target or sample differ from its trial key")
+        if not result.attempts:
+            check.add("result", f"{where}: no attempts")
+            continue
+        if result.score != result.attempts[-1].score:
+            check.add(
+                "result",
+                f"{where}: score {_outcome(result.score)} is not the final attempt's "
+                f"({_outcome(result.attempts[-1].score)})",
+            )
+        for number, attempt in enumerate(result.attempts, start=1):
+            _check_attempt(check, directory, folder, number, attempt)
+        results[trial.trial_id] = result
+    return results
+
+
+def _check_attempt(
+    check: RunCheck, directory: RunDirectory, folder: Path, number: int, attempt: Attempt
+) -> None:
+    where = f"{_rel(directory, folder)}/attempt-{number}"
+    if attempt.number != number:
+        check.add("result", f"{where}: recorded as attempt {attempt.number}")
+    recorded = {artifact.path for artifact in attempt.artifacts}
+    for name in ARTIFACTS:
+        # The executor records every one of these it finds: one left out escaped its digest.
+        if (folder / f"attempt-{number}" / name).is_file() and f"{where}/{name}" not in recorded:
+            check.add("artifact", f"{where}/{name}: on disk but not recorded as an artifact")
+    for artifact in attempt.artifacts:
+        if not artifact.path.startswith(f"{where}/") or ".." in artifact.path.split("/"):
+            check.add("artifact", f"{artifact.path}: recorded by {where}, outside its folder")
+        elif not artifact.matches(directory.path):
+            state = "missing" if not (directory.path / artifact.path).is_file() else "changed"
+            check.add(
+                "artifact",
+                f"{artifact.path}: {state} since it was recorded "
+                f"(sha256 {_short(artifact.sha256)})",
+            )
+    # The attempt's own record is written before the trial's: the two must agree.
+    record_file = folder / f"attempt-{number}" / "result.json"
+    if not record_file.is_file():
+        check.add("missing", f"{where}/result.json: the attempt record is missing")
+        return
+    record = _read(record_file, Attempt, check, directory)
+    if record is not None and record != attempt:
+        check.add("result", f"{where}/result.json: differs from the attempt in the trial result")
+
+
+def _check_image_manifests(check: RunCheck, directory: RunDirectory, lockfile: Lockfile) -> None:
+    """Each base image's package list, kept beside the results, against its locked digest."""
+    for image in lockfile.environment.images:
+        if image.package_manifest_digest is None:
+            continue
+        manifest = directory.path / "images" / f"{image.tag.rsplit(':', 1)[1]}.packages.txt"
+        where = _rel(directory, manifest)
+        if not manifest.is_file():
+            check.add("artifact", f"{where}: missing (the base image's package list)")
+        elif sha256_bytes(manifest.read_bytes()) != image.package_manifest_digest:
+            check.add(
+                "artifact",
+                f"{where}: changed since it was locked "
+                f"(sha256 {_short(image.package_manifest_digest)})",
+            )
+
+
+def _check_aggregate(
+    check: RunCheck,
+    directory: RunDirectory,
+    lockfile: Lockfile,
+    results: dict[str, TrialResult],
+) -> None:
+    # RunDirectory.rebuild_results stops at the first tampered trial; this is the same
+    # aggregate over the results that could be read, so every other check still runs.
+    ordered = [results[t.trial_id] for t in lockfile.trials if t.trial_id in results]
+    rebuilt = aggregate(
+        lockfile.experiment, lockfile.target.target_id, ordered, planned=len(lockfile.trials)
+    )
+    results_file = directory.path / "results.json"
+    if not results_file.is_file():
+        check.add("missing", "results.json: missing (the run did not finish)")
+        return
+    recorded = _read(results_file, RunResults, check, directory)
+    if recorded is None or recorded == rebuilt:
+        return
+    ours, theirs = recorded.model_dump(mode="json"), rebuilt.model_dump(mode="json")
+    for name in ours:
+        if name != "trials" and ours[name] != theirs[name]:
+            check.add(
+                "results",
+                f"results.json: {name} is {json.dumps(ours[name])}, the trial results give "
+                f"{json.dumps(theirs[name])}",
+            )
+    lines = {line["trial_id"]: line for line in ours["trials"]}
+    rebuilt_lines = {line["trial_id"]: line for line in theirs["trials"]}
+    for trial in lockfile.trials:
+        line, rebuilt_line = lines.get(trial.trial_id), rebuilt_lines.get(trial.trial_id)
+        if line != rebuilt_line:
+            label = trial_label(trial.key.instance_id, trial.key.sample_index, trial.trial_id)
+            listed = f"lists {_line(line)}" if line else "does not list it"
+            truth = f"says {_line(rebuilt_line)}" if rebuilt_line else "is missing"
+            check.add("results", f"results.json: trial {label}: {listed}, its trial result {truth}")
+
+
+def _line(line: dict) -> str:
+    attempts = line["attempts"]
+    return f"{line['outcome']} ({line['reason']}; {attempts} attempt{'' if attempts == 1 else 's'})"
+
+
+def _regrade(
+    check: RunCheck,
+    directory: RunDirectory,
+    lockfile: Lockfile,
+    results: dict[str, TrialResult],
+) -> None:
+    """Re-grade each final log with the locked parser; the score must be the recorded one."""
+    if not results:
+        return
+    samples = _locked_samples(check, lockfile)
+    if samples is None:
+        return
+    parsers: dict[str, LogParser | None] = {}
+    for instance in lockfile.dataset.instances:
+        try:
+            parsers[instance.instance_id] = get_parser(instance.parser)
+        except UserError as error:
+            check.add("dataset", f"{instance.instance_id}: {error}")
+            parsers[instance.instance_id] = None
+    for trial in lockfile.trials:
+        result = results.get(trial.trial_id)
+        sample, parser = samples.get(trial.key.instance_id), parsers.get(trial.key.instance_id)
+        if result is None or sample is None or parser is None:
+            continue
+        number = len(result.attempts)
+        final = result.attempts[-1]
+        folder = directory.trials_dir / trial_label(
+            trial.key.instance_id, trial.key.sample_index, trial.trial_id
+        )
+        log_file = folder / f"attempt-{number}" / "test_output.txt"
+        # As the executor reads it: an attempt that never ran has no log.
+        text = log_file.read_bytes().decode("utf-8", errors="replace") if log_file.exists() else ""
+        recorded = final.observation
+        observation = observe(
+            text,
+            sample,
+            parser,
+            patch_status=recorded.patch_status,
+            patch_method=recorded.patch_method,
+            execution_status=recorded.execution_status,
+            infrastructure_error=recorded.infrastructure_error,
+        )
+        check.regraded += 1
+        where = _rel(directory, log_file)
+        regraded = score(observation)
+        if regraded != result.score:
+            check.add(
+                "regrade",
+                f"{where}: re-graded {_outcome(regraded)}, recorded {_outcome(result.score)}",
+            )
+        elif observation != recorded:
+            changed = [
+                name
+                for name, value in observation.model_dump().items()
+                if recorded.model_dump()[name] != value
+            ]
+            check.add(
+                "regrade",
+                f"{where}: same score, but the observation differs in {', '.join(changed)}",
+            )
+
+
+def _locked_samples(check: RunCheck, lockfile: Lockfile) -> dict[str, Sample] | None:
+    """The dataset's instances, each as the lockfile recorded it (by digest)."""
+    try:
+        loaded = {
+            sample.instance_id: sample for sample in lockfile.experiment_config().dataset.load()
+        }
+    except UserError as error:
+        check.add("dataset", f"cannot re-grade: {error}")
+        return None
+    samples = {}
+    for instance in lockfile.dataset.instances:
+        sample = loaded.get(instance.instance_id)
+        if sample is None:
+            check.add("dataset", f"{instance.instance_id}: not in the dataset any more")
+        elif sample.digest() != instance.digest:
+            check.add(
+                "dataset", f"{instance.instance_id}: the instance changed since it was locked"
+            )
+        else:
+            samples[instance.instance_id] = sample
+    return samples
+
+
+def _read(
+    path: Path, model: type[RecordT], check: RunCheck, directory: RunDirectory
+) -> RecordT | None:
+    try:
+        return model.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        check.add("result", f"{_rel(directory, path)}: unreadable ({error})")
+    except ValidationError as error:
+        check.add(
+            "result",
+            f"{_rel(directory, path)}: not a {model.__name__}: {validation_message(error)}",
+        )
+    return None
+
+
+def _rel(directory: RunDirectory, path: Path) -> str:
+    return path.relative_to(directory.path).as_posix()
+
+
+def _short(digest: str) -> str:
+    return digest.removeprefix("sha256:")[:12]
+
+
+def _outcome(result: Score) -> str:
+    return f"{result.outcome} ({result.reason})"
