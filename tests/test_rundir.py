@@ -138,9 +138,9 @@ def test_a_run_killed_at_random_moments_loses_nothing_and_runs_each_trial_once(t
             lambda: (run_dir / ".evalrepro.lock").exists(), then=rng.uniform(0, 0.5)
         )
         # 2. After some trials, between or inside the next ones.
-        wanted = rng.randint(1, 8)
+        wanted = rng.randint(1, 7)
         Session(run_dir, tmp_path / "2.log").kill_when(
-            lambda: len(results_of(run_dir)) >= wanted, then=rng.uniform(0, 1.2)
+            lambda: len(results_of(run_dir)) >= wanted, then=rng.uniform(0, 1.0)
         )
         before = results_of(run_dir)
         assert len(before) >= wanted
