@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 from rich.console import Console
 from rich.table import Table
 
-from evalrepro import __version__
+from evalrepro import __version__, atomic
 from evalrepro.config import compose
 from evalrepro.errors import UserError
 from evalrepro.grading import TestGroup
@@ -30,7 +30,12 @@ from evalrepro.score import Score, score
 if TYPE_CHECKING:
     from evalrepro.verify import Comparison, RunCheck
 
+#: Exit codes: a passed run or check, a failed check (verify, compare), a user error,
+#: a failed gate. A crash (a bug) exits 1 with a traceback, like any Python program.
+EXIT_OK = 0
+EXIT_CHECK_FAILED = 1
 EXIT_USER_ERROR = 2
+EXIT_GATE_FAILED = 3
 
 
 # --- grade ---------------------------------------------------------------------------
@@ -155,14 +160,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         config = locked.experiment_config()
     else:
         config = compose(args.overrides, args.config_dir)
-    run_experiment(
+    outcome = run_experiment(
         config,
         Console(),
         run_dir=args.run_dir,
         cache_dir=args.cache_dir or default_cache_dir(),
         locked=locked,
     )
-    return 0
+    return EXIT_OK if outcome.report.gate_passed else EXIT_GATE_FAILED
 
 
 def cmd_lock(args: argparse.Namespace) -> int:
@@ -177,7 +182,9 @@ def cmd_lock(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from evalrepro.report import print_results
+    from evalrepro.lockfile import read_lockfile
+    from evalrepro.report import build_run_report, markdown_run_report, print_run_report
+    from evalrepro.report_html import render_run_html
     from evalrepro.rundir import RunDirectory
 
     directory = RunDirectory(args.run)
@@ -186,15 +193,70 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.rebuild:
         # Not while a run writes into the directory: its results.json would be overwritten.
         with directory.exclusive():
-            results = directory.rebuild_results()
-            directory.write_results(results)
-    else:
-        results = directory.rebuild_results()
+            directory.write_results(directory.rebuild_results())
+    lockfile = read_lockfile(directory.lockfile_path)
+    report = build_run_report(
+        directory.path,
+        lockfile,
+        directory.completed(lockfile),
+        confidence=args.confidence,
+        n_resamples=args.n_resamples,
+        seed=args.seed,
+    )
+    if args.html is not None:
+        page = render_run_html(
+            report.metrics, report.gate, title=f"evalrepro: {directory.path.name}"
+        )
+        atomic.write_text(args.html, page)
     if args.json:
-        print(results.model_dump_json(indent=2))
+        print(report.model_dump_json(indent=2))
+    elif args.markdown:
+        print(markdown_run_report(report), end="")
     else:
-        print_results(Console(), results)
-    return 0
+        console = Console()
+        print_run_report(console, report)
+        if args.html is not None:
+            console.print(f"html report: {args.html}")
+    return EXIT_OK if report.gate_passed else EXIT_GATE_FAILED
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from evalrepro.compare import NotComparable, compare_runs, load_run, print_comparison_report
+    from evalrepro.metrics import compute_metrics
+    from evalrepro.report_html import render_comparison_html
+
+    try:
+        report = compare_runs(
+            args.runs,
+            force=args.force,
+            n_resamples=args.n_resamples,
+            confidence=args.confidence,
+            seed=args.seed,
+            method=args.method,
+        )
+    except NotComparable as refusal:
+        console = Console(stderr=True)
+        for difference in refusal.differences:
+            console.print(f"  {difference.kind}: {difference.detail}", highlight=False)
+        console.print(
+            "[bold red]not comparable[/]: the runs measured different experiments "
+            "(--force compares them anyway, marked not comparable)"
+        )
+        return EXIT_CHECK_FAILED
+    if args.html is not None:
+        runs = [load_run(path) for path in args.runs]
+        metrics = [compute_metrics(r.lockfile, r.results, r.path) for r in runs]
+        page = render_comparison_html(
+            metrics[0],
+            [(m, pair.resolved) for m, pair in zip(metrics[1:], report.pairs, strict=True)],
+            title="evalrepro comparison",
+        )
+        atomic.write_text(args.html, page)
+    if args.json:
+        print(report.model_dump_json(indent=2))
+    else:
+        print_comparison_report(Console(), report)
+    return EXIT_OK
 
 
 # --- verify --------------------------------------------------------------------------
@@ -383,14 +445,38 @@ def build_parser() -> argparse.ArgumentParser:
     lock.set_defaults(handler=cmd_lock)
 
     report = sub.add_parser(
-        "report", help="print a run's results, recomputed from its trial results"
+        "report", help="metrics, intervals and the gate of a run directory (exit 3: gate failed)"
     )
     report.add_argument("run", type=Path, metavar="RUN_DIR")
     report.add_argument(
         "--rebuild", action="store_true", help="rewrite results.json from the trial results"
     )
-    report.add_argument("--json", action="store_true", help="print the results as JSON")
+    output = report.add_mutually_exclusive_group()
+    output.add_argument(
+        "--json", action="store_true", help="one JSON object (with SWE-bench's run-report fields)"
+    )
+    output.add_argument("--markdown", action="store_true", help="tables for a paper appendix")
+    report.add_argument(
+        "--html", type=Path, metavar="FILE", help="also write a self-contained HTML page"
+    )
+    _statistics_arguments(report)
     report.set_defaults(handler=cmd_report)
+
+    compare = sub.add_parser(
+        "compare",
+        help="compare runs: paired bootstrap interval, McNemar, MDE (each against the first)",
+    )
+    compare.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR")
+    compare.add_argument(
+        "--force", action="store_true", help="compare anyway when not comparable (marked so)"
+    )
+    compare.add_argument("--method", choices=["BCa", "percentile", "basic"], default="BCa")
+    compare.add_argument("--json", action="store_true")
+    compare.add_argument(
+        "--html", type=Path, metavar="FILE", help="also write a page with a forest plot"
+    )
+    _statistics_arguments(compare)
+    compare.set_defaults(handler=cmd_compare)
 
     verify = sub.add_parser(
         "verify",
@@ -418,6 +504,12 @@ def build_parser() -> argparse.ArgumentParser:
     parsers = sub.add_parser("parsers", help="list the registered log parsers")
     parsers.set_defaults(handler=cmd_parsers)
     return top
+
+
+def _statistics_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--confidence", type=float, default=0.95, metavar="C")
+    parser.add_argument("--n-resamples", type=int, default=10_000, metavar="N")
+    parser.add_argument("--seed", type=int, default=0, metavar="S")
 
 
 def main(argv: list[str] | None = None) -> int:

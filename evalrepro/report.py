@@ -8,6 +8,7 @@ and every rate is over the planned trials, never over valid trials alone.
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -15,8 +16,12 @@ from rich.console import Console
 from rich.table import Table
 
 from evalrepro.execute import TrialResult
+from evalrepro.gate import RuleVerdict
+from evalrepro.lockfile import Lockfile
+from evalrepro.metrics import RunMetrics, compute_metrics
 from evalrepro.record import Record
 from evalrepro.score import Outcome
+from evalrepro.stats import Interval
 
 
 class TrialLine(BaseModel):
@@ -109,3 +114,220 @@ def print_results(console: Console, results: RunResults) -> None:
         f"invalid rate {results.invalid_rate:.1%}"
         + (f"; {results.retried_trials} trials retried" if results.retried_trials else "")
     )
+
+
+# --- the full report: metrics, gate, SWE-bench's run-report fields ---------------------
+
+EMPTY_PATCH_DIGEST = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+
+class SwebenchFields(BaseModel):
+    """The fields of SWE-bench's run report, so existing tooling can read ours."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    total_instances: int
+    submitted_instances: int
+    completed_instances: int
+    resolved_instances: int
+    unresolved_instances: int
+    empty_patch_instances: int
+    error_instances: int
+    completed_ids: list[str]
+    incomplete_ids: list[str]
+    empty_patch_ids: list[str]
+    submitted_ids: list[str]
+    resolved_ids: list[str]
+    unresolved_ids: list[str]
+    error_ids: list[str]
+
+
+class RunReport(Record):
+    record: Literal["RunReport"] = "RunReport"
+    run: str
+    metrics: RunMetrics
+    gate_name: str
+    gate: list[RuleVerdict]
+    gate_passed: bool
+    swebench: SwebenchFields
+
+
+def build_run_report(
+    run_dir: Path,
+    lockfile: Lockfile,
+    results: dict[str, TrialResult],
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+) -> RunReport:
+    metrics = compute_metrics(
+        lockfile, results, run_dir, confidence=confidence, n_resamples=n_resamples, seed=seed
+    )
+    verdicts = lockfile.gate.evaluate(metrics.values())
+    return RunReport(
+        run=str(run_dir),
+        metrics=metrics,
+        gate_name=lockfile.gate.name,
+        gate=verdicts,
+        gate_passed=all(v.passed for v in verdicts),
+        swebench=_swebench_fields(lockfile, results),
+    )
+
+
+def _swebench_fields(lockfile: Lockfile, results: dict[str, TrialResult]) -> SwebenchFields:
+    # SWE-bench's report is per instance: with several samples an instance counts as
+    # resolved when any of its samples is (its ids lists would repeat otherwise).
+    empty = {
+        p.instance_id for p in lockfile.target.predictions if p.patch_digest == EMPTY_PATCH_DIGEST
+    }
+    ids = list(dict.fromkeys(t.key.instance_id for t in lockfile.trials))
+    outcome: dict[str, set[Outcome]] = {i: set() for i in ids}
+    for trial in lockfile.trials:
+        result = results.get(trial.trial_id)
+        if result is not None:
+            outcome[trial.key.instance_id].add(result.score.outcome)
+    finished = {i for i in ids if outcome[i]}
+    resolved = [i for i in ids if Outcome.RESOLVED in outcome[i]]
+    errors = [i for i in ids if i not in resolved and Outcome.INVALID in outcome[i]]
+    unresolved = [
+        i for i in ids if i in finished and i not in resolved and i not in errors and i not in empty
+    ]
+    submitted = [i for i in ids if i not in empty]
+    completed = [i for i in submitted if i in finished and i not in errors]
+    return SwebenchFields(
+        total_instances=len(ids),
+        submitted_instances=len(submitted),
+        completed_instances=len(completed),
+        resolved_instances=len(resolved),
+        unresolved_instances=len(unresolved),
+        empty_patch_instances=len(empty),
+        error_instances=len(errors),
+        completed_ids=completed,
+        incomplete_ids=[i for i in ids if i not in finished],
+        empty_patch_ids=sorted(empty),
+        submitted_ids=submitted,
+        resolved_ids=resolved,
+        unresolved_ids=unresolved,
+        error_ids=errors,
+    )
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:.1f}%"
+
+
+def _interval(interval: Interval) -> str:
+    level = f"{interval.confidence * 100:g}%"
+    return f"{_pct(interval.estimate)} ({level} CI {_pct(interval.low)} to {_pct(interval.high)})"
+
+
+def print_run_report(console: Console, report: RunReport) -> None:
+    m = report.metrics
+    console.print(
+        f"[bold]{m.experiment}[/] ({m.target_id}): {m.planned} planned trials: "
+        f"[green]{m.resolved} resolved[/], [yellow]{m.unresolved} unresolved[/], "
+        f"[red]{m.invalid} invalid[/]"
+        + (f", [bold red]{m.missing} missing[/]" if m.missing else ""),
+        highlight=False,
+    )
+    rates = Table("metric (over planned trials)", "value", title_justify="left")
+    rates.add_row("resolved rate", _interval(m.resolved_rate))
+    rates.add_row("unresolved rate", _interval(m.unresolved_rate))
+    rates.add_row("invalid rate", _interval(m.invalid_rate))
+    for name, interval in m.pass_at_k.items():
+        rates.add_row(name, _interval(interval))
+    if m.sample_rate is not None:
+        rates.add_row("mean per-sample rate", _interval(m.sample_rate))
+    rates.add_row("evidence completeness", _pct(m.evidence_completeness))
+    rates.add_row("attempts", f"{m.attempts} ({m.retried_trials} trials retried)")
+    console.print(rates)
+    repos = Table(
+        "repo",
+        "planned",
+        "resolved",
+        "unresolved",
+        "invalid",
+        "missing",
+        "rate",
+        title="per repo",
+        title_justify="left",
+    )
+    for repo, row in m.per_repo.items():
+        repos.add_row(
+            repo,
+            str(row.planned),
+            str(row.resolved),
+            str(row.unresolved),
+            str(row.invalid),
+            str(row.missing),
+            _pct(row.resolved_rate),
+        )
+    console.print(repos)
+    if m.reasons or m.retry_reasons:
+        modes = Table(
+            "score reason / retry reason", "trials", title="failure modes", title_justify="left"
+        )
+        for reason, count in m.reasons.items():
+            modes.add_row(reason, str(count))
+        for reason, count in m.retry_reasons.items():
+            modes.add_row(f"retry: {reason}", str(count), style="dim")
+        console.print(modes)
+    print_gate(console, report)
+
+
+def print_gate(console: Console, report: RunReport) -> None:
+    gate = Table(
+        "rule", "measured", "verdict", title=f"gate '{report.gate_name}'", title_justify="left"
+    )
+    for verdict in report.gate:
+        measured = "n/a" if verdict.value is None else f"{verdict.value:.4g}"
+        gate.add_row(
+            str(verdict.rule),
+            measured,
+            "pass" if verdict.passed else "FAIL",
+            style="green" if verdict.passed else "red",
+        )
+    console.print(gate)
+    console.print(
+        "[bold green]gate passed[/]" if report.gate_passed else "[bold red]gate failed[/]"
+    )
+
+
+def markdown_run_report(report: RunReport) -> str:
+    """The report as Markdown tables, for a paper's appendix."""
+    m = report.metrics
+    lines = [
+        f"### {m.experiment}: {m.target_id}",
+        "",
+        f"{m.planned} planned trials: {m.resolved} resolved, {m.unresolved} unresolved, "
+        f"{m.invalid} invalid"
+        + (f", {m.missing} missing" if m.missing else "")
+        + ". Rates are over planned trials; intervals are Wilson (pass@k: bootstrap over "
+        "instances).",
+        "",
+        "| metric | value |",
+        "| --- | --- |",
+        f"| resolved rate | {_interval(m.resolved_rate)} |",
+        f"| invalid rate | {_interval(m.invalid_rate)} |",
+        *(f"| {name} | {_interval(interval)} |" for name, interval in m.pass_at_k.items()),
+        f"| evidence completeness | {_pct(m.evidence_completeness)} |",
+        f"| attempts | {m.attempts} ({m.retried_trials} trials retried) |",
+        "",
+        "| repo | planned | resolved | unresolved | invalid | resolved rate |",
+        "| --- | --- | --- | --- | --- | --- |",
+        *(
+            f"| {repo} | {r.planned} | {r.resolved} | {r.unresolved} | {r.invalid} | "
+            f"{_pct(r.resolved_rate)} |"
+            for repo, r in m.per_repo.items()
+        ),
+        "",
+        f"| gate '{report.gate_name}' rule | measured | verdict |",
+        "| --- | --- | --- |",
+        *(
+            f"| {v.rule} | {'n/a' if v.value is None else f'{v.value:.4g}'} | "
+            f"{'pass' if v.passed else 'FAIL'} |"
+            for v in report.gate
+        ),
+    ]
+    return "\n".join(lines) + "\n"

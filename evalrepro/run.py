@@ -14,6 +14,7 @@ Run directory (default ``runs/<experiment>-<UTC time>/``)::
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -28,7 +29,14 @@ from evalrepro.execute import Executor
 from evalrepro.lockfile import Lockfile, build_lockfile, differences
 from evalrepro.plan import Plan, build_plan
 from evalrepro.progress import TrialProgress
-from evalrepro.report import RunResults, aggregate, print_results
+from evalrepro.report import (
+    RunReport,
+    RunResults,
+    aggregate,
+    build_run_report,
+    print_gate,
+    print_results,
+)
 from evalrepro.rundir import RunDirectory
 
 
@@ -73,7 +81,7 @@ def run_experiment(
     run_dir: Path | None,
     cache_dir: Path,
     locked: Lockfile | None = None,
-) -> RunResults:
+) -> RunOutcome:
     """Lock, then execute into ``run_dir``; with ``locked``, the plan must match it."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     directory = RunDirectory(run_dir or config.run.output_dir / f"{config.name}-{stamp}")
@@ -118,9 +126,18 @@ def run_experiment(
         results = [by_id[t.trial_id] for t in lockfile.trials]
         summary = aggregate(config.name, plan.target_id, results)
         directory.write_results(summary)
+        report = build_run_report(directory.path, lockfile, by_id)
     print_results(console, summary)
+    print_gate(console, report)
     console.print(f"run directory: {directory.path}")
-    return summary
+    return RunOutcome(results=summary, report=report, run_dir=directory.path)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    results: RunResults
+    report: RunReport
+    run_dir: Path
 
 
 def _write_image_artifacts(run_dir: Path, plan: Plan, backend: Backend) -> None:

@@ -40,5 +40,5 @@ def demo_config(experiment: str, *overrides: str) -> ExperimentConfig:
 def run_demo(config: ExperimentConfig, run_dir: Path) -> tuple[object, str]:
     buffer = io.StringIO()
     console = Console(file=buffer, width=200, force_terminal=False)
-    results = run_experiment(config, console, run_dir=run_dir, cache_dir=cache_dir())
+    results = run_experiment(config, console, run_dir=run_dir, cache_dir=cache_dir()).results
     return results, buffer.getvalue()

@@ -1,0 +1,179 @@
+"""Reports, gates and comparisons of real demo runs, through the CLI.
+
+The demo's gate (conf/gate/demo.yaml) passes for gold and fails for model_b, whose
+resolved rate is below its threshold; the exit codes say so. `compare` on model_a and
+model_b prints the interval, McNemar, MDE and a verdict, and --json gives the same
+numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from evalrepro.cli import EXIT_CHECK_FAILED, EXIT_GATE_FAILED, EXIT_OK
+from evalrepro.stats import compare_outcomes
+from tests.demo_expectations import EXPECTED
+from tests.podman_support import needs_podman
+
+pytestmark = needs_podman
+
+TIMEOUT = "environment.timeout=5"  # the same for every run, so that they are comparable
+
+
+def evalrepro(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "evalrepro", *args], capture_output=True, text=True, check=False
+    )
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    done = {}
+    for experiment in ("demo", "model_a", "model_b"):
+        run_dir = root / experiment
+        done[experiment] = (
+            evalrepro("run", f"+experiment={experiment}", TIMEOUT, "--run-dir", str(run_dir)),
+            run_dir,
+        )
+    return done
+
+
+def test_the_demo_gate_passes_for_gold_and_fails_for_model_b_with_distinct_exit_codes(runs):
+    gold, _ = runs["demo"]
+    model_b, _ = runs["model_b"]
+    assert gold.returncode == EXIT_OK, gold.stderr
+    assert "gate passed" in gold.stdout
+    assert model_b.returncode == EXIT_GATE_FAILED
+    assert "resolved_rate >= 0.5" in model_b.stdout and "gate failed" in model_b.stdout
+
+
+def test_report_exit_code_follows_the_gate_too(runs):
+    assert evalrepro("report", str(runs["demo"][1])).returncode == EXIT_OK
+    assert evalrepro("report", str(runs["model_b"][1])).returncode == EXIT_GATE_FAILED
+
+
+def test_report_json_has_metrics_gate_and_swebench_run_report_fields(runs):
+    done = evalrepro("report", str(runs["model_a"][1]), "--json")
+    report = json.loads(done.stdout)
+    expected = {i: o for (t, i), o in EXPECTED.items() if t == "model_a"}
+    swe = report["swebench"]
+    assert set(swe["resolved_ids"]) == {i for i, o in expected.items() if o == "resolved"}
+    assert set(swe["error_ids"]) == {i for i, o in expected.items() if o == "invalid"}
+    assert swe["total_instances"] == 12
+    metrics = report["metrics"]
+    assert metrics["resolved"] == 8 and metrics["planned"] == 12
+    rate = metrics["resolved_rate"]
+    assert rate["method"] == "wilson" and rate["low"] < 8 / 12 < rate["high"]
+    assert metrics["evidence_completeness"] == 1.0
+    assert metrics["per_repo"]["demo/calc"]["planned"] == 4
+    assert [v["passed"] for v in report["gate"]] == [True, True, True]
+
+
+def test_report_json_counts_the_empty_patch_apart(runs):
+    swe = json.loads(evalrepro("report", str(runs["model_b"][1]), "--json").stdout)["swebench"]
+    assert swe["empty_patch_ids"] == ["demo__calc-2"]
+    assert "demo__calc-2" not in swe["submitted_ids"]
+
+
+def test_report_markdown_is_a_table_for_an_appendix(runs):
+    text = evalrepro("report", str(runs["model_a"][1]), "--markdown").stdout
+    assert "| resolved rate | 66.7% (95% CI" in text
+    assert "| demo/calc | 4 |" in text
+
+
+def test_compare_prints_interval_mcnemar_mde_and_verdict(runs):
+    done = evalrepro(
+        "compare", str(runs["model_a"][1]), str(runs["model_b"][1]), "--n-resamples", "2000"
+    )
+    assert done.returncode == EXIT_OK, done.stderr
+    text = " ".join(done.stdout.split())
+    for expected in (
+        "paired bootstrap",
+        "discordant: A only / B only",
+        "7 / 3",
+        "exact McNemar p",
+        "minimum detectable difference",
+        "verdict:",
+    ):
+        assert expected in text
+    assert "B resolves 33.3 points fewer" in text
+
+
+def test_compare_json_gives_the_same_numbers_as_the_statistics(runs):
+    done = evalrepro(
+        "compare",
+        str(runs["model_a"][1]),
+        str(runs["model_b"][1]),
+        "--json",
+        "--n-resamples",
+        "2000",
+        "--seed",
+        "7",
+    )
+    (pair,) = json.loads(done.stdout)["pairs"]
+    order = sorted({i for _, i in EXPECTED})
+    a = [EXPECTED[("model_a", i)] == "resolved" for i in order]
+    b = [EXPECTED[("model_b", i)] == "resolved" for i in order]
+    repos = [i.split("__")[1].rsplit("-", 1)[0] for i in order]
+    # The runs list instances in lockfile order (sorted ids), as here.
+    expected = compare_outcomes(a, b, repos, n_resamples=2000, seed=7)
+    resolved = pair["resolved"]
+    assert resolved["mcnemar"] == expected.mcnemar.model_dump()
+    assert resolved["difference"]["estimate"] == pytest.approx(expected.difference.estimate)
+    assert resolved["difference"]["low"] == pytest.approx(expected.difference.low)
+    assert resolved["minimum_detectable_difference"] == pytest.approx(
+        expected.minimum_detectable_difference
+    )
+
+
+def test_compare_several_runs_pairs_each_with_the_first_and_notes_multiplicity(runs):
+    done = evalrepro(
+        "compare",
+        str(runs["demo"][1]),
+        str(runs["model_a"][1]),
+        str(runs["model_b"][1]),
+        "--json",
+        "--n-resamples",
+        "1000",
+    )
+    report = json.loads(done.stdout)
+    assert [p["b"] for p in report["pairs"]] == ["model_a (model_a)", "model_b (model_b)"]
+    assert "Bonferroni" in report["multiple_comparisons_note"]
+
+
+def test_compare_refuses_runs_of_different_experiments_unless_forced(runs, tmp_path):
+    other = tmp_path / "other"
+    evalrepro("run", "+experiment=model_b", "environment.timeout=6", "--run-dir", str(other))
+    refused = evalrepro("compare", str(runs["model_a"][1]), str(other))
+    assert refused.returncode == EXIT_CHECK_FAILED
+    assert "timeout" in refused.stderr and "not comparable" in refused.stderr
+    forced = evalrepro(
+        "compare", str(runs["model_a"][1]), str(other), "--force", "--json", "--n-resamples", "1000"
+    )
+    assert json.loads(forced.stdout)["pairs"][0]["comparable"] is False
+
+
+def test_report_and_compare_write_self_contained_html(runs, tmp_path):
+    page = tmp_path / "run.html"
+    evalrepro("report", str(runs["model_a"][1]), "--html", str(page))
+    text = page.read_text()
+    # Self-contained: nothing fetched (the SVG namespace is a name, not a download).
+    assert "<svg" in text
+    assert not re.search(r"(src|href)=[\"']?(https?:)?//", text)
+    forest = tmp_path / "compare.html"
+    evalrepro(
+        "compare",
+        str(runs["model_a"][1]),
+        str(runs["model_b"][1]),
+        "--html",
+        str(forest),
+        "--n-resamples",
+        "1000",
+    )
+    assert "<svg" in forest.read_text()
