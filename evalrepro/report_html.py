@@ -193,17 +193,19 @@ def _line(x1: float, y1: float, x2: float, y2: float, stroke: str, extra: str = 
     )
 
 
-def _marker(shape: str, x: float, y: float, size: float, fill: str) -> str:
+def _marker(shape: str, x: float, y: float, size: float, fill: str, opacity: float = 1.0) -> str:
     r = size / 2
+    paint = f'fill="{fill}"' + (f' fill-opacity="{opacity:g}"' if opacity < 1 else "")
     if shape == "circle":
-        return f'<circle cx="{_f(x)}" cy="{_f(y)}" r="{_f(r)}" fill="{fill}"/>'
+        return f'<circle cx="{_f(x)}" cy="{_f(y)}" r="{_f(r)}" {paint}/>'
     if shape == "square":
-        return _rect(x - r, y - r, size, size, fill)
-    if shape == "triangle":
-        points = f"{_f(x)},{_f(y - r)} {_f(x + r)},{_f(y + r)} {_f(x - r)},{_f(y + r)}"
-    else:
-        points = f"{_f(x)},{_f(y - r)} {_f(x + r)},{_f(y)} {_f(x)},{_f(y + r)} {_f(x - r)},{_f(y)}"
-    return f'<polygon points="{points}" fill="{fill}"/>'
+        corners = [(x - r, y - r), (x + r, y - r), (x + r, y + r), (x - r, y + r)]
+    elif shape == "triangle":
+        corners = [(x, y - r), (x + r, y + r), (x - r, y + r)]
+    else:  # diamond
+        corners = [(x, y - r), (x + r, y), (x, y + r), (x - r, y)]
+    points = " ".join(f"{_f(px)},{_f(py)}" for px, py in corners)
+    return f'<polygon points="{points}" {paint}/>'
 
 
 def _legend(
@@ -522,11 +524,12 @@ def _repo_rates_svg(runs: list[tuple[str, RunMetrics]]) -> str:
             shape, colour = _RUN_SHAPES[index % 4], _RUN_COLOURS[index % 7]
             # Each run a little lower than the last, so equal rates stay visible.
             dodge = (index - (len(runs) - 1) / 2) * min(4.0, 14 / max(len(runs), 1))
-            markers.append(_marker(shape, label_w + plot_w * rate, y + dodge, 9, colour))
+            # Translucent: markers that still coincide show through each other.
+            markers.append(_marker(shape, label_w + plot_w * rate, y + dodge, 9, colour, 0.85))
         body.append(f'<g class="repo-rates"><title>{_e(repo)}: {_e("; ".join(parts))}</title>')
         body.append(_line(label_w, y, label_w + plot_w, y, "#f0f0f0"))
         body.append(_text(label_w - 8, y, _truncate(repo), anchor="end"))
-        body += [m.replace(' fill="', ' fill-opacity="0.85" fill="', 1) for m in markers]
+        body += markers
         body.append("</g>")
     return _svg(
         "repo-rates",
