@@ -380,38 +380,21 @@ def build_parser() -> argparse.ArgumentParser:
     grade.set_defaults(handler=cmd_grade)
 
     config = sub.add_parser("config", help="compose, validate and print the experiment config")
-    config.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. +experiment=demo")
-    config.add_argument(
-        "--config-dir",
-        type=Path,
-        metavar="DIR",
-        help="a directory of your own configs, searched before the built-in",
-    )
+    _config_arguments(config)
     config.add_argument("--json", action="store_true")
     config.set_defaults(handler=cmd_config)
 
     run = sub.add_parser(
         "run", help="build the environments, run every trial in a container, grade, report"
     )
-    run.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. +experiment=demo")
-    run.add_argument(
-        "--config-dir",
-        type=Path,
-        metavar="DIR",
-        help="a directory of your own configs, searched before the built-in",
-    )
+    _config_arguments(run)
     run.add_argument(
         "--run-dir",
         type=Path,
         metavar="DIR",
         help="where to write the run (default: runs/<experiment>-<time>)",
     )
-    run.add_argument(
-        "--cache-dir",
-        type=Path,
-        metavar="DIR",
-        help="images' build inputs and logs (default: ~/.cache/evalrepro)",
-    )
+    _cache_argument(run)
     run.add_argument(
         "--lockfile",
         type=Path,
@@ -423,25 +406,14 @@ def build_parser() -> argparse.ArgumentParser:
     lock = sub.add_parser(
         "lock", help="resolve the config into a lockfile (builds the images, runs no trial)"
     )
-    lock.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. +experiment=demo")
-    lock.add_argument(
-        "--config-dir",
-        type=Path,
-        metavar="DIR",
-        help="a directory of your own configs, searched before the built-in",
-    )
+    _config_arguments(lock)
     lock.add_argument(
         "--output",
         type=Path,
         metavar="FILE",
         help="where to write it (default: lockfiles/<experiment>.lock.json)",
     )
-    lock.add_argument(
-        "--cache-dir",
-        type=Path,
-        metavar="DIR",
-        help="images' build inputs and logs (default: ~/.cache/evalrepro)",
-    )
+    _cache_argument(lock)
     lock.set_defaults(handler=cmd_lock)
 
     report = sub.add_parser(
@@ -504,6 +476,25 @@ def build_parser() -> argparse.ArgumentParser:
     parsers = sub.add_parser("parsers", help="list the registered log parsers")
     parsers.set_defaults(handler=cmd_parsers)
     return top
+
+
+def _config_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. +experiment=demo")
+    parser.add_argument(
+        "--config-dir",
+        type=Path,
+        metavar="DIR",
+        help="a directory of your own configs, searched before the built-in",
+    )
+
+
+def _cache_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        metavar="DIR",
+        help="images' build inputs and logs (default: ~/.cache/evalrepro or $EVALREPRO_CACHE)",
+    )
 
 
 def _statistics_arguments(parser: argparse.ArgumentParser) -> None:

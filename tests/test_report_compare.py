@@ -177,3 +177,36 @@ def test_report_and_compare_write_self_contained_html(runs, tmp_path):
         "1000",
     )
     assert "<svg" in forest.read_text()
+
+
+@pytest.fixture(scope="module")
+def two_samples(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("k2") / "run"
+    done = evalrepro("run", "+experiment=model_k2", TIMEOUT, "--run-dir", str(run_dir))
+    assert done.returncode in (EXIT_OK, EXIT_GATE_FAILED), done.stderr
+    return run_dir
+
+
+def test_a_two_sample_target_plans_instances_times_samples_and_reports_pass_at_k(two_samples):
+    metrics = json.loads(evalrepro("report", str(two_samples), "--json").stdout)["metrics"]
+    assert metrics["planned"] == 24
+    resolved = {(t, i) for (t, i), o in EXPECTED.items() if o == "resolved"}
+    instances = sorted({i for _, i in EXPECTED})
+    either = sum(("model_a", i) in resolved or ("model_b", i) in resolved for i in instances)
+    assert set(metrics["pass_at_k"]) == {"pass@1", "pass@2"}
+    # pass@1 is the mean per-sample rate; pass@2 whether either sample resolved.
+    assert metrics["pass_at_k"]["pass@1"]["estimate"] == pytest.approx(12 / 24)
+    assert metrics["pass_at_k"]["pass@2"]["estimate"] == pytest.approx(either / 12)
+    assert metrics["sample_rate"]["estimate"] == pytest.approx(0.5)
+    low, high = metrics["pass_at_k"]["pass@2"]["low"], metrics["pass_at_k"]["pass@2"]["high"]
+    assert low <= either / 12 <= high
+
+
+def test_comparing_two_sample_runs_resamples_instances_for_each_k(two_samples, tmp_path):
+    done = evalrepro(
+        "compare", str(two_samples), str(two_samples), "--json", "--n-resamples", "1000"
+    )
+    (pair,) = json.loads(done.stdout)["pairs"]
+    assert set(pair["by_k"]) == {"pass@1", "pass@2", "sample_rate"}
+    assert pair["shared_instances"] == 12
+    assert pair["by_k"]["pass@2"]["difference"]["estimate"] == 0

@@ -349,7 +349,7 @@ def test_report_rebuild_recreates_results_json_from_the_trial_results(gold_copy,
     original = (gold_copy / "results.json").read_bytes()
     (gold_copy / "results.json").unlink()
     assert main(["report", str(gold_copy), "--rebuild"]) == 0
-    assert "12 trials: 12 resolved" in capsys.readouterr().out
+    assert "12 planned trials: 12 resolved" in capsys.readouterr().out
     assert (gold_copy / "results.json").read_bytes() == original
 
 
