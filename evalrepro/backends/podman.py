@@ -60,6 +60,8 @@ DPKG_FILTERS = (
 #: .pyc files differ between root and rootless builds: without them, the rootfs tar (and
 #: so the base image Id) is the same in both modes. Python recompiles them on demand.
 CUSTOMIZE_HOOKS = ('find "$1/usr" -name __pycache__ -type d -prune -exec rm -rf {} +',)
+#: How long after evalrepro's own timeout conmon kills a container whose run was orphaned.
+_BACKSTOP_SECONDS = 60
 #: podman's own exit codes for "could not run the container at all".
 _RUNTIME_FAILURES = {125: "podman error", 126: "command not executable", 127: "command not found"}
 
@@ -173,6 +175,9 @@ class PodmanBackend(Backend):
             "--init",
             "--pull",
             "never",
+            # A backstop only: evalrepro enforces the timeout itself, but if evalrepro is
+            # killed, conmon still stops a looping container a little later.
+            f"--timeout={int(request.timeout) + _BACKSTOP_SECONDS}",
             *flags,
             *(f"--volume={request.attempt_dir / src}:{dst}:{mode}" for src, dst, mode in mounts),
             request.image_tag,
