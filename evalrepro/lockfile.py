@@ -340,13 +340,15 @@ def differences(a: Lockfile, b: Lockfile, *, same_target: bool = True) -> list[D
         add("target", detail)
     ours_config, theirs_config = _flatten(a.config), _flatten(b.config)
     for key in sorted(ours_config.keys() | theirs_config.keys()):
-        if key.startswith(_COMPARED_ELSEWHERE):
+        if ours_config.get(key, _UNSET) == theirs_config.get(key, _UNSET):
             continue
-        if ours_config.get(key, _UNSET) != theirs_config.get(key, _UNSET):
-            shown = [
-                _show(flat[key]) if key in flat else "unset"
-                for flat in (ours_config, theirs_config)
-            ]
+        shown = [
+            _show(flat[key]) if key in flat else "unset" for flat in (ours_config, theirs_config)
+        ]
+        if key.startswith(_SPEC_SETTINGS):
+            # The digests above say which instances changed; this says what changed.
+            add("test_spec", f"setting {key}: {shown[0]} vs {shown[1]}")
+        elif not key.startswith(_COMPARED_ELSEWHERE):
             add("config", f"{key}: {shown[0]} vs {shown[1]}")
     return found
 
@@ -371,6 +373,9 @@ _COMPARED_ELSEWHERE = (
     "environment.max_workers",  # how many trials run at once, not what they measure
 )
 
+
+#: Spec settings, named beside the TestSpec digests they change.
+_SPEC_SETTINGS = "dataset.specs."
 
 _UNSET = object()
 

@@ -104,7 +104,13 @@ def test_a_changed_test_command_is_a_test_spec_difference_of_that_repo_only(
     assert (code, report["comparable"]) == (1, False)
     assert kinds(report["differences"]) == {"test_spec"}
     calc = {i.instance_id for i in read_lockfile(demo_lock).dataset.instances if "calc" in i.repo}
-    assert {d["detail"].split(":")[0] for d in report["differences"]} == calc
+    details = [d["detail"] for d in report["differences"]]
+    assert {d.split(":")[0] for d in details if not d.startswith("setting ")} == calc
+    # ... and the setting that changed them is named.
+    assert [d for d in details if d.startswith("setting ")] == [
+        "setting dataset.specs.demo/calc.1.0.test_cmd: "
+        '"pytest -rA -v -p no:cacheprovider" vs "pytest -rA -vv -p no:cacheprovider"'
+    ]
 
 
 def test_a_changed_package_version_is_an_image_and_test_spec_difference(
@@ -135,6 +141,8 @@ def test_a_changed_package_version_is_an_image_and_test_spec_difference(
         and "build inputs differ" in detail
         for detail in images
     )
+    settings = [d["detail"] for d in report["differences"] if d["detail"].startswith("setting ")]
+    assert [s.split(":")[0] for s in settings] == ["setting dataset.specs.demo/calc.1.0.packages"]
 
 
 def test_another_harness_version_is_a_harness_difference(capsys, tmp_path, demo_lock):
