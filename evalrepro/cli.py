@@ -11,7 +11,6 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from omegaconf import OmegaConf
 from rich.console import Console
@@ -26,9 +25,6 @@ from evalrepro.parsers import LogParser, get_parser, parser_names
 from evalrepro.parsers.swebench_repos import SWEBENCH_REPO_PARSERS
 from evalrepro.sample import Sample, load_samples
 from evalrepro.score import Score, score
-
-if TYPE_CHECKING:
-    from evalrepro.verify import Comparison, RunCheck
 
 #: Exit codes: a passed run or check, a failed check (verify, compare), a user error,
 #: a failed gate. A crash (a bug) exits 1 with a traceback, like any Python program.
@@ -263,7 +259,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from evalrepro.verify import check_run, compare
+    from evalrepro.verify import check_run, compare, print_comparison, print_run_check
 
     if len(args.paths) > 2:
         raise UserError("verify takes two lockfiles or run directories, or one run directory")
@@ -274,58 +270,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(check.payload(), indent=2))
         else:
-            _print_run_check(Console(), check)
+            print_run_check(Console(), check)
         return 0 if check.ok else 1
     comparison = compare(*args.paths, same_target=args.same_target)
     if args.json:
         print(json.dumps(comparison.payload(), indent=2))
     else:
-        _print_comparison(Console(), comparison)
+        print_comparison(Console(), comparison)
     return 0 if comparison.comparable else 1
-
-
-def _print_comparison(console: Console, comparison: Comparison) -> None:
-    rows = [(d, "red") for d in comparison.differences] + [
-        (d, "dim") for d in comparison.information
-    ]
-    if rows:
-        table = Table("class", "difference", title_justify="left")
-        for difference, style in rows:
-            table.add_row(difference.kind, difference.detail, style=style)
-        console.print(table, highlight=False)
-    if comparison.information:
-        console.print("[dim]targets differ by design (compare models); --same-target to fail[/]")
-    if comparison.comparable:
-        console.print(f"[bold green]comparable[/]: {comparison.first} and {comparison.second}")
-    else:
-        console.print(
-            f"[bold red]not comparable[/]: {_count(len(comparison.differences), 'difference')} "
-            f"between {comparison.first} and {comparison.second}",
-            highlight=False,
-        )
-
-
-def _print_run_check(console: Console, check: RunCheck) -> None:
-    if check.problems:
-        table = Table("check", "problem", title=str(check.run), title_justify="left")
-        for problem in check.problems:
-            table.add_row(problem.kind, problem.detail, style="red")
-        console.print(table, highlight=False)
-    summary = (
-        f"{check.planned} planned trials, {check.checked} results checked, "
-        f"{check.regraded} logs re-graded"
-    )
-    if check.ok:
-        console.print(f"[bold green]ok[/]: {check.run}: {summary}", highlight=False)
-    else:
-        console.print(
-            f"[bold red]{_count(len(check.problems), 'problem')}[/] in {check.run}: {summary}",
-            highlight=False,
-        )
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}" + ("" if number == 1 else "s")
 
 
 # --- parsers -------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from evalrepro.execute import TrialResult
 from evalrepro.lockfile import Difference, Lockfile, differences, read_lockfile
 from evalrepro.metrics import sample_outcomes
 from evalrepro.record import Record
+from evalrepro.report import percent
 from evalrepro.rundir import RunDirectory
 from evalrepro.stats import Comparison, compare_outcomes, instance_pass_at_k, pass_k_values
 
@@ -191,10 +192,6 @@ def compare_runs(
     )
 
 
-def _pct(value: float) -> str:
-    return f"{value * 100:.1f}%"
-
-
 def _points(value: float) -> str:
     return f"{value * 100:+.1f} points"
 
@@ -212,11 +209,11 @@ def print_comparison_report(console: Console, report: ComparisonReport) -> None:
             table.add_row("missing trials (counted unresolved)", str(pair.missing_trials))
         table.add_row(
             f"rate A ({level} Wilson)",
-            f"{_pct(c.rate_a.estimate)} [{_pct(c.rate_a.low)}, {_pct(c.rate_a.high)}]",
+            f"{percent(c.rate_a.estimate)} [{percent(c.rate_a.low)}, {percent(c.rate_a.high)}]",
         )
         table.add_row(
             f"rate B ({level} Wilson)",
-            f"{_pct(c.rate_b.estimate)} [{_pct(c.rate_b.low)}, {_pct(c.rate_b.high)}]",
+            f"{percent(c.rate_b.estimate)} [{percent(c.rate_b.low)}, {percent(c.rate_b.high)}]",
         )
         d = c.difference
         table.add_row(
@@ -243,7 +240,7 @@ def print_comparison_report(console: Console, report: ComparisonReport) -> None:
             od = other.difference
             table.add_row(
                 f"{name}: A / B / B - A",
-                f"{_pct(other.rate_a.estimate)} / {_pct(other.rate_b.estimate)} / "
+                f"{percent(other.rate_a.estimate)} / {percent(other.rate_b.estimate)} / "
                 f"{_points(od.estimate)} [{_points(od.low)}, {_points(od.high)}]",
             )
         console.print(table, highlight=False)

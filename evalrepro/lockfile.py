@@ -319,8 +319,8 @@ def differences(a: Lockfile, b: Lockfile, *, same_target: bool = True) -> list[D
         if one.test_spec_digest != two.test_spec_digest:
             add(
                 "test_spec",
-                f"{instance_id}: test spec {_short(one.test_spec_digest)} vs "
-                f"{_short(two.test_spec_digest)}",
+                f"{instance_id}: test spec {short_digest(one.test_spec_digest)} vs "
+                f"{short_digest(two.test_spec_digest)}",
             )
 
     found += _image_differences(a, b)
@@ -336,7 +336,8 @@ def differences(a: Lockfile, b: Lockfile, *, same_target: bool = True) -> list[D
     if same_target and a.target != b.target:
         detail = f"{a.target.kind} '{a.target.target_id}' vs {b.target.kind} '{b.target.target_id}'"
         if a.target.target_id == b.target.target_id:
-            detail += f": patch digests {_short(a.target.digest)} vs {_short(b.target.digest)}"
+            digests = (short_digest(a.target.digest), short_digest(b.target.digest))
+            detail += f": patch digests {digests[0]} vs {digests[1]}"
         add("target", detail)
     ours_config, theirs_config = _flatten(a.config), _flatten(b.config)
     for key in sorted(ours_config.keys() | theirs_config.keys()):
@@ -418,15 +419,17 @@ def _image_differences(a: Lockfile, b: Lockfile) -> list[Difference]:
                 found.append(
                     Difference(
                         kind="images",
-                        detail=f"{instance_id}: {one.layer} layer {_short(one.image_digest)} vs "
-                        f"{_short(two.image_digest)} ({why})",
+                        detail=f"{instance_id}: {one.layer} layer "
+                        f"{short_digest(one.image_digest)} vs "
+                        f"{short_digest(two.image_digest)} ({why})",
                     )
                 )
                 break
     return found
 
 
-def _short(digest: str) -> str:
+def short_digest(digest: str) -> str:
+    """The first 12 hex digits of a ``sha256:`` digest, for messages."""
     return digest.removeprefix("sha256:")[:12]
 
 

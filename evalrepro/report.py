@@ -213,13 +213,15 @@ def _swebench_fields(lockfile: Lockfile, results: dict[str, TrialResult]) -> Swe
     )
 
 
-def _pct(value: float) -> str:
+def percent(value: float) -> str:
+    """A fraction as a percentage with one decimal, as every report prints it."""
     return f"{value * 100:.1f}%"
 
 
 def _interval(interval: Interval) -> str:
     level = f"{interval.confidence * 100:g}%"
-    return f"{_pct(interval.estimate)} ({level} CI {_pct(interval.low)} to {_pct(interval.high)})"
+    low, high = percent(interval.low), percent(interval.high)
+    return f"{percent(interval.estimate)} ({level} CI {low} to {high})"
 
 
 def print_run_report(console: Console, report: RunReport) -> None:
@@ -239,7 +241,7 @@ def print_run_report(console: Console, report: RunReport) -> None:
         rates.add_row(name, _interval(interval))
     if m.sample_rate is not None:
         rates.add_row("mean per-sample rate", _interval(m.sample_rate))
-    rates.add_row("evidence completeness", _pct(m.evidence_completeness))
+    rates.add_row("evidence completeness", percent(m.evidence_completeness))
     rates.add_row("attempts", f"{m.attempts} ({m.retried_trials} trials retried)")
     console.print(rates)
     repos = Table(
@@ -261,7 +263,7 @@ def print_run_report(console: Console, report: RunReport) -> None:
             str(row.unresolved),
             str(row.invalid),
             str(row.missing),
-            _pct(row.resolved_rate),
+            percent(row.resolved_rate),
         )
     console.print(repos)
     if m.reasons or m.retry_reasons:
@@ -311,14 +313,14 @@ def markdown_run_report(report: RunReport) -> str:
         f"| resolved rate | {_interval(m.resolved_rate)} |",
         f"| invalid rate | {_interval(m.invalid_rate)} |",
         *(f"| {name} | {_interval(interval)} |" for name, interval in m.pass_at_k.items()),
-        f"| evidence completeness | {_pct(m.evidence_completeness)} |",
+        f"| evidence completeness | {percent(m.evidence_completeness)} |",
         f"| attempts | {m.attempts} ({m.retried_trials} trials retried) |",
         "",
         "| repo | planned | resolved | unresolved | invalid | resolved rate |",
         "| --- | --- | --- | --- | --- | --- |",
         *(
             f"| {repo} | {r.planned} | {r.resolved} | {r.unresolved} | {r.invalid} | "
-            f"{_pct(r.resolved_rate)} |"
+            f"{percent(r.resolved_rate)} |"
             for repo, r in m.per_repo.items()
         ),
         "",

@@ -23,11 +23,20 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+from rich.console import Console
+from rich.table import Table
 
 from evalrepro.digest import sha256_bytes, sha256_json
 from evalrepro.errors import UserError, validation_message
 from evalrepro.execute import ARTIFACTS, TrialResult
-from evalrepro.lockfile import LOCKFILE_NAME, Difference, Lockfile, differences, read_lockfile
+from evalrepro.lockfile import (
+    LOCKFILE_NAME,
+    Difference,
+    Lockfile,
+    differences,
+    read_lockfile,
+    short_digest,
+)
 from evalrepro.observation import observe
 from evalrepro.parsers import LogParser, get_parser
 from evalrepro.report import RunResults, aggregate
@@ -159,7 +168,8 @@ def _check_lockfile(check: RunCheck, lockfile: Lockfile) -> None:
         if recorded != computed:
             check.add(
                 "lockfile",
-                f"{where}: {what} {_short(recorded)} but it digests to {_short(computed)}",
+                f"{where}: {what} {short_digest(recorded)} "
+                f"but it digests to {short_digest(computed)}",
             )
 
     expect("config_digest", lockfile.config_digest, sha256_json(lockfile.config))
@@ -194,7 +204,7 @@ def _check_lockfile(check: RunCheck, lockfile: Lockfile) -> None:
         if trial.image_key and trial.image_key not in images:
             check.add(
                 "lockfile",
-                f"{where}: trial {label}: image {_short(trial.image_key)} "
+                f"{where}: trial {label}: image {short_digest(trial.image_key)} "
                 "is not among the locked images",
             )
 
@@ -226,8 +236,8 @@ def _check_trials(
         if result.trial.trial_id != trial.trial_id or result.trial.key != trial.key:
             check.add(
                 "result",
-                f"{where}: holds trial {_short(result.trial.trial_id)}, but the folder belongs "
-                f"to {_short(trial.trial_id)} (moved or copied?)",
+                f"{where}: holds trial {short_digest(result.trial.trial_id)}, but the "
+                f"folder belongs to {short_digest(trial.trial_id)} (moved or copied?)",
             )
             continue
         if (result.instance_id, result.target_id, result.sample_index) != (
@@ -270,7 +280,7 @@ def _check_attempt(
             check.add(
                 "artifact",
                 f"{artifact.path}: {state} since it was recorded "
-                f"(sha256 {_short(artifact.sha256)})",
+                f"(sha256 {short_digest(artifact.sha256)})",
             )
     # The attempt's own record is written before the trial's: the two must agree.
     record_file = folder / f"attempt-{number}" / "result.json"
@@ -295,7 +305,7 @@ def _check_image_manifests(check: RunCheck, directory: RunDirectory, lockfile: L
             check.add(
                 "artifact",
                 f"{where}: changed since it was locked "
-                f"(sha256 {_short(image.package_manifest_digest)})",
+                f"(sha256 {short_digest(image.package_manifest_digest)})",
             )
 
 
@@ -446,9 +456,52 @@ def _rel(directory: RunDirectory, path: Path) -> str:
     return path.relative_to(directory.path).as_posix()
 
 
-def _short(digest: str) -> str:
-    return digest.removeprefix("sha256:")[:12]
-
-
 def _outcome(result: Score) -> str:
     return f"{result.outcome} ({result.reason})"
+
+
+# --- output for people ---------------------------------------------------------------
+
+
+def print_comparison(console: Console, comparison: Comparison) -> None:
+    rows = [(d, "red") for d in comparison.differences] + [
+        (d, "dim") for d in comparison.information
+    ]
+    if rows:
+        table = Table("class", "difference", title_justify="left")
+        for difference, style in rows:
+            table.add_row(difference.kind, difference.detail, style=style)
+        console.print(table, highlight=False)
+    if comparison.information:
+        console.print("[dim]targets differ by design (compare models); --same-target to fail[/]")
+    if comparison.comparable:
+        console.print(f"[bold green]comparable[/]: {comparison.first} and {comparison.second}")
+    else:
+        console.print(
+            f"[bold red]not comparable[/]: {_count(len(comparison.differences), 'difference')} "
+            f"between {comparison.first} and {comparison.second}",
+            highlight=False,
+        )
+
+
+def print_run_check(console: Console, check: RunCheck) -> None:
+    if check.problems:
+        table = Table("check", "problem", title=str(check.run), title_justify="left")
+        for problem in check.problems:
+            table.add_row(problem.kind, problem.detail, style="red")
+        console.print(table, highlight=False)
+    summary = (
+        f"{check.planned} planned trials, {check.checked} results checked, "
+        f"{check.regraded} logs re-graded"
+    )
+    if check.ok:
+        console.print(f"[bold green]ok[/]: {check.run}: {summary}", highlight=False)
+    else:
+        console.print(
+            f"[bold red]{_count(len(check.problems), 'problem')}[/] in {check.run}: {summary}",
+            highlight=False,
+        )
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
