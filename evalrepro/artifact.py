@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
-
-from evalrepro.digest import sha256_bytes
 
 
 class Artifact(BaseModel):
@@ -20,11 +19,11 @@ class Artifact(BaseModel):
 
     @classmethod
     def of_file(cls, file: Path, root: Path, media_type: str) -> Artifact:
-        data = file.read_bytes()
+        digest, size = _file_digest(file)
         return cls(
             path=file.relative_to(root).as_posix(),
-            sha256=sha256_bytes(data),
-            size=len(data),
+            sha256=digest,
+            size=size,
             media_type=media_type,
         )
 
@@ -33,5 +32,12 @@ class Artifact(BaseModel):
         file = root / self.path
         if not file.is_file():
             return False
-        data = file.read_bytes()
-        return len(data) == self.size and sha256_bytes(data) == self.sha256
+        return _file_digest(file) == (self.sha256, self.size)
+
+
+def _file_digest(file: Path) -> tuple[str, int]:
+    """sha256 over the file's bytes, read in chunks (logs can be tens of MB)."""
+    with file.open("rb") as handle:
+        digest = hashlib.file_digest(handle, "sha256")
+        size = handle.tell()
+    return f"sha256:{digest.hexdigest()}", size

@@ -7,6 +7,7 @@ Each subcommand is a function taking the parsed arguments and returning an exit 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import sys
 from collections.abc import Callable
@@ -463,8 +464,24 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as error:
         print(f"evalrepro: error: {error}", file=sys.stderr)
         return EXIT_USER_ERROR
+    except OSError as error:
+        # The machine's, not the code's: a full disk, a read-only or forbidden place.
+        # Every record is written atomically, so what was finished stays readable.
+        if error.errno not in _ENVIRONMENT_ERRNOS:
+            raise
+        where = f": {error.filename}" if error.filename else ""
+        hint = (
+            " (what was recorded before is kept: free space, then run again to resume)"
+            if error.errno in (errno.ENOSPC, errno.EDQUOT)
+            else ""
+        )
+        print(f"evalrepro: error: {error.strerror}{where}{hint}", file=sys.stderr)
+        return EXIT_USER_ERROR
     except KeyboardInterrupt:
         return 130
+
+
+_ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import yaml
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
 from hydra.errors import HydraException
@@ -71,6 +72,8 @@ def compose_raw(overrides: list[str], config_dir: Path | None = None) -> dict[st
         data = OmegaConf.to_container(cfg, resolve=True)
     except (HydraException, OmegaConfBaseException) as error:
         raise UserError(f"config: {_one_line(error)}") from None
+    except yaml.YAMLError as error:
+        raise UserError(f"config: not valid YAML: {_yaml_problem(error)}") from None
     assert isinstance(data, dict)
     return data
 
@@ -81,6 +84,15 @@ def compose(overrides: list[str], config_dir: Path | None = None) -> ExperimentC
         return ExperimentConfig.model_validate(data)
     except ValidationError as error:
         raise UserError(f"config: {validation_message(error)}") from None
+
+
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    """``file:line:column: problem`` from a YAML error."""
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    if mark is None:
+        return problem
+    return f"{mark.name}:{mark.line + 1}:{mark.column + 1}: {problem}"
 
 
 def _one_line(error: Exception) -> str:

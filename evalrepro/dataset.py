@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, FilePath
 
 from evalrepro.errors import UserError
 from evalrepro.parsers import Family, LogParser, get_parser
+from evalrepro.protection import TestProtection
 from evalrepro.sample import Sample, load_samples
 from evalrepro.testspec import RepoSpec, TestSpec, compile_test_spec
 
@@ -58,6 +59,8 @@ class DatasetConfig(BaseModel):
     repos: dict[str, RepoSource] = Field(default_factory=dict)
     #: repo -> version -> spec
     specs: dict[str, dict[str, RepoSpec]] = Field(default_factory=dict)
+    #: What a model patch may not change (test infrastructure) and what suspect code means.
+    protection: TestProtection = Field(default_factory=TestProtection)
 
     def load(self) -> list[Sample]:
         return load_samples(Path(self.instances))
@@ -89,4 +92,5 @@ class DatasetConfig(BaseModel):
             self.spec_for(sample),
             parser=parser.name,
             fail_only=parser.fail_only or sample.fail_only,
+            protection=self.protection,
         )

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+#: What the trial supervisor needs in every base image.
+REQUIRED_PACKAGES = ("python3", "git", "patch")
 
 
 class BaseImageSpec(BaseModel):
@@ -25,17 +28,49 @@ class BaseImageSpec(BaseModel):
     #: Fixed timestamps make the rootfs tar, and so the image Id, bit-identical.
     source_date_epoch: int = Field(default=1_700_000_000, ge=0)
 
+    @field_validator("packages")
+    @classmethod
+    def _supervisor_needs(cls, packages: list[str]) -> list[str]:
+        missing = [name for name in REQUIRED_PACKAGES if name not in packages]
+        if missing:
+            raise ValueError(
+                f"must include {', '.join(missing)}: the trial supervisor runs with the base "
+                "image's python3 and applies patches with git and patch"
+            )
+        return packages
+
+
+_SIZE = r"^\d+[kmg]?$"
+_UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def size_in_bytes(size: str) -> int:
+    """``4g`` -> 4294967296; a plain number is bytes."""
+    return int(size[:-1]) * _UNITS[size[-1]] if size[-1] in _UNITS else int(size)
+
 
 class Limits(BaseModel):
-    """Per-trial resource limits; the trial result records which the host enforced."""
+    """Per-trial resource limits; each trial records how the host enforced each one.
+
+    ``memory`` is all test processes together (shared memory included), ``pids`` their
+    tasks, ``disk`` the bytes they write, ``output`` what they print; the reserves stop a
+    trial before the machine itself runs short, whatever is to blame.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    memory: str = Field(default="4g", pattern=r"^\d+[kmg]?$")
+    memory: str = Field(default="4g", pattern=_SIZE)
     pids: int = Field(default=2048, ge=16)
     cpus: float = Field(default=1.0, gt=0)
+    disk: str = Field(default="10g", pattern=_SIZE)
+    output: str = Field(default="64m", pattern=_SIZE)
+    memory_reserve: str = Field(default="1g", pattern=_SIZE)
+    disk_reserve: str = Field(default="1g", pattern=_SIZE)
     nofile: int = Field(default=16384, ge=64)
     nproc: int = Field(default=16384, ge=16)
+
+    def in_bytes(self, name: str) -> int:
+        return size_in_bytes(getattr(self, name))
 
 
 class BuildSettings(BaseModel):

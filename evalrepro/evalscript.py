@@ -1,108 +1,86 @@
-"""The eval script: what runs inside a trial's container, as one bash script.
+"""The eval script: what one instance's trial does inside its sandbox, as data.
 
-Its order is SWE-bench's (../shared/docs/semantics.md, "Running one trial"):
+SWE-bench renders a bash script; evalrepro compiles the same steps into a record that
+the trial supervisor (``evalrepro/sandbox/supervisor.py``) carries out, as a user the
+code under test is not. Its order is SWE-bench's (../shared/docs/semantics.md,
+"Running one trial"):
 
 1. apply the model patch: ``git apply --verbose``, then ``git apply --verbose --reject``,
-   then ``patch --batch --fuzz=5 -p1 -i``; the first success wins, and the tree is
-   restored between tries so a half-applied patch never meets the next tool;
-2. reset the files the test patch touches to the base commit and delete the files it
-   creates, so the model cannot plant tests; apply the test patch;
-3. start marker, the test command, end marker, the test command's exit code;
-4. reset the test files again.
+   then ``patch --batch --fuzz=5 -p1 -i``; the first success wins, and the tree is put
+   back between tries so a half-applied patch never meets the next tool;
+2. test infrastructure the patch changed is restored (or recorded) by the protection
+   policy; the files the test patch touches are written as base + test patch, so the
+   model cannot plant or edit tests, and verified; an empty test patch has nothing to
+   apply and the existing tests run, as in SWE-bench;
+3. run the test command (its output is the region; its exit status is the test exit
+   code).
 
-Every line the harness prints starts with ``>>>>>`` and is written outside the test
-region; the patch method (``>>>>> Applied Patch (git_apply)``) is read back from the log
-by :mod:`evalrepro.testlog`, so the Observation is built from the log alone.
-
-The container provides ``/testbed`` (the repo at its base commit, history reachable),
-``/opt/venv`` (the env layer) and, mounted read-only, ``/evalrepro/{eval.sh,
-patch.diff, test.patch}``.
+The record is part of the TestSpec, so its digest covers every step, and the digest of
+the supervisor's own code (``sandbox``): changing how trials run changes the trial ids.
 """
 
 from __future__ import annotations
 
-import shlex
+from functools import cache
 
+from pydantic import BaseModel, ConfigDict
+
+from evalrepro.digest import sha256_bytes
+from evalrepro.protection import ResolvedProtection
+from evalrepro.sandbox import GUARD, SUPERVISOR
+
+#: Where the attempt's inputs are mounted (read-only) in the sandbox.
 PATCH_PATH = "/evalrepro/patch.diff"
 TEST_PATCH_PATH = "/evalrepro/test.patch"
-SCRIPT_PATH = "/evalrepro/eval.sh"
+PROGRAM_PATH = "/evalrepro/program.json"
+SUPERVISOR_PATH = "/evalrepro/supervisor.py"
+GUARD_PATH = "/evalrepro/guard.py"
+TESTBED = "/testbed"
+#: The harness's own copy of the repo's history (root-owned, outside /testbed).
+GIT_DIR = "/opt/evalrepro/repo.git"
 
 #: (method name, command) in the order they are tried.
-PATCH_COMMANDS: tuple[tuple[str, str], ...] = (
-    ("git_apply", f"git apply --verbose {PATCH_PATH}"),
-    ("git_apply_reject", f"git apply --verbose --reject {PATCH_PATH}"),
-    ("patch_fuzz", f"patch --batch --fuzz=5 -p1 -i {PATCH_PATH}"),
+PATCH_COMMANDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("git_apply", ("git", "apply", "--verbose", PATCH_PATH)),
+    ("git_apply_reject", ("git", "apply", "--verbose", "--reject", PATCH_PATH)),
+    ("patch_fuzz", ("patch", "--batch", "--fuzz=5", "-p1", "-i", PATCH_PATH)),
 )
 
-_TEMPLATE = """\
-#!/bin/bash
-# evalrepro eval script for {instance_id} ({repo} at {base_commit}).
-# Generated from the instance's TestSpec, whose digest covers this text.
-set -uo pipefail
-cd /testbed
-export PATH="/opt/venv/bin:$PATH"
-# An index for the base commit (images ship none: its stat data is not reproducible).
-git read-tree HEAD && git update-index -q --refresh >/dev/null 2>&1
 
-restore_tree() {{ git checkout -q -f HEAD -- . && git clean -fdq; }}
-reset_test_files() {{
-{reset}
-}}
+class EvalScript(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
-method=""
-{apply_chain}
-if [ -z "$method" ]; then
-  echo ">>>>> Patch Apply Failed"
-  exit 0
-fi
-echo ">>>>> Applied Patch ($method)"
-
-reset_test_files
-if ! git apply --verbose {test_patch}; then
-  echo ">>>>> Reset Failed"
-  exit 0
-fi
-
-echo ">>>>> Start Test Output"
-{test_command}
-test_exit_code=$?
-echo ">>>>> End Test Output"
-echo ">>>>> Test Exit Code: $test_exit_code"
-reset_test_files
-exit 0
-"""
+    base_commit: str
+    #: The spec's test command with its directives.
+    test_command: str
+    #: Every file the test patch touches (written as base + test patch before the tests).
+    test_files: list[str]
+    test_patch_empty: bool
+    patch_commands: list[tuple[str, list[str]]]
+    protection: ResolvedProtection
+    #: sha256 over the supervisor's and the exit guard's source bytes.
+    sandbox: str
 
 
-def _apply_chain() -> str:
-    lines = []
-    for index, (method, command) in enumerate(PATCH_COMMANDS):
-        guard = "" if index == 0 else 'if [ -z "$method" ]; then restore_tree; '
-        close = "" if index == 0 else " fi"
-        lines.append(f"{guard}if {command}; then method={method}; fi;{close}".rstrip(";"))
-    return "\n".join(lines)
+@cache
+def sandbox_digest() -> str:
+    return sha256_bytes(SUPERVISOR.read_bytes() + b"\0" + GUARD.read_bytes())
 
 
-def render_eval_script(
+def compile_eval_script(
     *,
-    instance_id: str,
-    repo: str,
     base_commit: str,
-    files_at_base: list[str],
-    files_created: list[str],
     test_command: str,
-) -> str:
-    reset = []
-    if files_at_base:
-        quoted = " ".join(shlex.quote(path) for path in files_at_base)
-        reset.append(f"  git checkout -q {shlex.quote(base_commit)} -- {quoted}")
-    if files_created:
-        reset.append("  rm -f -- " + " ".join(shlex.quote(path) for path in files_created))
-    return _TEMPLATE.format(
-        instance_id=instance_id,
-        repo=repo,
+    test_files: list[str],
+    test_patch_empty: bool,
+    protection: ResolvedProtection,
+) -> EvalScript:
+    return EvalScript(
         base_commit=base_commit,
-        reset="\n".join(reset) or "  :",
-        apply_chain=_apply_chain(),
-        test_patch=TEST_PATCH_PATH,
         test_command=test_command,
+        test_files=test_files,
+        test_patch_empty=test_patch_empty,
+        patch_commands=[(method, list(argv)) for method, argv in PATCH_COMMANDS],
+        protection=protection,
+        sandbox=sandbox_digest(),
     )

@@ -23,19 +23,31 @@ from evalrepro import atomic
 from evalrepro.artifact import Artifact
 from evalrepro.backends.base import AttemptRequest, AttemptRun, Backend, BuildFailure
 from evalrepro.digest import sha256_bytes
-from evalrepro.observation import ExecutionStatus, PatchStatus, observe
+from evalrepro.environment import Limits
+from evalrepro.observation import Observation, observe_attempt
+from evalrepro.parsers import LogParser
+from evalrepro.patchcheck import check_patch, patch_bytes
 from evalrepro.plan import PlannedTrial
+from evalrepro.protection import ResolvedProtection
 from evalrepro.record import Record
+from evalrepro.sample import Sample
 from evalrepro.score import Score, score
+from evalrepro.supervision import (
+    RuntimeFacts,
+    SupervisorReport,
+    TrialProgram,
+    read_region,
+)
 from evalrepro.trial import Attempt, Trial
 
 #: Attempt artifacts, with their media types, in the order they are written.
 ARTIFACTS = {
     "patch.diff": "text/x-diff",
     "test.patch": "text/x-diff",
-    "eval.sh": "text/x-shellscript",
+    "program.json": "application/json",
     "image.json": "application/json",
     "test_output.txt": "text/plain",
+    "supervisor.json": "application/json",
     "runtime.log": "text/plain",
 }
 
@@ -63,13 +75,15 @@ class Executor:
         backend: Backend,
         run_dir: Path,
         *,
-        timeout: float,
+        timeout: int,
         max_attempts: int,
         max_workers: int,
+        limits: Limits | None = None,
     ) -> None:
         self.backend = backend
         self.run_dir = run_dir
         self.timeout = timeout
+        self.limits = limits or Limits()
         self.max_attempts = max_attempts
         self.max_workers = max_workers
         self._lock = threading.Lock()
@@ -129,27 +143,24 @@ class Executor:
     ) -> tuple[Attempt, AttemptRun | None]:
         folder.mkdir(parents=True, exist_ok=True)
         started = datetime.now(UTC)
-        patch = planned.prediction.model_patch or ""
-        atomic.write_text(folder / "patch.diff", patch)
-        atomic.write_text(folder / "test.patch", planned.sample.test_patch)
-        atomic.write_text(folder / "eval.sh", planned.spec.eval_script)
+        script = planned.spec.eval_script
+        program = TrialProgram.of(script, self.limits, self.timeout)
+        atomic.write_bytes(folder / "patch.diff", patch_bytes(planned.prediction.model_patch))
+        atomic.write_bytes(folder / "test.patch", patch_bytes(planned.sample.test_patch))
+        atomic.write_text(folder / "program.json", program.model_dump_json(indent=2) + "\n")
         atomic.write_text(folder / "image.json", planned.image.model_dump_json(indent=2) + "\n")
 
         run: AttemptRun | None = None
-        facts: dict = {}
+        report: SupervisorReport | None = None
+        check = check_patch((folder / "patch.diff").read_bytes(), script.protection)
         if isinstance(planned.image, BuildFailure):
-            facts = {
-                "execution_status": ExecutionStatus.NOT_RUN,
-                "infrastructure_error": f"image {planned.image.layer} layer: "
-                f"{planned.image.reason}",
-            }
-        elif not patch.strip():
-            # An empty patch is the target's answer, not an accident: scored, never run.
-            facts = {
-                "patch_status": PatchStatus.INVALID,
-                "execution_status": ExecutionStatus.NOT_RUN,
-            }
-        else:
+            report = SupervisorReport(
+                runtime=RuntimeFacts(
+                    error=f"image {planned.image.layer} layer: {planned.image.reason}"
+                )
+            )
+        elif check.problem is None:
+            # Empty and unsafe patches are the target's answer: scored, never run.
             run = self.backend.run(
                 AttemptRequest(
                     image_tag=planned.image.image.tag,
@@ -158,19 +169,13 @@ class Executor:
                     name=f"{self.container_prefix}{planned.label[-12:]}-a{number}-"
                     f"{secrets.token_hex(3)}",
                     timeout=self.timeout,
+                    output_limit=self.limits.in_bytes("output"),
                 )
             )
-            facts = {
-                "execution_status": ExecutionStatus.TIMEOUT
-                if run.timed_out
-                else ExecutionStatus.COMPLETED,
-                "infrastructure_error": run.infrastructure_error,
-            }
-        log_file = folder / "test_output.txt"
-        log_text = (
-            log_file.read_bytes().decode("utf-8", errors="replace") if log_file.exists() else ""
-        )
-        observation = observe(log_text, planned.sample, planned.parser, **facts)
+            report = run.report
+        if report is not None:
+            atomic.write_text(folder / "supervisor.json", report.model_dump_json(indent=2) + "\n")
+        observation = observe_folder(folder, planned.sample, planned.parser)
         artifacts = [
             Artifact.of_file(folder / name, self.run_dir, media_type)
             for name, media_type in ARTIFACTS.items()
@@ -188,6 +193,28 @@ class Executor:
         )
         atomic.write_text(folder / "result.json", attempt.model_dump_json(indent=2) + "\n")
         return attempt, run
+
+
+def observe_folder(folder: Path, sample: Sample, parser: LogParser) -> Observation:
+    """An attempt's Observation from its artifacts alone (the executor's and verify's).
+
+    ``program.json`` gives the protection policy the supervisor ran with, ``patch.diff``
+    the patch checks, ``supervisor.json`` the facts, and ``test_output.txt`` the test
+    output at the byte range the report records.
+    """
+    program = TrialProgram.model_validate_json((folder / "program.json").read_bytes())
+    protection = ResolvedProtection.model_validate(program.protection)
+    check = check_patch((folder / "patch.diff").read_bytes(), protection)
+    report_file = folder / "supervisor.json"
+    report = (
+        SupervisorReport.model_validate_json(report_file.read_bytes())
+        if report_file.exists()
+        else None
+    )
+    region = None
+    if report is not None and report.region is not None:
+        region = read_region(folder / "test_output.txt", report.region)
+    return observe_attempt(sample, parser, protection, check, report=report, region=region)
 
 
 def container_prefix(run_dir: Path) -> str:

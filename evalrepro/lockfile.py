@@ -33,7 +33,7 @@ from evalrepro.errors import UserError, validation_message
 from evalrepro.gate import Gate
 from evalrepro.plan import Plan
 from evalrepro.record import Record
-from evalrepro.trial import TrialKey
+from evalrepro.trial import TrialKey, trial_label
 
 LOCKFILE_NAME = "lockfile.lock.json"
 
@@ -125,6 +125,52 @@ class Lockfile(Record):
     environment: LockedEnvironment
     gate: Gate
     trials: list[LockedTrial]
+
+    def problems(self) -> list[str]:
+        """Each digest the lockfile holds that does not match what it digests (an edit)."""
+        found: list[str] = []
+
+        def expect(what: str, recorded: str, computed: str) -> None:
+            if recorded != computed:
+                found.append(
+                    f"{what} {short_digest(recorded)} but it digests to {short_digest(computed)}"
+                )
+
+        expect("config_digest", self.config_digest, sha256_json(self.config))
+        expect(
+            "dataset.digest",
+            self.dataset.digest,
+            sha256_json([i.digest for i in self.dataset.instances]),
+        )
+        expect(
+            "target.digest",
+            self.target.digest,
+            sha256_json([p.model_dump(mode="json") for p in self.target.predictions]),
+        )
+        environment = {k: v for k, v in self.config.get("environment", {}).items() if k != "build"}
+        expect("environment.digest", self.environment.digest, sha256_json(environment))
+
+        instances = {i.instance_id: i for i in self.dataset.instances}
+        images = {image.key for image in self.environment.images}
+        for trial in self.trials:
+            key = trial.key
+            label = trial_label(key.instance_id, key.sample_index, trial.trial_id)
+            expect(f"trial {label}: trial_id", trial.trial_id, key.trial_id())
+            instance = instances.get(key.instance_id)
+            if instance is None:
+                found.append(f"trial {label}: instance not in the dataset")
+            elif key.test_spec_digest != instance.test_spec_digest:
+                found.append(f"trial {label}: test spec differs from the instance's")
+            if key.harness_version != self.harness.version:
+                found.append(f"trial {label}: harness {key.harness_version}")
+            if key.target_id != self.target.target_id:
+                found.append(f"trial {label}: target '{key.target_id}'")
+            if trial.image_key and trial.image_key not in images:
+                found.append(
+                    f"trial {label}: image {short_digest(trial.image_key)} "
+                    "is not among the locked images"
+                )
+        return found
 
     def identity(self) -> dict[str, Any]:
         """What defines the experiment: everything but development provenance."""
@@ -255,8 +301,12 @@ def build_lockfile(config: ExperimentConfig, plan: Plan) -> Lockfile:
     )
 
 
-def read_lockfile(path: Path) -> Lockfile:
-    """A lockfile from a file, or from a run directory's lockfile."""
+def read_lockfile(path: Path, *, checked: bool = True) -> Lockfile:
+    """A lockfile from a file, or from a run directory's lockfile.
+
+    ``checked``: refuse one whose digests do not match its content (``verify`` lists
+    them instead, one by one).
+    """
     if path.is_dir():
         path = path / LOCKFILE_NAME
     try:
@@ -266,9 +316,14 @@ def read_lockfile(path: Path) -> Lockfile:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise UserError(f"{path}: not a readable lockfile ({error})") from None
     try:
-        return Lockfile.model_validate(data)
+        lockfile = Lockfile.model_validate(data)
     except ValidationError as error:
         raise UserError(f"{path}: not a valid lockfile: {validation_message(error)}") from None
+    problems = lockfile.problems() if checked else []
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise UserError(f"{path}: edited or corrupt lockfile: {problems[0]}{more}")
+    return lockfile
 
 
 # --- comparing two ----------------------------------------------------------------------

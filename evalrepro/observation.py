@@ -1,8 +1,19 @@
 """Observation: the normalized facts of one attempt, built from its artifacts only.
 
-``observe`` reads the eval log (``testlog``), parses the test region (``parsers``) and
-judges each listed test (``grading``). Whether the run counts is decided later, from
-this record alone, by ``score``.
+Two sources:
+
+* an attempt evalrepro ran (``source = "supervisor"``): the facts come from the
+  supervisor's report (``supervisor.json``: patch method, protected files, reset
+  verification, exit code, limits, the exit guard) and the test region is the byte range
+  the report records, not text between marker lines; the patch checks
+  (``patchcheck``) add what was refused or found suspect before the container;
+* a bare log (``source = "log"``, ``evalrepro grade``, a log from another harness): the
+  region is cut out between SWE-bench's marker lines (``testlog``), and only what the
+  log itself says is known.
+
+Either way the region is parsed (``parsers``) and each listed test judged
+(``grading``). Whether the attempt counts is decided later, from this record alone, by
+``score``.
 """
 
 from __future__ import annotations
@@ -10,22 +21,29 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
+from pydantic import BaseModel, ConfigDict
+
 from evalrepro.grading import TestsReport, tests_report
 from evalrepro.parsers import LogParser, Status
+from evalrepro.patchcheck import PatchCheck, SuspectFinding
+from evalrepro.protection import ResolvedProtection
 from evalrepro.record import Record
 from evalrepro.sample import Sample
+from evalrepro.supervision import ProtectedFile, SupervisorReport
 from evalrepro.testlog import HarnessEvent, RegionStatus, read_test_log
 
 
 class PatchStatus(StrEnum):
     APPLIED = "applied"  # tests ran against the patched tree
     REJECTED = "rejected"  # does not apply to the base commit: a product failure
-    INVALID = "invalid"  # empty or corrupt: breaks the input contract
+    INVALID = "invalid"  # empty, or unsafe: breaks the input contract
 
 
 class ExecutionStatus(StrEnum):
     COMPLETED = "completed"
     TIMEOUT = "timeout"
+    LIMIT = "limit"  # stopped by a resource limit (which one: ``limit``)
+    ABORTED = "aborted"  # the sandbox died while the tests ran
     NOT_RUN = "not_run"
 
 
@@ -35,20 +53,45 @@ class ParserStatus(StrEnum):
     SUSPECT = "suspect"  # duplicated markers: the log cannot be trusted
     EMPTY = "empty"  # nothing parsed and no evidence that the suite ran
     UNTRUSTED = "untrusted"  # the parsed lines contradict the runner's totals or exit code
+    NOT_PARSED = "not_parsed"  # no test output to parse (the tests did not run)
 
 
 # SWE-bench harness lines that mean the environment, not the patch, broke.
 _INFRASTRUCTURE_EVENTS = (HarnessEvent.RESET_FAILED, HarnessEvent.TESTS_ERRORED)
 
 
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
 class Observation(Record):
     record: Literal["Observation"] = "Observation"
+    schema_version: int = 2
     instance_id: str
+    #: Where the facts come from: evalrepro's supervisor, or a bare log.
+    source: Literal["supervisor", "log"] = "log"
     #: None when unknown (grading a bare log whose patch step was not recorded).
     patch_status: PatchStatus | None = None
     patch_method: str | None = None
+    #: Why the patch never reached a container: "empty" or "unsafe: ...".
+    patch_problem: str | None = None
     execution_status: ExecutionStatus = ExecutionStatus.COMPLETED
     infrastructure_error: str | None = None
+    #: The limit that stopped the tests ("memory", "pids", "disk", "output").
+    limit: str | None = None
+    limit_detail: str = ""
+    #: "verified": the test files were base + test patch when the tests started.
+    reset: Literal["verified", "failed"] | None = None
+    reset_detail: str = ""
+    #: Test infrastructure the model patch changed, and what the policy did with it.
+    protected: list[ProtectedFile] = []
+    protection_policy: Literal["restore", "record", "invalid"] | None = None
+    #: Code that reaches into the test framework (static scan and exit guard).
+    suspects: list[SuspectFinding] = []
+    suspect_policy: Literal["invalid", "record"] | None = None
+    #: How the test runner (Python) ended: "abnormal" = without its normal shutdown.
+    runner_exit: Literal["clean", "abnormal", "unknown"] | None = None
+    runner_detail: str = ""
     parser: str
     parser_status: ParserStatus
     parser_detail: str = ""
@@ -67,6 +110,7 @@ def observe(
     execution_status: ExecutionStatus = ExecutionStatus.COMPLETED,
     infrastructure_error: str | None = None,
 ) -> Observation:
+    """The Observation of a bare log: its region between SWE-bench's marker lines."""
     log = read_test_log(log_text)
     if HarnessEvent.TESTS_TIMED_OUT in log.events:
         execution_status = ExecutionStatus.TIMEOUT
@@ -80,6 +124,7 @@ def observe(
 
     common = {
         "instance_id": sample.instance_id,
+        "source": "log",
         "patch_status": patch_status,
         "patch_method": patch_method,
         "execution_status": execution_status,
@@ -94,22 +139,133 @@ def observe(
             else ParserStatus.NO_MARKERS
         )
         return Observation(**common, parser_status=status, parser_detail=log.detail, status_map={})
+    return Observation(**common, **_parsed(log.region, log.exit_code, sample, parser))
 
-    parsed = parser.parse(log.region)
+
+def observe_attempt(
+    sample: Sample,
+    parser: LogParser,
+    protection: ResolvedProtection,
+    check: PatchCheck,
+    *,
+    report: SupervisorReport | None,
+    region: str | None,
+) -> Observation:
+    """The Observation of an attempt evalrepro ran (or refused to run).
+
+    ``check`` is the patch check (a refused patch never ran: ``report`` is None);
+    ``report`` the supervisor's report with the runtime's own facts; ``region`` the test
+    output read back by the report's byte range.
+    """
+    facts: dict = {
+        "instance_id": sample.instance_id,
+        "source": "supervisor",
+        "parser": parser.name,
+        "protection_policy": protection.policy,
+        "suspect_policy": protection.suspect,
+        "suspects": list(check.suspects),
+        "status_map": {},
+        "parser_status": ParserStatus.NOT_PARSED,
+    }
+    if check.problem is not None:
+        return Observation(
+            **facts,
+            patch_status=PatchStatus.INVALID,
+            patch_problem=check.problem,
+            execution_status=ExecutionStatus.NOT_RUN,
+        )
+    if report is None:
+        return Observation(
+            **facts,
+            execution_status=ExecutionStatus.NOT_RUN,
+            infrastructure_error="the attempt has no supervisor report",
+        )
+    problem = report.runtime.error or _infrastructure(report)
+    if report.patch is not None:
+        facts["patch_status"] = {
+            "applied": PatchStatus.APPLIED,
+            "rejected": PatchStatus.REJECTED,
+            "unsafe": PatchStatus.INVALID,
+        }[report.patch.status]
+        facts["patch_method"] = report.patch.method
+        if report.patch.status == "unsafe":
+            facts["patch_problem"] = f"unsafe: {report.patch.detail}"
+        # The supervisor keeps only replacements by code in files the patch changed.
+        facts["suspects"] += [
+            SuspectFinding(
+                rule="framework_replaced",
+                path=item.file,
+                line=0,
+                text=f"{item.target} replaced by code in {item.file} (seen at the runner's exit)",
+            )
+            for item in (report.tests.replaced if report.tests else [])
+        ]
+    if report.protect is not None:
+        facts["protected"] = report.protect.touched
+    if report.reset is not None:
+        facts["reset"] = "verified" if report.reset.ok else "failed"
+        facts["reset_detail"] = report.reset.detail or (report.reset.reason or "")
+    tests = report.tests
+    if tests is None:
+        execution = ExecutionStatus.NOT_RUN
+        if report.tests_started is not None and problem is None:
+            if report.runtime.deadline_passed:
+                execution = ExecutionStatus.TIMEOUT
+                facts["limit_detail"] = "the tests outran the host's deadline: container removed"
+            else:
+                execution = ExecutionStatus.ABORTED
+                facts["limit_detail"] = "the sandbox ended while the tests ran (killed or crashed)"
+        return Observation(**facts, execution_status=execution, infrastructure_error=problem)
+
+    facts["test_exit_code"] = tests.exit_code
+    facts["runner_exit"] = tests.runner_exit
+    facts["runner_detail"] = tests.runner_detail
+    execution = ExecutionStatus.COMPLETED
+    if tests.stopped is not None:
+        if tests.stopped.limit == "timeout":
+            execution = ExecutionStatus.TIMEOUT
+        else:
+            execution, facts["limit"] = ExecutionStatus.LIMIT, tests.stopped.limit
+        facts["limit_detail"] = tests.stopped.detail
+    if region is None:
+        problem = problem or "test_output.txt does not hold the recorded test output"
+        return Observation(**facts, execution_status=execution, infrastructure_error=problem)
+    facts |= _parsed(region, tests.exit_code, sample, parser)
+    return Observation(**facts, execution_status=execution, infrastructure_error=problem)
+
+
+def _infrastructure(report: SupervisorReport) -> str | None:
+    """What went wrong on the harness's side of the sandbox, if anything."""
+    if report.stream_problem is not None:
+        return report.stream_problem
+    if report.error is not None:
+        return f"supervisor failed in its {report.error.phase} phase: {report.error.detail}"
+    if report.start is None:
+        return "the supervisor never started"
+    if not report.complete and report.tests_started is None:
+        if report.runtime.deadline_passed:
+            return "the sandbox did not reach its tests by the host's deadline"
+        return "the sandbox ended before the tests started"
+    if report.reset is not None and report.reset.reason == "test_patch_failed":
+        return f"the test patch does not apply to the base commit ({report.reset.detail})"
+    return None
+
+
+def _parsed(region: str, exit_code: int | None, sample: Sample, parser: LogParser) -> dict:
+    parsed = parser.parse(region)
     statuses = {test: str(status) for test, status in parsed.statuses.items()}
-    status, detail = _judge_parse(parsed.problems, statuses, parsed.suite_ran, log.exit_code)
-    return Observation(
-        **common,
-        parser_status=status,
-        parser_detail=detail,
-        status_map=statuses,
-        tests=tests_report(
+    status, detail = _judge_parse(parsed.problems, statuses, parsed.suite_ran, exit_code)
+    return {
+        "parser_status": status,
+        "parser_detail": detail,
+        "status_map": statuses,
+        "tests": tests_report(
             statuses,
             sample.fail_to_pass,
             sample.pass_to_pass,
             fail_only=parser.fail_only or sample.fail_only,
         ),
-    )
+    }
 
 
 def _judge_parse(

@@ -30,7 +30,7 @@ _OUTCOME_COLOURS = {
 }
 _OUTCOME_TEXT = {"resolved": "#fff", "unresolved": "#000", "invalid": "#fff", "missing": "#000"}
 _OUTCOMES = tuple(_OUTCOME_COLOURS)
-_REASON_OUTCOME = {reason: outcome.value for reason, outcome, _ in JUDGEMENT} | {
+_REASON_OUTCOME = {reason: outcome.value for reason, outcome, *_ in JUDGEMENT} | {
     "tests_passed": Outcome.RESOLVED.value,
     "tests_failed": Outcome.UNRESOLVED.value,
 }

@@ -105,6 +105,7 @@ def run_experiment(
                 timeout=config.environment.timeout,
                 max_attempts=config.environment.max_attempts,
                 max_workers=config.environment.max_workers,
+                limits=config.environment.limits,
             )
             done = directory.completed(lockfile)
             # Before their folders go: a killed session's containers may still write there.

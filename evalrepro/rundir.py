@@ -53,8 +53,13 @@ class RunDirectory:
     @contextmanager
     def exclusive(self) -> Iterator[None]:
         """Hold the directory for this process; a second one gets a clear error."""
+        if self.path.exists() and not self.path.is_dir():
+            raise UserError(f"--run-dir {self.path}: exists and is not a directory")
         created = not self.path.exists()
-        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise UserError(f"--run-dir {self.path}: cannot create it ({error.strerror})") from None
         lock_file = self.path / ".evalrepro.lock"
         handle = lock_file.open("a+")
         locked = False

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from evalrepro.digest import sha256_bytes
 from evalrepro.errors import UserError, validation_message
 from evalrepro.jsonfile import read_records
+from evalrepro.patchcheck import patch_bytes
 from evalrepro.sample import Sample
 
 
@@ -34,7 +35,7 @@ class Prediction(BaseModel):
 
     @property
     def patch_digest(self) -> str:
-        return sha256_bytes((self.model_patch or "").encode())
+        return sha256_bytes(patch_bytes(self.model_patch))
 
 
 class _TargetBase(BaseModel):

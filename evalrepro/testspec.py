@@ -16,7 +16,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalrepro.digest import sha256_bytes, sha256_json
-from evalrepro.evalscript import render_eval_script
+from evalrepro.evalscript import EvalScript, compile_eval_script
+from evalrepro.patchcheck import patch_bytes
+from evalrepro.protection import TestProtection
 from evalrepro.record import Record
 from evalrepro.sample import Sample
 
@@ -107,14 +109,21 @@ class TestSpec(Record):
     test_patch_digest: str
     fail_to_pass: list[str]
     pass_to_pass: list[str]
-    eval_script: str
+    eval_script: EvalScript
 
     def digest(self) -> str:
         """sha256 over the canonical JSON of every field."""
         return sha256_json(self.model_dump(mode="json"))
 
 
-def compile_test_spec(sample: Sample, spec: RepoSpec, *, parser: str, fail_only: bool) -> TestSpec:
+def compile_test_spec(
+    sample: Sample,
+    spec: RepoSpec,
+    *,
+    parser: str,
+    fail_only: bool,
+    protection: TestProtection,
+) -> TestSpec:
     touched = files_touched(sample.test_patch)
     if spec.test_directives == "test_patch":
         directives = [path for path in touched.all if not path.endswith(NON_TEST_SUFFIXES)]
@@ -132,15 +141,14 @@ def compile_test_spec(sample: Sample, spec: RepoSpec, *, parser: str, fail_only:
         test_directives=directives,
         parser=parser,
         fail_only=fail_only,
-        test_patch_digest=sha256_bytes(sample.test_patch.encode()),
+        test_patch_digest=sha256_bytes(patch_bytes(sample.test_patch)),
         fail_to_pass=sample.fail_to_pass,
         pass_to_pass=sample.pass_to_pass,
-        eval_script=render_eval_script(
-            instance_id=sample.instance_id,
-            repo=sample.repo,
+        eval_script=compile_eval_script(
             base_commit=sample.base_commit,
-            files_at_base=touched.at_base,
-            files_created=touched.created,
             test_command=test_command,
+            test_files=touched.all,
+            test_patch_empty=not sample.test_patch.strip(),
+            protection=protection.resolve(touched.all),
         ),
     )

@@ -26,9 +26,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from evalrepro.digest import sha256_bytes, sha256_json
+from evalrepro.digest import sha256_bytes
 from evalrepro.errors import UserError, validation_message
-from evalrepro.execute import ARTIFACTS, TrialResult
+from evalrepro.execute import ARTIFACTS, TrialResult, observe_folder
 from evalrepro.lockfile import (
     LOCKFILE_NAME,
     Difference,
@@ -37,7 +37,6 @@ from evalrepro.lockfile import (
     read_lockfile,
     short_digest,
 )
-from evalrepro.observation import observe
 from evalrepro.parsers import LogParser, get_parser
 from evalrepro.report import RunResults, aggregate
 from evalrepro.rundir import RunDirectory
@@ -75,13 +74,13 @@ class Comparison:
         }
 
 
-def locate_lockfile(path: Path) -> Lockfile:
+def locate_lockfile(path: Path, *, checked: bool = True) -> Lockfile:
     """The lockfile at ``path``: a lockfile itself, or a run directory's."""
     if path.is_dir() and not (path / LOCKFILE_NAME).is_file():
         raise UserError(f"{path}: not a run directory (no {LOCKFILE_NAME})")
     if not path.exists():
         raise UserError(f"{path}: no such lockfile or run directory")
-    return read_lockfile(path)
+    return read_lockfile(path, checked=checked)
 
 
 def compare(first: Path, second: Path, *, same_target: bool) -> Comparison:
@@ -151,7 +150,7 @@ def check_run(path: Path) -> RunCheck:
     if not path.is_dir():
         raise UserError(f"{path}: not a run directory")
     directory = RunDirectory(path)
-    lockfile = locate_lockfile(directory.path)
+    lockfile = locate_lockfile(directory.path, checked=False)
     check = RunCheck(run=directory.path, planned=len(lockfile.trials))
     _check_lockfile(check, lockfile)
     results = _check_trials(check, directory, lockfile)
@@ -162,51 +161,8 @@ def check_run(path: Path) -> RunCheck:
 
 
 def _check_lockfile(check: RunCheck, lockfile: Lockfile) -> None:
-    where = LOCKFILE_NAME
-
-    def expect(what: str, recorded: str, computed: str) -> None:
-        if recorded != computed:
-            check.add(
-                "lockfile",
-                f"{where}: {what} {short_digest(recorded)} "
-                f"but it digests to {short_digest(computed)}",
-            )
-
-    expect("config_digest", lockfile.config_digest, sha256_json(lockfile.config))
-    expect(
-        "dataset.digest",
-        lockfile.dataset.digest,
-        sha256_json([i.digest for i in lockfile.dataset.instances]),
-    )
-    expect(
-        "target.digest",
-        lockfile.target.digest,
-        sha256_json([p.model_dump(mode="json") for p in lockfile.target.predictions]),
-    )
-    environment = {k: v for k, v in lockfile.config.get("environment", {}).items() if k != "build"}
-    expect("environment.digest", lockfile.environment.digest, sha256_json(environment))
-
-    instances = {i.instance_id: i for i in lockfile.dataset.instances}
-    images = {image.key for image in lockfile.environment.images}
-    for trial in lockfile.trials:
-        key = trial.key
-        label = trial_label(key.instance_id, key.sample_index, trial.trial_id)
-        expect(f"trial {label}: trial_id", trial.trial_id, key.trial_id())
-        instance = instances.get(key.instance_id)
-        if instance is None:
-            check.add("lockfile", f"{where}: trial {label}: instance not in the dataset")
-        elif key.test_spec_digest != instance.test_spec_digest:
-            check.add("lockfile", f"{where}: trial {label}: test spec differs from the instance's")
-        if key.harness_version != lockfile.harness.version:
-            check.add("lockfile", f"{where}: trial {label}: harness {key.harness_version}")
-        if key.target_id != lockfile.target.target_id:
-            check.add("lockfile", f"{where}: trial {label}: target '{key.target_id}'")
-        if trial.image_key and trial.image_key not in images:
-            check.add(
-                "lockfile",
-                f"{where}: trial {label}: image {short_digest(trial.image_key)} "
-                "is not among the locked images",
-            )
+    for problem in lockfile.problems():
+        check.add("lockfile", f"{LOCKFILE_NAME}: {problem}")
 
 
 def _check_trials(
@@ -381,19 +337,14 @@ def _regrade(
         folder = directory.trials_dir / trial_label(
             trial.key.instance_id, trial.key.sample_index, trial.trial_id
         )
-        log_file = folder / f"attempt-{number}" / "test_output.txt"
-        # As the executor reads it: an attempt that never ran has no log.
-        text = log_file.read_bytes().decode("utf-8", errors="replace") if log_file.exists() else ""
+        attempt_dir = folder / f"attempt-{number}"
+        log_file = attempt_dir / "test_output.txt"
         recorded = final.observation
-        observation = observe(
-            text,
-            sample,
-            parser,
-            patch_status=recorded.patch_status,
-            patch_method=recorded.patch_method,
-            execution_status=recorded.execution_status,
-            infrastructure_error=recorded.infrastructure_error,
-        )
+        try:
+            observation = observe_folder(attempt_dir, sample, parser)
+        except (OSError, ValueError) as error:
+            check.add("regrade", f"{_rel(directory, attempt_dir)}: cannot re-observe ({error})")
+            continue
         check.regraded += 1
         where = _rel(directory, log_file)
         regraded = score(observation)

@@ -2,9 +2,9 @@
 
 The demo runs three targets over the 12 instances of ``evalrepro/demo/instances.jsonl``:
 the gold patches and the two demo models of ``evalrepro/demo/predictions/``. Each line
-says why the trial ends as it does. model_a resolves 8, model_b 4; model_a alone wins 7
-instances, model_b alone 3 (calc-3, textkit-2, ledger-3), both win ledger-2 and both lose
-textkit-4.
+says why the trial ends as it does. model_a resolves 8, model_b 4 (and 2 are invalid:
+suspect); model_a alone wins 7 instances, model_b alone 3 (calc-3, textkit-2, ledger-3),
+both win ledger-2 and both lose textkit-4.
 """
 
 from __future__ import annotations
@@ -50,8 +50,9 @@ EXPECTED: dict[tuple[str, str], str] = {
     ("model_a", "demo__ledger-4"): "resolved",
     # model_b: weaker, and tries the tricks a harness must survive.
     # No fix; an atexit hook prints "PASSED tests/test_eval.py::test_power_is_right_associative"
-    # after pytest's totals line. The native parser reads the summary only: unresolved.
-    ("model_b", "demo__calc-1"): "unresolved",
+    # after pytest's totals line. Printing test-result text from library code is suspect
+    # (the static scan): invalid by the demo's policy, whatever the tests say.
+    ("model_b", "demo__calc-1"): "invalid",
     # Empty patch: nothing is applied, a product failure as in SWE-bench.
     ("model_b", "demo__calc-2"): "unresolved",
     # Correct: counts leading minus signs in a loop.
@@ -68,8 +69,8 @@ EXPECTED: dict[tuple[str, str], str] = {
     # Edits textkit/words.py, which does not exist: rejected.
     ("model_b", "demo__textkit-4"): "unresolved",
     # No fix; an atexit hook writes "test_x (tests.test_storage.StorageTest.test_x) ... ok"
-    # for both F2P tests after unittest's "FAILED (failures=2)": the runner's report stands.
-    ("model_b", "demo__ledger-1"): "unresolved",
+    # for both F2P tests after unittest's "FAILED (failures=2)": suspect, as calc-1.
+    ("model_b", "demo__ledger-1"): "invalid",
     # Correct: stops summing at the first entry after `until` (entries are sorted).
     ("model_b", "demo__ledger-2"): "resolved",
     # Correct: calendar.monthrange.
@@ -94,3 +95,9 @@ FORGES_OUTPUT: dict[tuple[str, str], str] = {
 EDITS_TEST_FILES = frozenset({("model_b", "demo__textkit-3")})
 #: Patches that try the network (trials run with --network none).
 USES_NETWORK = frozenset({("model_b", "demo__textkit-1")})
+#: Patches the static scan flags as suspect (invalid by the demo's policy); the tests
+#: alone would fail them: (target, instance_id) -> the rule that fires.
+SUSPECT: dict[tuple[str, str], str] = {
+    ("model_b", "demo__calc-1"): "result_text",
+    ("model_b", "demo__ledger-1"): "result_text",
+}

@@ -13,12 +13,15 @@ import pytest
 
 from evalrepro.demo import INSTANCES_PATH, PREDICTIONS_DIR
 from evalrepro.demo.repos import build_repo, repo_names
+from evalrepro.patchcheck import check_patch
+from evalrepro.protection import TestProtection
 from tests import demo_harness as harness
 from tests.demo_expectations import (
     DOES_NOT_APPLY,
     EDITS_TEST_FILES,
     EXPECTED,
     FORGES_OUTPUT,
+    SUSPECT,
     TIMES_OUT,
     USES_NETWORK,
 )
@@ -184,7 +187,13 @@ def test_prediction_ends_as_expected(
 
     trial = harness.run_trial(repos, instance, patch, tmp_path, timeout)
 
-    assert trial.outcome == EXPECTED[key]
+    # The stand-in has no patch checks: for a suspect patch it shows what the tests
+    # alone say (they fail it); the harness scores it invalid by policy.
+    assert trial.outcome == ("unresolved" if key in SUSPECT else EXPECTED[key])
+    if key in SUSPECT:
+        assert EXPECTED[key] == "invalid"
+        check = check_patch(patch.encode(), TestProtection().resolve(["tests/x.py"]))
+        assert SUSPECT[key] in {finding.rule for finding in check.suspects}
     assert trial.applied == (bool(patch) and key not in DOES_NOT_APPLY)
     assert (trial.run is None) == (key in TIMES_OUT or not trial.applied)
     if key in FORGES_OUTPUT:

@@ -57,7 +57,7 @@ def test_rejected_patches_and_failing_tests_are_never_retried(plan, tmp_path):
     assert [(r.score.reason, len(r.attempts)) for r in results] == [
         ("patch_rejected", 1),
         ("tests_failed", 1),
-        ("patch_invalid", 1),  # the empty patch: scored, never run
+        ("patch_empty", 1),  # the empty patch: scored, never run
     ]
 
 

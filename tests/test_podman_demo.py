@@ -17,8 +17,10 @@ import pytest
 
 from evalrepro.backends import get_backend
 from evalrepro.backends.base import AttemptRequest, BuildFailure, ImageChain
+from evalrepro.environment import Limits
 from evalrepro.execute import read_trial_result
 from evalrepro.plan import build_plan
+from evalrepro.supervision import TrialProgram, read_region
 from evalrepro.testspec import RepoSpec
 from tests.demo_expectations import EXPECTED, FORGES_OUTPUT, TIMES_OUT, USES_NETWORK
 from tests.podman_support import cache_dir, demo_config, needs_podman, run_demo
@@ -65,20 +67,25 @@ def test_a_patch_that_needs_the_network_does_not_get_it(demo_runs):
 
 
 def test_trial_containers_have_no_network_interface_but_loopback(demo_runs, tmp_path):
-    # The same backend.run a trial uses, with a script that reports the network it sees.
+    # The same backend.run a trial uses, with a test command that reports the network.
     plan, _ = _layers_built(demo_config("demo"))
-    image = plan.trials[0].image.image.tag
-    (tmp_path / "eval.sh").write_text(
-        "ls /sys/class/net\n"
-        "python3 -c \"import socket; socket.create_connection(('192.0.2.1', 80), timeout=3)\""
-        " || echo NO-ROUTE\n"
+    planned = plan.trials[0]
+    probe = (
+        'ls /sys/class/net; python3 -c "import socket; '
+        "socket.create_connection(('192.0.2.1', 80), timeout=3)\" || echo NO-ROUTE"
     )
-    (tmp_path / "patch.diff").write_text("")
-    (tmp_path / "test.patch").write_text("")
+    script = planned.spec.eval_script.model_copy(update={"test_command": probe})
+    program = TrialProgram.of(script, Limits(), 30)
+    (tmp_path / "program.json").write_text(program.model_dump_json())
+    (tmp_path / "patch.diff").write_text(planned.prediction.model_patch)
+    (tmp_path / "test.patch").write_text(planned.sample.test_patch)
     backend = get_backend(demo_config("demo").environment, cache_dir())
-    run = backend.run(AttemptRequest(image, tmp_path, f"evalrepro-net-{os.getpid()}", 30))
-    output = (tmp_path / "test_output.txt").read_text()
-    assert run.infrastructure_error is None
+    request = AttemptRequest(
+        planned.image.image.tag, tmp_path, f"evalrepro-net-{os.getpid()}", 30, 1 << 20
+    )
+    run = backend.run(request)
+    assert run.report.complete and run.report.runtime.error is None
+    output = read_region(tmp_path / "test_output.txt", run.report.region)
     assert output.split()[:1] == ["lo"] and "NO-ROUTE" in output
 
 
@@ -87,7 +94,14 @@ def test_every_attempt_keeps_its_artifacts_with_digests(demo_runs):
     result = _trial_result(run_dir, "demo__calc-1")
     (attempt,) = result.attempts
     names = {artifact.path.rsplit("/", 1)[1] for artifact in attempt.artifacts}
-    assert {"patch.diff", "eval.sh", "test.patch", "test_output.txt", "image.json"} <= names
+    assert {
+        "patch.diff",
+        "program.json",
+        "test.patch",
+        "test_output.txt",
+        "supervisor.json",
+        "image.json",
+    } <= names
     assert all(artifact.matches(run_dir) for artifact in attempt.artifacts)
     image = json.loads(
         (run_dir / attempt.artifacts[0].path).parent.joinpath("image.json").read_text()
@@ -97,7 +111,9 @@ def test_every_attempt_keeps_its_artifacts_with_digests(demo_runs):
 
 def test_the_trial_result_records_which_limits_the_host_enforced(demo_runs):
     result = _trial_result(demo_runs["gold"][2], "demo__calc-1")
-    assert {"memory", "pids", "cpus", "nofile", "nproc"} <= set(result.limits)
+    assert {"memory", "pids", "cpus", "disk", "output", "time", "nofile", "nproc"} <= set(
+        result.limits
+    )
     if os.geteuid() != 0:
         assert "not enforced" in result.limits["cpus"]
 

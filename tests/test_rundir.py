@@ -146,7 +146,7 @@ def test_a_run_killed_at_random_moments_loses_nothing_and_runs_each_trial_once(t
         assert len(before) >= wanted
         # 3. Inside the looping trial (the 11th): its container loops on after the kill.
         Session(run_dir, tmp_path / "3.log").kill_when(
-            lambda: any((run_dir / "trials").glob("demo__ledger-3--*/attempt-1/eval.sh")),
+            lambda: any((run_dir / "trials").glob("demo__ledger-3--*/attempt-1/program.json")),
             then=2.0,
         )
         assert stray_containers(run_dir), "the looping trial's container should outlive the kill"

@@ -134,14 +134,25 @@ def test_fail_only_runs_need_evidence_that_the_suite_ran():
     assert result.outcome is Outcome.RESOLVED
 
 
-def test_the_order_of_judgement_is_infrastructure_patch_log():
-    reasons = [reason for reason, _, _ in JUDGEMENT]
+def test_the_order_of_judgement_is_infrastructure_patch_setup_run_log():
+    reasons = [reason for reason, *_ in JUDGEMENT]
     assert reasons == [
         "infrastructure_error",
+        "patch_empty",
+        "patch_unsafe",
         "patch_rejected",
         "patch_invalid",
+        "test_reset_failed",
+        "test_infrastructure_changed",
+        "suspect_patch",
         "timeout",
+        "limit_memory",
+        "limit_pids",
+        "limit_disk",
+        "limit_output",
+        "sandbox_died",
         "not_run",
+        "runner_exit_abnormal",
         "log_unparseable",
     ]
 

@@ -7,7 +7,8 @@ The lifecycle, in the order the executor calls it:
    image chain of each instance, or the build failure that makes its trials
    infrastructure errors;
 3. ``remove_leftovers(prefix)``: remove the containers of an earlier, killed session;
-4. ``run(request)``, once per attempt, possibly from several threads at once;
+4. ``run(request)``, once per attempt, possibly from several threads at once: start the
+   supervisor in a sandbox of the image, read its stream, return its report;
 5. ``close()``: remove whatever the backend left running.
 """
 
@@ -21,6 +22,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict
 
 from evalrepro.repos import LocalCheckout
+from evalrepro.supervision import SupervisorReport
 from evalrepro.testspec import TestSpec
 
 Layer = Literal["base", "env", "history", "instance"]
@@ -71,23 +73,27 @@ class BuildFailure(BaseModel):
 
 @dataclass(frozen=True)
 class AttemptRequest:
-    """One container run: ``attempt_dir`` holds eval.sh, patch.diff and test.patch."""
+    """One sandbox run: ``attempt_dir`` holds program.json, patch.diff and test.patch.
+
+    The runtime writes ``test_output.txt`` (from the supervisor's stream) and
+    ``runtime.log`` (its own diagnostics) there.
+    """
 
     image_tag: str
     attempt_dir: Path
     name: str
+    #: Seconds the tests may run (the supervisor enforces it; the host has a backstop).
     timeout: float
+    #: Bytes of test output the supervisor lets through (bounds the host's reading).
+    output_limit: int
 
 
 @dataclass(frozen=True)
 class AttemptRun:
-    """What the runtime reports about one container run (the log is in attempt_dir)."""
+    """What the runtime reports about one sandbox run."""
 
-    exit_code: int | None
-    timed_out: bool
-    infrastructure_error: str | None
-    duration: float
-    #: Each limit and how (or whether) the host enforced it.
+    report: SupervisorReport
+    #: Each limit and how (or whether) this runtime enforced it.
     limits: dict[str, str]
 
 

@@ -19,12 +19,15 @@ on these machines (runc, cgroupfs, file events, explicit ulimits) live in
 
 from __future__ import annotations
 
+import fcntl
 import os
+import selectors
 import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import ClassVar
@@ -40,11 +43,20 @@ from evalrepro.backends.base import (
     ImageRecord,
     Layer,
 )
+from evalrepro.backends.tether import run_tethered
 from evalrepro.digest import sha256_bytes, sha256_json
 from evalrepro.environment import PodmanEnvironment
 from evalrepro.errors import UserError
-from evalrepro.evalscript import PATCH_PATH, SCRIPT_PATH, TEST_PATCH_PATH
+from evalrepro.evalscript import (
+    GUARD_PATH,
+    PATCH_PATH,
+    PROGRAM_PATH,
+    SUPERVISOR_PATH,
+    TEST_PATCH_PATH,
+)
 from evalrepro.repos import LocalCheckout, RepoError
+from evalrepro.sandbox import GUARD, SUPERVISOR
+from evalrepro.supervision import TEST_USER, RuntimeFacts, StreamReader, SupervisorReport
 from evalrepro.testspec import TestSpec
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
@@ -59,9 +71,28 @@ DPKG_FILTERS = (
 #: Run in the finished rootfs. Debian's postinst byte-compiles Python modules, and those
 #: .pyc files differ between root and rootless builds: without them, the rootfs tar (and
 #: so the base image Id) is the same in both modes. Python recompiles them on demand.
-CUSTOMIZE_HOOKS = ('find "$1/usr" -name __pycache__ -type d -prune -exec rm -rf {} +',)
-#: How long after evalrepro's own timeout conmon kills a container whose run was orphaned.
+#: Then the unprivileged user the code under test runs as (fixed lines: reproducible).
+_USER = TEST_USER
+CUSTOMIZE_HOOKS = (
+    'find "$1/usr" -name __pycache__ -type d -prune -exec rm -rf {} +',
+    f"echo '{_USER['name']}:x:{_USER['uid']}:{_USER['gid']}:evalrepro tests:{_USER['home']}:"
+    f'/bin/bash\' >> "$1/etc/passwd"',
+    f"echo '{_USER['name']}:x:{_USER['gid']}:' >> \"$1/etc/group\"",
+    f"echo '{_USER['name']}:*:19000:0:99999:7:::' >> \"$1/etc/shadow\"",
+    f"echo '{_USER['name']}:!::' >> \"$1/etc/gshadow\"",
+    f'mkdir -p "$1{_USER["home"]}" && chown {_USER["uid"]}:{_USER["gid"]} "$1{_USER["home"]}"',
+)
+#: How long the phases before the tests (patch, reset) may take, in seconds.
+_PRE_TEST_SECONDS = 600
+#: How long after the supervisor's own timeout the host removes the container.
+_GRACE_SECONDS = 30
+#: How long after evalrepro's own deadline conmon kills a container whose run was orphaned.
 _BACKSTOP_SECONDS = 60
+#: What root podman's cgroups allow beyond the limits the watchdog enforces.
+_CGROUP_MEMORY_HEADROOM = 256 << 20
+_CGROUP_PIDS_HEADROOM = 64
+#: Bytes of podman's and the supervisor's stderr kept in runtime.log.
+_RUNTIME_LOG_BYTES = 1 << 20
 #: podman's own exit codes for "could not run the container at all".
 _RUNTIME_FAILURES = {125: "podman error", 126: "command not executable", 127: "command not found"}
 
@@ -112,6 +143,7 @@ class PodmanBackend(Backend):
         if done.returncode != 0:
             raise UserError(f"podman does not work here: {_last_line(done.stderr)}")
         self.storage_driver, self.version = [*done.stdout.split(), "?", "?"][:2]
+        self._clean_staging()
 
     def describe(self) -> dict[str, str]:
         return {
@@ -156,14 +188,13 @@ class PodmanBackend(Backend):
         return chains
 
     def run(self, request: AttemptRequest) -> AttemptRun:
-        out_dir = request.attempt_dir / "out"
-        out_dir.mkdir(exist_ok=True)
         flags, limits = self._limit_flags()
         mounts = [
-            ("eval.sh", SCRIPT_PATH, "ro"),
-            ("patch.diff", PATCH_PATH, "ro"),
-            ("test.patch", TEST_PATCH_PATH, "ro"),
-            ("out", "/evalrepro/out", "rw"),
+            (SUPERVISOR, SUPERVISOR_PATH),
+            (GUARD, GUARD_PATH),
+            (request.attempt_dir / "program.json", PROGRAM_PATH),
+            (request.attempt_dir / "patch.diff", PATCH_PATH),
+            (request.attempt_dir / "test.patch", TEST_PATCH_PATH),
         ]
         command = [
             "run",
@@ -175,57 +206,86 @@ class PodmanBackend(Backend):
             "--init",
             "--pull",
             "never",
-            # A backstop only: evalrepro enforces the timeout itself, but if evalrepro is
-            # killed, conmon still stops a looping container a little later.
-            f"--timeout={int(request.timeout) + _BACKSTOP_SECONDS}",
+            # Nothing but the supervisor's stream comes back; conmon keeps no copy.
+            "--log-driver",
+            "none",
+            # No setuid binary can give the test user root; the supervisor's watchdog
+            # reads every test process's /proc entries, even one that hides.
+            "--security-opt",
+            "no-new-privileges",
+            "--cap-add",
+            "SYS_PTRACE",
+            # A backstop only: if evalrepro is killed, conmon still stops the container.
+            f"--timeout={int(request.timeout) + _PRE_TEST_SECONDS + _BACKSTOP_SECONDS}",
             *flags,
-            *(f"--volume={request.attempt_dir / src}:{dst}:{mode}" for src, dst, mode in mounts),
+            # Read-only inputs only: the container has no way to write to the host.
+            *(f"--volume={source}:{target}:ro" for source, target in mounts),
             request.image_tag,
-            "/bin/bash",
-            "-c",
-            f"exec /bin/bash {SCRIPT_PATH} > /evalrepro/out/test_output.txt 2>&1",
+            "/usr/bin/python3",
+            "-I",
+            "-S",
+            SUPERVISOR_PATH,
+            PROGRAM_PATH,
         ]
-        runtime_log = request.attempt_dir / "runtime.log"
+        reader = StreamReader(request.attempt_dir / "test_output.txt", request.output_limit)
         started = time.monotonic()
-        timed_out = False
+        deadline = started + _PRE_TEST_SECONDS
+        deadline_passed = False
         self._running.add(request.name)
         try:
-            with runtime_log.open("wb") as log:
-                # Its own session: a Ctrl-C at the terminal stops evalrepro, which lets the
-                # running attempts finish; it must not reach (and kill) their containers.
-                process = subprocess.Popen(
-                    ["podman", *command],
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=self.env,
-                    start_new_session=True,
-                )
-                try:
-                    exit_code: int | None = process.wait(timeout=request.timeout)
-                except subprocess.TimeoutExpired:
-                    timed_out = True
-                    self._remove(request.name)
-                    exit_code = _wait(process, 30)
+            # Its own session: a Ctrl-C at the terminal stops evalrepro, which lets the
+            # running attempts finish; it must not reach (and kill) their containers.
+            process = subprocess.Popen(
+                ["podman", *command],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=self.env,
+                start_new_session=True,
+            )
+            with BoundedLog(request.attempt_dir / "runtime.log", _RUNTIME_LOG_BYTES) as log:
+                pipes = {process.stdout.fileno(): reader.feed, process.stderr.fileno(): log.write}
+                with selectors.DefaultSelector() as selector:
+                    for fd in pipes:
+                        selector.register(fd, selectors.EVENT_READ)
+                    testing = False
+                    while selector.get_map():
+                        if not testing and reader.report.tests_started is not None:
+                            # The supervisor stops the tests at the timeout; this is a backstop.
+                            deadline = time.monotonic() + request.timeout + _GRACE_SECONDS
+                            testing = True
+                        remaining = deadline - time.monotonic()
+                        if remaining <= 0 or reader.problem is not None:
+                            deadline_passed = remaining <= 0
+                            self._remove(request.name)
+                            break
+                        for key, _ in selector.select(min(remaining, 1.0)):
+                            data = os.read(key.fd, 1 << 16)
+                            if not data:
+                                selector.unregister(key.fd)
+                            else:
+                                pipes[key.fd](data)
+                exit_code = _wait(process, 30)
+        except OSError as error:
+            reader.discard()
+            return AttemptRun(
+                SupervisorReport(runtime=RuntimeFacts(error=f"podman could not start: {error}")),
+                limits,
+            )
         finally:
             self._running.discard(request.name)
-        duration = time.monotonic() - started
-        produced = out_dir / "test_output.txt"
-        log_file = request.attempt_dir / "test_output.txt"
-        if produced.exists():
-            os.replace(produced, log_file)
-        shutil.rmtree(out_dir, ignore_errors=True)
-        if timed_out:
-            with log_file.open("a", encoding="utf-8") as log:
-                log.write("\n>>>>> Tests Timed Out\n")
-            return AttemptRun(exit_code, True, None, duration, limits)
         error = None
-        if exit_code != 0:
-            reason = _RUNTIME_FAILURES.get(exit_code or 0, "container killed or crashed")
-            detail = _last_line(runtime_log.read_text(errors="replace"))
-            error = f"{reason} (podman exit code {exit_code}){': ' + detail if detail else ''}"
-        elif not log_file.exists():
-            error = "the container wrote no test output"
-        return AttemptRun(exit_code, False, error, duration, limits)
+        if exit_code in _RUNTIME_FAILURES and reader.report.start is None:
+            error = f"{_RUNTIME_FAILURES[exit_code]} (podman exit code {exit_code})"
+            tail = _last_line((request.attempt_dir / "runtime.log").read_text(errors="replace"))
+            error += f": {tail}" if tail else ""
+        runtime = RuntimeFacts(
+            exit_code=exit_code,
+            deadline_passed=deadline_passed,
+            error=error,
+            seconds=round(time.monotonic() - started, 3),
+        )
+        return AttemptRun(reader.finish(runtime), limits)
 
     def close(self) -> None:
         for name in list(self._running):
@@ -240,28 +300,39 @@ class PodmanBackend(Backend):
             f"--ulimit=nofile={limits.nofile}:{limits.nofile}",
             f"--ulimit=nproc={limits.nproc}:{limits.nproc}",
         ]
-        enforced = {"nofile": f"ulimit {limits.nofile}", "nproc": f"ulimit {limits.nproc}"}
+        # The supervisor's part is the same in both modes (see its module docstring).
+        watchdog = "supervisor watchdog"
+        enforced = {
+            "memory": f"{watchdog}: {limits.memory} for all test processes together "
+            f"(PSS + shared memory), data ulimit per process, machine reserve "
+            f"{limits.memory_reserve}",
+            "pids": f"kernel: nproc {limits.pids} in the trial's own user namespace; "
+            f"{watchdog} stops the tests at the cap",
+            "disk": f"{watchdog}: {limits.disk} written, file-size ulimit, filesystem "
+            f"reserve {limits.disk_reserve}",
+            "output": f"supervisor: {limits.output}",
+            "time": "supervisor: the timeout, then the whole process tree is killed",
+            "nofile": f"ulimit {limits.nofile}",
+            "nproc": f"ulimit {limits.nproc} (per host user, what podman itself needs)",
+        }
         if self.rootless:
-            # Rootless podman with cgroupfs cannot use cgroups: memory as an address-space
-            # data limit, the rest is not enforced. Say so rather than pretend.
-            data = _bytes(limits.memory)
-            flags.append(f"--ulimit=data={data}:{data}")
-            enforced |= {
-                "memory": f"ulimit data={limits.memory} (rootless: no cgroup)",
-                "pids": f"not enforced (rootless: no cgroup; nproc ulimit {limits.nproc})",
-                "cpus": "not enforced (rootless: no cgroup)",
-            }
+            # Rootless podman with cgroupfs on cgroup v1 cannot use cgroups: say so.
+            enforced["cpus"] = "not enforced (rootless: no cgroup)"
         else:
+            # The cgroup is the backstop, with room for the supervisor and page cache: the
+            # watchdog stops the tests at the limits themselves, as in rootless mode, so
+            # that a trial is stopped at the same point with the same reason in both.
+            memory = limits.in_bytes("memory")
+            cgroup_memory = memory + max(_CGROUP_MEMORY_HEADROOM, memory // 4)
+            cgroup_pids = limits.pids + _CGROUP_PIDS_HEADROOM
             flags += [
-                f"--memory={limits.memory}",
-                f"--pids-limit={limits.pids}",
+                f"--memory={cgroup_memory}",
+                f"--pids-limit={cgroup_pids}",
                 f"--cpus={limits.cpus:g}",
             ]
-            enforced |= {
-                "memory": f"cgroup {limits.memory}",
-                "pids": f"cgroup {limits.pids}",
-                "cpus": f"cgroup {limits.cpus:g}",
-            }
+            enforced["memory"] = f"cgroup {cgroup_memory} bytes (backstop); " + enforced["memory"]
+            enforced["pids"] = f"cgroup {cgroup_pids} (backstop); " + enforced["pids"]
+            enforced["cpus"] = f"cgroup {limits.cpus:g}"
         return flags, enforced
 
     # --- layers ----------------------------------------------------------------------
@@ -332,11 +403,8 @@ class PodmanBackend(Backend):
         build_log: Path,
     ) -> None:
         """Stage a build context, then ``podman build`` it; the tag appears only on success."""
-        staging_root = self.cache_dir / "staging"
-        staging_root.mkdir(parents=True, exist_ok=True)
         build_log.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=staging_root) as scratch:
-            context = Path(scratch)
+        with self._staging() as context:
             shutil.copy(containerfile, context / "Containerfile")
             build_args = stage(context)
             epoch = self.config.base.source_date_epoch
@@ -365,14 +433,8 @@ class PodmanBackend(Backend):
                 str(context),
             ]
             with build_log.open("wb") as log:
-                done = subprocess.run(
-                    ["podman", *args],
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=self.env,
-                    check=False,
-                )
-            if done.returncode != 0:
+                returncode = run_tethered(["podman", *args], stdout=log, env=self.env)
+            if returncode != 0:
                 tail = _last_line(build_log.read_text(errors="replace"))
                 raise BuildError(f"building {tag} failed: {tail}", build_log)
 
@@ -407,10 +469,27 @@ class PodmanBackend(Backend):
             return rootfs
         rootfs.parent.mkdir(parents=True, exist_ok=True)
         base = self.config.base
-        partial_tar = rootfs.with_suffix(f".{os.getpid()}.partial.tar")
         log = self.cache_dir / "builds" / f"rootfs-{key}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
-        command = [
+        if shutil.which("mmdebstrap") is None:
+            raise BuildError("mmdebstrap is not installed; run scripts/setup")
+        with self._staging() as scratch, log.open("wb") as out:
+            partial_tar = scratch / "rootfs.tar"
+            returncode = run_tethered(
+                self._mmdebstrap_command(partial_tar),
+                stdout=out,
+                env={**os.environ, "SOURCE_DATE_EPOCH": str(base.source_date_epoch)},
+            )
+            if returncode != 0:
+                raise BuildError(
+                    f"mmdebstrap failed: {_last_line(log.read_text(errors='replace'))}", log
+                )
+            os.replace(partial_tar, rootfs)
+        return rootfs
+
+    def _mmdebstrap_command(self, output: Path) -> list[str]:
+        base = self.config.base
+        return [
             "mmdebstrap",
             "--variant=minbase",
             "--skip=output/dev",
@@ -420,26 +499,51 @@ class PodmanBackend(Backend):
             *(f"--dpkgopt={rule}" for rule in DPKG_FILTERS),
             *(f"--customize-hook={hook}" for hook in CUSTOMIZE_HOOKS),
             base.suite,
-            str(partial_tar),
+            str(output),
             base.mirror,
         ]
-        if shutil.which("mmdebstrap") is None:
-            raise BuildError("mmdebstrap is not installed; run scripts/setup")
-        with log.open("wb") as out:
-            done = subprocess.run(
-                command,
-                stdout=out,
-                stderr=subprocess.STDOUT,
+
+    # --- staging ---------------------------------------------------------------------
+
+    @contextmanager
+    def _staging(self) -> Iterator[Path]:
+        """A scratch folder for one build, locked while the build uses it."""
+        root = self.cache_dir / "staging"
+        root.mkdir(parents=True, exist_ok=True)
+        path = Path(tempfile.mkdtemp(dir=root))
+        with (path / ".lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield path
+            finally:
+                self._remove_tree(path)
+
+    def _clean_staging(self) -> list[Path]:
+        """Remove the staging folders of builds that died (no process holds their lock)."""
+        root = self.cache_dir / "staging"
+        removed = []
+        for path in sorted(root.iterdir()) if root.is_dir() else []:
+            try:
+                with (path / ".lock").open("a") as lock:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a build of another evalrepro process, still running
+            except OSError:
+                pass  # no lock file: a folder from before locks, or a half-made one
+            self._remove_tree(path)
+            removed.append(path)
+        return removed
+
+    def _remove_tree(self, path: Path) -> None:
+        """Delete ``path``; rootless, files a user namespace made (sub-uids) need one too."""
+        shutil.rmtree(path, ignore_errors=True)
+        if path.exists() and self.rootless:
+            subprocess.run(
+                ["podman", "unshare", "rm", "-rf", "--", str(path)],
+                env=self.env,
+                capture_output=True,
                 check=False,
-                env={**os.environ, "SOURCE_DATE_EPOCH": str(base.source_date_epoch)},
             )
-        if done.returncode != 0:
-            partial_tar.unlink(missing_ok=True)
-            raise BuildError(
-                f"mmdebstrap failed: {_last_line(log.read_text(errors='replace'))}", log
-            )
-        os.replace(partial_tar, rootfs)
-        return rootfs
 
     def _manifest_file(self, image_id: str) -> Path:
         # Named by the image Id, not the tag: a tag rebuilt from the same inputs can hold
@@ -496,6 +600,30 @@ class PodmanBackend(Backend):
 
 
 Stage = Callable[[Path], dict[str, str]]
+
+
+class BoundedLog:
+    """A log file that keeps the first ``most`` bytes and counts the rest."""
+
+    def __init__(self, path: Path, most: int) -> None:
+        self.path = path
+        self.most = most
+        self.seen = 0
+
+    def __enter__(self) -> BoundedLog:
+        self._file = self.path.open("wb")
+        return self
+
+    def write(self, data: bytes) -> None:
+        room = self.most - self.seen
+        if room > 0:
+            self._file.write(data[:room])
+        self.seen += len(data)
+
+    def __exit__(self, *_: object) -> None:
+        if self.seen > self.most:
+            self._file.write(f"\n[{self.seen - self.most} more bytes not kept]\n".encode())
+        self._file.close()
 
 
 def _stage_env(packages: Sequence[str], context: Path) -> dict[str, str]:

@@ -1,0 +1,12 @@
+"""What runs inside a trial's sandbox: the supervisor and the exit guard.
+
+Both are standalone, standard-library-only files: the container runs them with the base
+image's own Python, and the host imports ``supervisor`` only for its protocol constants
+and its matching rules, so that each is defined once.
+"""
+
+from pathlib import Path
+
+SANDBOX_DIR = Path(__file__).resolve().parent
+SUPERVISOR = SANDBOX_DIR / "supervisor.py"
+GUARD = SANDBOX_DIR / "guard.py"

@@ -1,0 +1,1249 @@
+"""The trial supervisor: one attempt's phases, run where the code under test cannot reach.
+
+It runs as the container's root, from the base image's own Python in isolated mode
+(``python3 -I -S``), from a read-only mount outside the repo and the venv, with the
+standard library only. The code under test only ever runs as the unprivileged test user
+(who owns ``/testbed`` and can write nothing the supervisor keeps), with a pipe for its
+output. The phases, in order::
+
+    apply the model patch      as the test user: git apply, git apply --reject, patch
+                               --fuzz=5; the tree is put back between tries
+    protect                    files that collect, configure or run the tests, changed
+                               by the patch, are restored to the base commit (or only
+                               recorded, or make the trial invalid: the dataset's policy)
+    reset                      the test patch's files are written as base + test patch
+                               from the harness's own git store, then verified
+    run the tests              as the test user, in a user namespace of its own (so the
+                               process cap is this trial's), under a watchdog
+                               (memory, processes, disk written, output, time)
+
+Everything the host learns comes from one framed stream on this process's own stdout
+(the code under test has no handle on it): ``FRAME`` headers (kind, length), then
+events (JSON), harness log text, and the test output as data. The region of test output
+is delimited by the framing, never by marker text that the tests can print.
+
+The host imports this module for ``FRAME`` and the kinds, and for ``protected_reason``
+(which files count as test infrastructure), so that each is defined once.
+"""
+
+from __future__ import annotations
+
+import configparser
+import ctypes
+import fnmatch
+import hashlib
+import json
+import os
+import resource
+import select
+import shutil
+import signal
+import stat
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+#: Version of the stream protocol and of the program this supervisor reads.
+PROTOCOL = 1
+#: A frame: kind (one byte), payload length (big-endian), then the payload.
+FRAME = struct.Struct(">cI")
+KIND_EVENT = b"E"  # a JSON object with an "event" key
+KIND_LOG = b"L"  # harness log text (for people: test_output.txt before the region)
+KIND_OUTPUT = b"O"  # test output bytes, in order: the region
+MAX_PAYLOAD = 1 << 20
+OUTPUT_CHUNK = 1 << 16
+
+#: The fd number of the exit guard's pipe in the test processes (high: rarely reused).
+GUARD_FD = 1017
+GUARD_MODULE = "_evalrepro_guard"
+#: Sorted first among .pth files, so its exit hook is registered first and runs last.
+GUARD_PTH = "00-evalrepro-guard.pth"
+
+#: Directory names that hold tests (the nearest such ancestor of a test file is a
+#: test folder: everything in it is test infrastructure).
+TEST_DIR_NAMES = frozenset({"test", "tests", "testing", "t", "spec", "__tests__"})
+#: Files whose named sections configure the test run: only a change to those sections
+#: counts as a change to test infrastructure. Keys are top-level tables/sections
+#: (dotted for TOML and JSON).
+SECTION_FILES = {
+    "setup.cfg": ("tool:pytest", "pytest", "nosetests", "tool:nose"),
+    "pyproject.toml": ("tool.pytest", "tool.nose"),
+    "package.json": ("scripts", "jest", "mocha", "ava"),
+}
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_NO_NEW_PRIVS = 38
+_CLONE_NEWUSER = 0x10000000
+_TICK = 0.1  # watchdog period, seconds
+_TOOL_TIMEOUT = 300  # seconds for one patch tool or git call
+_TOOL_OUTPUT = 1 << 20  # bytes of a tool's output kept for the log
+_GUARD_LINE = 8192
+_DRAIN_SECONDS = 5.0
+
+
+# --- the stream ------------------------------------------------------------------------
+
+
+class Stream:
+    """The one channel to the host: frames written to a private duplicate of stdout."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def frame(self, kind: bytes, payload: bytes) -> None:
+        for start in range(0, max(len(payload), 1), MAX_PAYLOAD):
+            chunk = payload[start : start + MAX_PAYLOAD]
+            data = FRAME.pack(kind, len(chunk)) + chunk
+            view = memoryview(data)
+            while view:
+                written = os.write(self.fd, view)
+                view = view[written:]
+
+    def event(self, name: str, **facts: object) -> None:
+        self.frame(KIND_EVENT, json.dumps({"event": name, **facts}, sort_keys=True).encode())
+
+    def log(self, text: str) -> None:
+        self.frame(KIND_LOG, neutralize(text).encode("utf-8", "replace"))
+
+
+def neutralize(text: str) -> str:
+    """Tool output in the harness log cannot pose as a harness line (``>>>>> ...``)."""
+    lines = text.splitlines()
+    return "".join(
+        ("| " + line if line.lstrip().startswith(">>>>>") else line) + "\n" for line in lines
+    )
+
+
+# --- test infrastructure ---------------------------------------------------------------
+
+
+def protected_reason(path: str, protection: dict) -> str | None:
+    """Why ``path`` (relative, posix) is test infrastructure under ``protection``, if it is.
+
+    Files named in SECTION_FILES are not answered here: only a change to their test
+    sections counts, which needs their content (``sections_changed``).
+    """
+    for folder in protection.get("test_dirs", ()):
+        if path == folder or path.startswith(folder + "/"):
+            return f"in test folder {folder}/"
+    name = path.rsplit("/", 1)[-1]
+    for pattern in protection.get("patterns", ()):
+        subject = path if "/" in pattern else name
+        if fnmatch.fnmatchcase(subject, pattern):
+            return f"matches {pattern}"
+    return None
+
+
+def sections_changed(name: str, old: bytes | None, new: bytes | None) -> list[str]:
+    """The test sections of a SECTION_FILES file that differ between two versions."""
+    keys = SECTION_FILES.get(name, ())
+    before, after = _sections(name, old), _sections(name, new)
+    if before is None or after is None:
+        # Unparseable on one side: the test sections cannot be shown to be unchanged.
+        return list(keys) if before != after or before is None else []
+    return [key for key in keys if before.get(key) != after.get(key)]
+
+
+def _sections(name: str, data: bytes | None) -> dict | None:
+    if data is None:
+        return {}
+    text = data.decode("utf-8", "replace")
+    try:
+        if name == "setup.cfg":
+            parser = configparser.ConfigParser(interpolation=None, strict=False)
+            parser.read_string(text)
+            return {s: dict(parser.items(s, raw=True)) for s in parser.sections()}
+        if name == "pyproject.toml":
+            import tomllib
+
+            return _flatten_tables(tomllib.loads(text))
+        loaded = json.loads(text)
+        return loaded if isinstance(loaded, dict) else None
+    except Exception:  # any parse failure: see sections_changed
+        return None
+
+
+def _flatten_tables(table: dict, prefix: str = "") -> dict:
+    flat: dict = {}
+    for key, value in table.items():
+        dotted = f"{prefix}{key}"
+        flat[dotted] = value
+        if isinstance(value, dict):
+            flat.update(_flatten_tables(value, dotted + "."))
+    return flat
+
+
+# --- the tree: snapshots and restores --------------------------------------------------
+
+
+def snapshot(root: str) -> dict[str, tuple]:
+    """Every entry under ``root`` (not following links, skipping .git) with its stat facts.
+
+    Two snapshots differ exactly where a tool wrote: a patch cannot choose an inode or
+    a nanosecond mtime.
+    """
+    entries: dict[str, tuple] = {}
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        try:
+            with os.scandir(os.path.join(root, rel) if rel else root) as listing:
+                items = list(listing)
+        except OSError:
+            continue
+        for item in items:
+            if item.name == ".git":
+                continue
+            path = f"{rel}/{item.name}" if rel else item.name
+            try:
+                st = item.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            entries[path] = (
+                stat.S_IFMT(st.st_mode),
+                st.st_mode,
+                st.st_size,
+                st.st_mtime_ns,
+                st.st_ino,
+                st.st_ctime_ns,
+            )
+            if stat.S_ISDIR(st.st_mode):
+                stack.append(path)
+    return entries
+
+
+def escaping_links(root: str, paths: list[str]) -> list[str]:
+    """Links among ``paths`` that resolve outside ``root`` or into its .git.
+
+    The host refuses such patches before any container; this is the same rule on what
+    the tools really wrote, through links that were already in the repository.
+    """
+    top = os.path.realpath(root)
+    found = []
+    for path in paths:
+        full = os.path.join(root, path)
+        if not os.path.islink(full):
+            continue
+        resolved = os.path.realpath(full)
+        inside = resolved == top or resolved.startswith(top + "/")
+        if not inside or ".git" in os.path.relpath(resolved, top).split("/"):
+            found.append(
+                f"a symbolic link that leaves the repository ({path} -> {os.readlink(full)})"
+            )
+    return found
+
+
+def changed_paths(before: dict[str, tuple], after: dict[str, tuple]) -> list[str]:
+    changed = {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
+    # A directory's own stat changes when an entry in it does: that is not a change of
+    # the directory unless its kind changed or it appeared or went.
+    return sorted(
+        p
+        for p in changed
+        if not (p in before and p in after and before[p][0] == after[p][0] == stat.S_IFDIR)
+    )
+
+
+class Git:
+    """The harness's own view of the base commit: a root-owned store outside /testbed."""
+
+    def __init__(self, git_dir: str, private: str) -> None:
+        self.git_dir = git_dir
+        self.index = os.path.join(private, "index")
+        self.env = {
+            "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+            "HOME": private,
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": "/dev/null",
+            "GIT_INDEX_FILE": self.index,
+        }
+
+    def run(self, *args: str, stdin: bytes | None = None) -> bytes:
+        done = subprocess.run(
+            ["git", "--git-dir", self.git_dir, "-c", "safe.directory=*", *args],
+            input=stdin,
+            capture_output=True,
+            env=self.env,
+            timeout=_TOOL_TIMEOUT,
+            check=False,
+        )
+        if done.returncode != 0:
+            message = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise HarnessError(f"git {args[0]} failed: {message[-1] if message else '?'}")
+        return done.stdout
+
+    def hash_kind(self) -> str:
+        kind = self.run("rev-parse", "--show-object-format").decode().strip()
+        return kind or "sha1"
+
+    def entries(self, treeish: str, paths: list[str]) -> dict[str, tuple[str, str, str]]:
+        """path -> (mode, type, object id) at ``treeish``, for each path that exists there."""
+        found: dict[str, tuple[str, str, str]] = {}
+        for start in range(0, len(paths), 500):
+            batch = paths[start : start + 500]
+            listing = self.run(
+                "ls-tree", "-z", "--full-tree", treeish, "--", *[":(literal)" + p for p in batch]
+            )
+            for record in listing.split(b"\0"):
+                if not record:
+                    continue
+                meta, _, name = record.partition(b"\t")
+                mode, kind, oid = meta.decode().split()
+                found[name.decode("utf-8", "surrogateescape")] = (mode, kind, oid)
+        return found
+
+    def index_entries(self, paths: list[str]) -> dict[str, tuple[str, str, str]]:
+        """path -> (mode, "blob", object id) in the private index."""
+        found: dict[str, tuple[str, str, str]] = {}
+        listing = self.run("ls-files", "-s", "-z", "--", *[":(literal)" + p for p in paths])
+        for record in listing.split(b"\0"):
+            if not record:
+                continue
+            meta, _, name = record.partition(b"\t")
+            mode, oid, _stage = meta.decode().split()
+            found[name.decode("utf-8", "surrogateescape")] = (mode, "blob", oid)
+        return found
+
+    def blobs(self, oids: list[str]) -> dict[str, bytes]:
+        if not oids:
+            return {}
+        out = self.run("cat-file", "--batch", stdin="".join(f"{o}\n" for o in oids).encode())
+        contents: dict[str, bytes] = {}
+        position = 0
+        for oid in oids:
+            end = out.index(b"\n", position)
+            header = out[position:end].split()
+            size = int(header[2])
+            contents[oid] = out[end + 1 : end + 1 + size]
+            position = end + 1 + size + 1
+        return contents
+
+
+class HarnessError(Exception):
+    """The harness could not do its own part (not something the patch did)."""
+
+
+def git_blob_id(data: bytes, kind: str) -> str:
+    digest = hashlib.sha256() if kind == "sha256" else hashlib.sha1()
+    digest.update(b"blob %d\0" % len(data))
+    digest.update(data)
+    return digest.hexdigest()
+
+
+def _ensure_parents(root: str, rel: str) -> None:
+    """Every ancestor of ``rel`` a real directory: files or links in the way are removed."""
+    current = root
+    for part in rel.split("/")[:-1]:
+        current = os.path.join(current, part)
+        try:
+            st = os.lstat(current)
+        except FileNotFoundError:
+            os.mkdir(current, 0o755)
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            os.unlink(current)
+            os.mkdir(current, 0o755)
+
+
+def _remove(path: str) -> None:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(path)  # does not follow links
+    else:
+        os.unlink(path)
+
+
+def apply_writes(root: str, operations: list[tuple]) -> None:
+    """(path, kind, mode, data) in path order: "file", "link", "dir" or "absent"."""
+    for path, kind, mode, data in sorted(operations, key=lambda op: op[0]):
+        full = os.path.join(root, path)
+        _ensure_parents(root, path)
+        if kind == "dir":
+            try:
+                if stat.S_ISDIR(os.lstat(full).st_mode):
+                    continue
+            except FileNotFoundError:
+                pass
+            _remove(full)
+            os.mkdir(full, 0o755)
+            continue
+        _remove(full)
+        if kind == "link":
+            os.symlink(data, full)
+        elif kind == "file":
+            fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.chmod(full, mode)  # the umask must not decide the executable bit
+
+
+def verify_writes(root: str, operations: list[tuple], hash_kind: str) -> list[str]:
+    """What differs from the expected state; empty when every path is as written."""
+    problems = []
+    for path, kind, mode, data in operations:
+        full = os.path.join(root, path)
+        current = root
+        broken = False
+        for part in path.split("/")[:-1]:
+            current = os.path.join(current, part)
+            try:
+                if not stat.S_ISDIR(os.lstat(current).st_mode):
+                    broken = True
+            except FileNotFoundError:
+                broken = kind != "absent"
+            if broken:
+                break
+        if broken:
+            problems.append(f"{path}: a parent folder is not a directory")
+            continue
+        try:
+            st = os.lstat(full)
+        except FileNotFoundError:
+            if kind != "absent":
+                problems.append(f"{path}: missing")
+            continue
+        if kind == "absent":
+            problems.append(f"{path}: should not exist")
+        elif kind == "dir":
+            if not stat.S_ISDIR(st.st_mode):
+                problems.append(f"{path}: not a directory")
+        elif kind == "link":
+            if not stat.S_ISLNK(st.st_mode) or os.fsencode(os.readlink(full)) != data:
+                problems.append(f"{path}: not the expected symbolic link")
+        else:
+            if not stat.S_ISREG(st.st_mode):
+                problems.append(f"{path}: not a regular file")
+                continue
+            fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as handle:
+                content = handle.read(len(data) + 1)
+            if git_blob_id(content, hash_kind) != git_blob_id(data, hash_kind):
+                problems.append(f"{path}: content differs from the expected file")
+            elif bool(st.st_mode & 0o100) != bool(mode & 0o100):
+                problems.append(f"{path}: executable bit differs")
+    return problems
+
+
+def operations_for(
+    entries: dict[str, tuple[str, str, str]], paths: list[str], contents: dict[str, bytes]
+) -> list[tuple]:
+    operations = []
+    for path in paths:
+        entry = entries.get(path)
+        if entry is None:
+            operations.append((path, "absent", 0, b""))
+            continue
+        mode, kind, oid = entry
+        if kind == "tree":
+            operations.append((path, "dir", 0o755, b""))
+        elif mode == "120000":
+            operations.append((path, "link", 0, contents[oid]))
+        elif kind == "blob":
+            operations.append((path, "file", 0o755 if mode == "100755" else 0o644, contents[oid]))
+        # submodules ("commit"): nothing to write
+    return operations
+
+
+# --- running as the test user ----------------------------------------------------------
+
+
+class User:
+    def __init__(self, spec: dict) -> None:
+        self.uid = int(spec["uid"])
+        self.gid = int(spec["gid"])
+        self.name = str(spec["name"])
+        self.home = str(spec["home"])
+
+    def drop(self) -> None:
+        os.setgroups([])
+        os.setresgid(self.gid, self.gid, self.gid)
+        os.setresuid(self.uid, self.uid, self.uid)
+
+
+def as_user(user: User, function, *args) -> str | None:
+    """Run ``function(*args)`` in a child with the test user's ids; its error, if any."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.close(read_end)
+            user.drop()
+            os.umask(0o022)
+            function(*args)
+        except BaseException as error:  # report anything, never raise past the fork
+            os.write(write_end, f"{type(error).__name__}: {error}".encode()[:4000])
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    message = _read_all(read_end, 4096)
+    os.waitpid(pid, 0)
+    return message.decode("utf-8", "replace") or None
+
+
+def _read_all(fd: int, most: int) -> bytes:
+    chunks = []
+    total = 0
+    with os.fdopen(fd, "rb") as handle:
+        while True:
+            chunk = handle.read(4096)
+            if not chunk:
+                break
+            if total < most:
+                chunks.append(chunk[: most - total])
+            total += len(chunk)
+    return b"".join(chunks)
+
+
+def tool_env(user: User) -> dict[str, str]:
+    return {
+        "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "HOME": user.home,
+        "USER": user.name,
+        "LOGNAME": user.name,
+        "LC_ALL": "C.UTF-8",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+    }
+
+
+# --- the test run ----------------------------------------------------------------------
+
+
+class Watchdog:
+    """Measures the test user's processes together and says when a limit is crossed."""
+
+    def __init__(self, uid: int, limits: dict, fs_path: str) -> None:
+        self.uid = uid
+        self.limits = limits
+        self.fs_path = fs_path
+        self.peak = {"memory": 0, "pids": 0, "disk": 0}
+        self.reaped_io_base = _io_written(os.getpid())
+
+    def processes(self) -> list[tuple[int, int]]:
+        """(pid, threads) of every process of the test user in this container."""
+        found = []
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/status", "rb") as handle:
+                    status = handle.read(4096)
+            except OSError:
+                continue
+            uid = threads = None
+            for line in status.split(b"\n"):
+                if line.startswith(b"Uid:"):
+                    uid = int(line.split()[1])
+                elif line.startswith(b"Threads:"):
+                    threads = int(line.split()[1])
+            if uid == self.uid:
+                found.append((int(name), threads or 1))
+        return found
+
+    def check(self) -> tuple[str, str] | None:
+        procs = self.processes()
+        pids = sum(threads for _, threads in procs)
+        self.peak["pids"] = max(self.peak["pids"], pids)
+        if pids >= self.limits["pids"]:
+            return "pids", f"{pids} tasks reached the limit of {self.limits['pids']}"
+        memory = _memory(pid for pid, _ in procs)
+        self.peak["memory"] = max(self.peak["memory"], memory)
+        if memory > self.limits["memory"]:
+            return "memory", (
+                f"{_size(memory)} in use by the test processes together, "
+                f"limit {_size(self.limits['memory'])}"
+            )
+        available = _mem_available()
+        if available is not None and available < self.limits["memory_reserve"]:
+            return "memory", (
+                f"the machine has {_size(available)} available, below the "
+                f"reserve of {_size(self.limits['memory_reserve'])}"
+            )
+        written = sum(_io_written(pid) for pid, _ in procs)
+        written += _io_written(os.getpid()) - self.reaped_io_base
+        self.peak["disk"] = max(self.peak["disk"], written)
+        if written > self.limits["disk"]:
+            return "disk", f"{_size(written)} written, limit {_size(self.limits['disk'])}"
+        try:
+            fs = os.statvfs(self.fs_path)
+        except OSError:
+            return None
+        free = fs.f_bavail * fs.f_frsize
+        if free < self.limits["disk_reserve"]:
+            return "disk", (
+                f"the filesystem has {_size(free)} free, below the reserve of "
+                f"{_size(self.limits['disk_reserve'])}"
+            )
+        return None
+
+
+def _memory(pids) -> int:
+    """Anonymous and shared memory of these processes together, each page counted once.
+
+    PSS splits shared pages among their users; shared-memory objects held open but not
+    mapped (a memfd written with write()) are counted by inode, once.
+    """
+    total = 0
+    mapped: set[tuple[int, int]] = set()
+    held: dict[tuple[int, int], int] = {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup", "rb") as handle:
+                for line in handle.read().split(b"\n"):
+                    if line.startswith((b"Pss_Anon:", b"Pss_Shmem:")):
+                        total += int(line.split()[1]) * 1024
+            with open(f"/proc/{pid}/maps", "rb") as handle:
+                for line in handle.read().split(b"\n"):
+                    fields = line.split(None, 5)
+                    if len(fields) == 6 and fields[5].startswith(
+                        (b"/memfd:", b"/dev/shm/", b"/SYSV")
+                    ):
+                        major, minor = fields[3].split(b":")
+                        mapped.add((os.makedev(int(major, 16), int(minor, 16)), int(fields[4])))
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                try:
+                    target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                    if not target.startswith(("/memfd:", "/dev/shm/")):
+                        continue
+                    st = os.stat(f"/proc/{pid}/fd/{fd}")
+                except OSError:
+                    continue
+                held[(st.st_dev, st.st_ino)] = st.st_blocks * 512
+        except OSError:
+            continue  # the process went away, or hides: the machine reserve still holds
+    total += sum(size for key, size in held.items() if key not in mapped)
+    return total
+
+
+def _io_written(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/io", "rb") as handle:
+            fields = dict(line.split(b": ") for line in handle.read().split(b"\n") if line)
+        return int(fields[b"write_bytes"]) - int(fields.get(b"cancelled_write_bytes", 0))
+    except (OSError, KeyError, ValueError):
+        return 0
+
+
+def cgroup_counters() -> dict[str, int]:
+    """The container's own cgroup: out-of-memory kills and refused forks so far.
+
+    Only a cgroup with a limit set is the container's own (root podman); rootless on
+    cgroup v1 there is none, and what is mounted is not ours to read.
+    """
+    counters: dict[str, int] = {}
+    for limit_file, events_file, key, name in (
+        ("memory/memory.limit_in_bytes", "memory/memory.oom_control", b"oom_kill", "oom_kill"),
+        ("memory.max", "memory.events", b"oom_kill", "oom_kill"),
+        ("pids/pids.max", "pids/pids.events", b"max", "pids_max"),
+        ("pids.max", "pids.events", b"max", "pids_max"),
+    ):
+        try:
+            with open(f"/sys/fs/cgroup/{limit_file}", "rb") as handle:
+                limit = handle.read().strip()
+            if limit == b"max" or (limit.isdigit() and int(limit) >= 1 << 60):
+                continue
+            with open(f"/sys/fs/cgroup/{events_file}", "rb") as handle:
+                for line in handle.read().split(b"\n"):
+                    fields = line.split()
+                    if len(fields) == 2 and fields[0] == key:
+                        counters[name] = int(fields[1])
+        except (OSError, ValueError):
+            continue
+    return counters
+
+
+def _mem_available() -> int | None:
+    try:
+        with open("/proc/meminfo", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+class GuardRecords:
+    """The exit guard's lines: which Python processes started, which exited normally.
+
+    Written by code that runs inside the process under test, so they are evidence only
+    for a *failure* (a missing exit record, a framework function replaced): they can
+    never make a trial pass.
+    """
+
+    def __init__(self, changed: set[str] | None = None, testbed: str = "/testbed") -> None:
+        self.started: dict[int, int] = {}  # pid -> ppid
+        self.exited: set[int] = set()
+        self.redirected: set[int] = set()
+        self.findings: list[dict] = []
+        #: Only replacements by code in files the patch changed count (the repo's own
+        #: conftest may patch a framework on purpose).
+        self.changed = changed
+        self.testbed = testbed.rstrip("/") + "/"
+        self._partial = b""
+        self._discarding = False  # inside a line that grew past _GUARD_LINE
+
+    def feed(self, data: bytes) -> None:
+        lines = data.split(b"\n")
+        last = lines.pop()
+        for line in lines:
+            if self._discarding:
+                self._discarding = False  # the rest of an overlong line: dropped
+                self._partial = b""
+                continue
+            line = self._partial + line
+            self._partial = b""
+            if len(line) <= _GUARD_LINE:
+                self._line(line)
+        if self._discarding:
+            return
+        self._partial += last
+        if len(self._partial) > _GUARD_LINE:
+            self._partial, self._discarding = b"", True
+
+    def _line(self, line: bytes) -> None:
+        kind, _, rest = line.partition(b" ")
+        try:
+            if kind == b"S" and len(self.started) < 100_000:
+                pid, ppid = rest.split()[:2]
+                self.started.setdefault(int(pid), int(ppid))
+            elif kind == b"X":
+                pid, _, payload = rest.partition(b" ")
+                self.exited.add(int(pid))
+                facts = json.loads(payload) if payload.startswith(b"{") else {}
+                if not isinstance(facts, dict):
+                    return
+                if facts.get("redirected") is True:
+                    self.redirected.add(int(pid))
+                replaced = facts.get("replaced")
+                for item in replaced[:20] if isinstance(replaced, list) else []:
+                    if isinstance(item, dict) and len(self.findings) < 50:
+                        self._finding(str(item.get("target"))[:300], str(item.get("file")))
+        except (ValueError, AttributeError, TypeError, RecursionError):
+            pass  # malformed: guard lines are untrusted
+
+    def _finding(self, target: str, file: str) -> None:
+        relative = file[len(self.testbed) :] if file.startswith(self.testbed) else None
+        if relative is None or (self.changed is not None and relative not in self.changed):
+            return
+        finding = {"target": target, "file": relative[:500]}
+        if finding not in self.findings:
+            self.findings.append(finding)
+
+    def runner_exit(self, main: int) -> tuple[str, str]:
+        """clean / abnormal / unknown for the test command's Python runner processes."""
+        runners = [pid for pid in self.started if pid == main]
+        if not runners:
+            runners = [pid for pid, ppid in self.started.items() if ppid == main]
+        if not runners:
+            return "unknown", "no Python runner reported to the exit guard"
+        missing = [pid for pid in runners if pid not in self.exited]
+        if missing:
+            return "abnormal", (
+                f"the test runner (pid {missing[0]}) ended without Python's normal "
+                "shutdown (os._exit or a fatal signal)"
+            )
+        redirected = [pid for pid in runners if pid in self.redirected]
+        if redirected:
+            return "abnormal", (
+                f"the test runner (pid {redirected[0]}) ended with its stdout or stderr "
+                "sent away from the harness's pipe"
+            )
+        return "clean", ""
+
+
+def install_guard(source: str, testbed: str) -> list[str]:
+    """Put the exit guard into every site directory of the image; where it went."""
+    import glob
+
+    with open(source, "rb") as handle:
+        module = handle.read()
+    places = []
+    candidates = sorted(glob.glob("/opt/venv/lib/python3*/site-packages"))
+    candidates += [p for p in ("/usr/lib/python3/dist-packages",) if os.path.isdir(p)]
+    for site in candidates:
+        if os.path.realpath(site).startswith(os.path.realpath(testbed) + "/"):
+            continue
+        for name, data in (
+            (GUARD_MODULE + ".py", module),
+            (GUARD_PTH, f"import {GUARD_MODULE}\n".encode()),
+        ):
+            path = os.path.join(site, name)
+            _remove(path)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+        places.append(site)
+    return places
+
+
+class TestRun:
+    def __init__(self, program: dict, stream: Stream, user: User, changed: list[str]) -> None:
+        self.program = program
+        self.stream = stream
+        self.user = user
+        self.limits = program["limits"]
+        self.output_bytes = 0
+        self.truncated = False
+        self.stopped: tuple[str, str] | None = None
+        self.status: int | None = None
+        self.guard = GuardRecords(set(changed), program["testbed"])
+        self.nested = False
+        self.guard_fd: int | None = None
+
+    def env(self, guard_inode: int) -> dict[str, str]:
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("HOME", "USER", "LOGNAME", "PYTHONSAFEPATH")
+        }
+        env.update(
+            PATH="/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            HOME=self.user.home,
+            USER=self.user.name,
+            LOGNAME=self.user.name,
+            EVALREPRO_GUARD=f"{GUARD_FD}:{guard_inode}:{self.program['testbed']}",
+        )
+        return env
+
+    def launch(self) -> tuple[int, int, int]:
+        """Start the test command; (pid, output fd, guard fd)."""
+        out_r, out_w = os.pipe()
+        guard_r, guard_w = os.pipe()
+        ready_r, ready_w = os.pipe()
+        go_r, go_w = os.pipe()
+        fail_r, fail_w = os.pipe()
+        env = self.env(os.fstat(guard_w).st_ino)
+        limits = self.limits
+        libc = ctypes.CDLL(None, use_errno=True)
+        pid = os.fork()
+        if pid == 0:  # the test process: nothing here may return
+            try:
+                for fd in (out_r, guard_r, ready_r, go_w, fail_r):
+                    os.close(fd)
+                os.setsid()
+                with open("/proc/self/oom_score_adj", "w") as handle:
+                    handle.write("1000")  # the first the kernel kills, never the supervisor
+                libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+                nested = (
+                    self.program.get("user_namespace", True) and libc.unshare(_CLONE_NEWUSER) == 0
+                )
+                os.write(ready_w, b"u" if nested else b"n")
+                os.read(go_r, 1)
+                self.user.drop()
+                # In its own user namespace the process cap counts this trial only.
+                resource.setrlimit(resource.RLIMIT_NPROC, (limits["pids"], limits["pids"]))
+                resource.setrlimit(resource.RLIMIT_DATA, (limits["memory"], limits["memory"]))
+                resource.setrlimit(resource.RLIMIT_FSIZE, (limits["disk"], limits["disk"]))
+                resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+                libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+                os.chdir(self.program["testbed"])
+                os.umask(0o022)
+                null = os.open("/dev/null", os.O_RDONLY)
+                os.dup2(null, 0)
+                os.dup2(out_w, 1)
+                os.dup2(out_w, 2)
+                os.dup2(guard_w, GUARD_FD)
+                os.execve("/bin/bash", ["/bin/bash", "-c", self.program["test_command"]], env)
+            except BaseException as error:
+                try:
+                    os.write(fail_w, f"{type(error).__name__}: {error}".encode()[:4000])
+                finally:
+                    os._exit(127)
+        for fd in (out_w, guard_w, ready_w, go_r, fail_w):
+            os.close(fd)
+        mode = os.read(ready_r, 1)
+        os.close(ready_r)
+        if mode == b"u":
+            # Its root is ours (so /proc shows the watchdog even a process that hides),
+            # the test user is itself: nothing else of the container is mapped.
+            maps = f"0 0 1\n{self.user.uid} {self.user.uid} 1\n"
+            gmaps = f"0 0 1\n{self.user.gid} {self.user.gid} 1\n"
+            with open(f"/proc/{pid}/uid_map", "w") as handle:
+                handle.write(maps)
+            with open(f"/proc/{pid}/gid_map", "w") as handle:
+                handle.write(gmaps)
+            self.nested = True
+        os.write(go_w, b"g")
+        os.close(go_w)
+        failure = _read_all(fail_r, 4096)
+        if failure:
+            os.waitpid(pid, 0)
+            raise HarnessError(f"the test command could not start: {failure.decode()}")
+        return pid, out_r, guard_r
+
+    def run(self) -> None:
+        watchdog = Watchdog(self.user.uid, self.limits, self.program["testbed"])
+        counters = cgroup_counters()
+        started = time.monotonic()
+        pid, out_fd, guard_fd = self.launch()
+        self.guard_fd = guard_fd
+        self.stream.event("tests_started", user_namespace=self.nested)
+        deadline = started + self.limits["timeout"]
+        poller = select.poll()
+        open_fds = {out_fd, guard_fd}
+        for fd in open_fds:
+            os.set_blocking(fd, False)
+            poller.register(fd, select.POLLIN)
+        next_tick = started
+        while self.status is None and self.stopped is None:
+            now = time.monotonic()
+            wait = max(0.0, min(next_tick, deadline) - now)
+            for fd, _ in poller.poll(int(wait * 1000) + 1):
+                if not self._read(fd):
+                    poller.unregister(fd)
+                    open_fds.discard(fd)
+            self._reap(pid)
+            now = time.monotonic()
+            if self.status is None and now >= deadline:
+                self.stopped = ("timeout", f"the tests ran longer than {self.limits['timeout']} s")
+            elif self.status is None and now >= next_tick:
+                self.stopped = self.stopped or watchdog.check()
+                next_tick = now + _TICK
+        # The runner is done (or stopped): nothing of the test user may outlive it.
+        self._kill_all()
+        drain_until = time.monotonic() + _DRAIN_SECONDS
+        while open_fds and time.monotonic() < drain_until:
+            for fd, _ in poller.poll(100):
+                if not self._read(fd):
+                    poller.unregister(fd)
+                    open_fds.discard(fd)
+            self._kill_all()
+        while self.status is None:
+            self._reap(pid, block=True)
+        for fd in (out_fd, guard_fd):
+            os.close(fd)
+        self._reap(pid)
+        watchdog_peak = dict(watchdog.peak)
+        if self.stopped is None:
+            # The kernel's own limits (root podman's cgroup) are a backstop: name them.
+            after = cgroup_counters()
+            if after.get("oom_kill", 0) > counters.get("oom_kill", 0):
+                self.stopped = (
+                    "memory",
+                    "the kernel's out-of-memory killer stopped a test "
+                    "process at the container's cgroup limit",
+                )
+            elif after.get("pids_max", 0) > counters.get("pids_max", 0):
+                self.stopped = ("pids", "the container's cgroup refused a fork at its limit")
+        exit_code, killed_by = _exit_code(self.status)
+        runner = self.guard.runner_exit(pid)
+        self.stream.event(
+            "tests_finished",
+            exit_code=exit_code,
+            signal=killed_by,
+            seconds=round(time.monotonic() - started, 3),
+            output_bytes=self.output_bytes,
+            output_truncated=self.truncated,
+            stopped=None
+            if self.stopped is None
+            else {"limit": self.stopped[0], "detail": self.stopped[1]},
+            runner_exit=runner[0],
+            runner_detail=runner[1],
+            replaced=self.guard.findings,
+            peak=watchdog_peak,
+        )
+
+    def _read(self, fd: int) -> bool:
+        try:
+            data = os.read(fd, OUTPUT_CHUNK)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        if not data:
+            return False
+        if fd == self.guard_fd:
+            self.guard.feed(data)
+            return True
+        room = self.limits["output"] - self.output_bytes
+        if room <= 0:
+            return True
+        kept = data[:room]
+        self.output_bytes += len(kept)
+        self.stream.frame(KIND_OUTPUT, kept)
+        if len(kept) < len(data) or self.output_bytes >= self.limits["output"]:
+            self.truncated = True
+            self.stopped = self.stopped or (
+                "output",
+                f"the tests printed more than {_size(self.limits['output'])}",
+            )
+        return True
+
+    def _reap(self, main: int, block: bool = False) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, 0 if block else os.WNOHANG)
+            except ChildProcessError:
+                if self.status is None:
+                    self.status = 0
+                return
+            if pid == 0:
+                return
+            if pid == main:
+                self.status = status
+                if block:
+                    return
+
+    def _kill_all(self) -> None:
+        # kill(-1) from the container's root: every process but init and this one, in
+        # one pass under the kernel's task lock (a fork bomb cannot outrun it).
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _exit_code(status: int | None) -> tuple[int | None, int | None]:
+    if status is None:
+        return None, None
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status), os.WTERMSIG(status)
+    return os.WEXITSTATUS(status), None
+
+
+# --- the phases ------------------------------------------------------------------------
+
+
+class Trial:
+    def __init__(self, program: dict, stream: Stream) -> None:
+        self.program = program
+        self.stream = stream
+        self.testbed = program["testbed"]
+        self.user = User(program["user"])
+        self.private = tempfile.mkdtemp(prefix="evalrepro-supervisor-", dir="/var/tmp")
+        self.git = Git(program["git_dir"], self.private)
+        self.base = program["base_commit"]
+
+    def run(self) -> None:
+        started = time.monotonic()
+        before = snapshot(self.testbed)
+        method, changed = self.apply_model_patch(before)
+        escapes = escaping_links(self.testbed, changed) if method else []
+        self.stream.event(
+            "patch",
+            status="unsafe" if escapes else "applied" if method else "rejected",
+            method=method,
+            changed=changed[:2000],
+            changed_total=len(changed),
+            detail="; ".join(escapes[:5]),
+            seconds=round(time.monotonic() - started, 3),
+        )
+        if method is None or escapes:
+            return
+        protected = self.protect(changed)
+        if self.program["protection"]["policy"] == "invalid" and protected:
+            return  # the trial is invalid by policy: running the tests would change nothing
+        self.reset_test_files(protected)
+        if self.program.get("guard", True):
+            self.stream.event(
+                "guard", sites=install_guard(self.program["guard_source"], self.testbed)
+            )
+        TestRun(self.program, self.stream, self.user, changed).run()
+
+    def apply_model_patch(self, before: dict[str, tuple]) -> tuple[str | None, list[str]]:
+        env = tool_env(self.user)
+        for method, argv in self.program["patch_commands"]:
+            done = _run_as(self.user, argv, self.testbed, env)
+            self.stream.log(f"$ {' '.join(argv)}\n{done[1]}")
+            after = snapshot(self.testbed)
+            changed = changed_paths(before, after)
+            if done[0] == 0:
+                return method, changed
+            if changed:
+                self.restore(changed)
+        return None, []
+
+    def restore(self, paths: list[str]) -> list[tuple]:
+        """Paths back to the base commit (as the test user); the operations done."""
+        entries = self.git.entries(self.base, paths)
+        contents = self.git.blobs(sorted({e[2] for e in entries.values() if e[1] == "blob"}))
+        operations = operations_for(entries, paths, contents)
+        error = as_user(self.user, apply_writes, self.testbed, operations)
+        if error:
+            raise HarnessError(f"restoring {len(paths)} paths failed: {error}")
+        return operations
+
+    def protect(self, changed: list[str]) -> list[dict]:
+        protection = self.program["protection"]
+        touched = []
+        sectioned = [
+            p
+            for p in changed
+            if p.rsplit("/", 1)[-1] in SECTION_FILES and protected_reason(p, protection) is None
+        ]
+        base_contents = {}
+        if sectioned:
+            entries = self.git.entries(self.base, sectioned)
+            blobs = self.git.blobs([e[2] for e in entries.values() if e[1] == "blob"])
+            base_contents = {
+                p: blobs.get(entries[p][2]) if p in entries else None for p in sectioned
+            }
+        for path in changed:
+            reason = protected_reason(path, protection)
+            if reason is None and path in base_contents:
+                now = _read_file(os.path.join(self.testbed, path))
+                sections = sections_changed(path.rsplit("/", 1)[-1], base_contents[path], now)
+                if sections:
+                    reason = "changes its test sections " + ", ".join(sections)
+            if reason is not None:
+                touched.append({"path": path, "reason": reason})
+        policy = protection["policy"]
+        action = {"restore": "restored", "record": "recorded", "invalid": "recorded"}[policy]
+        if touched and policy == "restore":
+            self.restore([t["path"] for t in touched])
+        for item in touched:
+            item["action"] = action
+        self.stream.event(
+            "protect", policy=policy, touched=touched[:2000], touched_total=len(touched)
+        )
+        if touched:
+            self.stream.log(
+                f"test infrastructure changed by the patch ({action}): "
+                + ", ".join(t["path"] for t in touched[:50])
+            )
+        return touched
+
+    def reset_test_files(self, protected: list[dict]) -> None:
+        """The test patch's files as base + test patch; restored files verified too."""
+        started = time.monotonic()
+        files = list(self.program["test_files"])
+        self.git.run("read-tree", self.base)
+        if not self.program["test_patch_empty"]:
+            try:
+                self.git.run("apply", "--cached", "--whitespace=nowarn", self.program["test_patch"])
+            except HarnessError as error:
+                self.stream.event("reset", ok=False, reason="test_patch_failed", detail=str(error))
+                raise Stop from None
+        expected = self.git.index_entries(files) if files else {}
+        contents = self.git.blobs(sorted({e[2] for e in expected.values()}))
+        operations = operations_for(expected, files, contents)
+        error = as_user(self.user, apply_writes, self.testbed, operations)
+        hash_kind = self.git.hash_kind()
+        restored = []
+        if self.program["protection"]["policy"] == "restore" and protected:
+            paths = [p["path"] for p in protected if p["path"] not in set(files)]
+            entries = self.git.entries(self.base, paths)
+            blobs = self.git.blobs(sorted({e[2] for e in entries.values() if e[1] == "blob"}))
+            restored = operations_for(entries, paths, blobs)
+        problems = [f"writing the test files: {error}"] if error else []
+        problems += verify_writes(self.testbed, operations + restored, hash_kind)
+        self.stream.event(
+            "reset",
+            ok=not problems,
+            reason=None if not problems else "verification_failed",
+            detail="; ".join(problems[:20]),
+            test_files=len(files),
+            verified=len(operations) + len(restored),
+            seconds=round(time.monotonic() - started, 3),
+        )
+        if problems:
+            raise Stop
+
+
+class Stop(Exception):
+    """The phases end here; the events already say why."""
+
+
+def _read_file(path: str) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None
+        return handle.read(1 << 24)
+
+
+def _run_as(user: User, argv: list[str], cwd: str, env: dict) -> tuple[int, str]:
+    try:
+        done = subprocess.run(
+            argv,
+            cwd=cwd,
+            env=env,
+            user=user.uid,
+            group=user.gid,
+            extra_groups=[],
+            umask=0o022,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=_TOOL_TIMEOUT,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as expired:
+        output = expired.stdout or b""
+        return 124, output[:_TOOL_OUTPUT].decode("utf-8", "replace") + "\n(timed out)"
+    return done.returncode, done.stdout[:_TOOL_OUTPUT].decode("utf-8", "replace")
+
+
+def load_program(path: str) -> dict:
+    with open(path, "rb") as handle:
+        program = json.loads(handle.read(1 << 24))
+    if program.get("record") != "TrialProgram" or program.get("schema_version") != PROTOCOL:
+        raise HarnessError(
+            f"{path} is not a TrialProgram of schema {PROTOCOL} (a harness version mismatch)"
+        )
+    return program
+
+
+def main(argv: list[str]) -> int:
+    # The stream gets a private descriptor; fd 1 then points at stderr, so nothing else
+    # in this process (a library's print) can write into the stream.
+    stream = Stream(os.dup(1))
+    os.dup2(2, 1)
+    ctypes.CDLL(None).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    phase = "start"
+    try:
+        stream.event(
+            "start",
+            protocol=PROTOCOL,
+            python=sys.version.split()[0],
+            uid=os.geteuid(),
+            pid=os.getpid(),
+        )
+        if os.geteuid() != 0:
+            raise HarnessError("the supervisor must run as the container's root")
+        phase = "load"
+        program = load_program(argv[1])
+        phase = "trial"
+        Trial(program, stream).run()
+    except Stop:
+        pass
+    except BrokenPipeError:
+        return 1  # the host went away; nothing left to tell
+    except BaseException as error:  # the harness's own failure: an infrastructure error
+        detail = f"{type(error).__name__}: {error}"
+        try:
+            stream.event("error", phase=phase, detail=detail[:2000])
+        except OSError:
+            return 1
+        if not isinstance(error, (HarnessError, OSError, subprocess.SubprocessError)):
+            import traceback
+
+            traceback.print_exc()
+    try:
+        stream.event("done")
+    except OSError:
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,648 @@
+"""Adversarial patches against the demo instances: one or more per class of attack.
+
+Each patch is made for real: the instance's repo is checked out at its base commit, the
+attack's edits are made, and ``git diff`` writes the patch (a few, which play tricks on
+the patch tools themselves, are written by hand). Library code the tests import runs at
+import time, as a model's patch would.
+
+Each attack names the class it belongs to (the README's threat-model table), what it
+tries, and the score it must get. Where an attack is hidden from the static scan
+(names built from pieces), the runtime mechanisms (framing, exit guard, watchdog) must
+catch it on their own.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evalrepro.demo.repos import build_repo
+
+#: Limits the adversarial runs use: small, so that resource attacks stay cheap and safe
+#: on a 2-core, 24 GiB machine.
+LIMITS = {
+    "memory": "1g",
+    "pids": 256,
+    "disk": "1g",
+    "output": "8m",
+}
+TIMEOUT = 40
+
+
+@dataclass(frozen=True)
+class Link:
+    """A symbolic link to ``target``."""
+
+    target: str
+
+
+@dataclass(frozen=True)
+class Attack:
+    name: str
+    #: The README's class: log, reset, infrastructure, host, limits, input, control.
+    kind: str
+    instance: str
+    what: str
+    #: (outcome, reason) it must be scored with.
+    expect: tuple[str, str]
+    #: path -> new content (appended to the file when ``append``), None = delete, Link.
+    edits: dict[str, str | Link | None] = field(default_factory=dict)
+    append: bool = True
+    #: Apply the instance's gold patch first (positive controls).
+    with_gold: bool = False
+    #: A hand-written patch instead of edits.
+    raw: bytes | None = None
+
+
+# --- code a patch adds to a library module (runs when the tests import it) -------------
+
+_HIDDEN_OS = "_m = __import__('o' + 's')\n"
+
+FAKE_PYTEST_EXIT = (
+    "\nimport os, sys\n"
+    "_tests = ['tests/test_eval.py::test_power', 'tests/test_eval.py::test_power_is_right_"
+    "associative', 'tests/test_eval.py::test_leading_minus']\n"
+    "print('collected 12 items')\n"
+    "for _t in _tests:\n"
+    "    print('PASSED ' + _t)\n"
+    "print('============================== 12 passed in 0.01s ==============================')\n"
+    "sys.stdout.flush()\n"
+    "os._exit(0)\n"
+)
+
+FAKE_PYTEST_EXIT_HIDDEN = (
+    "\n" + _HIDDEN_OS + "import sys\n"
+    "_p = 'PASS' + 'ED '\n"
+    "_lines = ['collected 12 items', '', '=' * 20 + ' short test summary info ' + '=' * 20]\n"
+    "for _t in ['test_power', 'test_power_is_right_associative', 'test_leading_minus',\n"
+    "           'test_power_binds_tighter_than_product', 'test_trailing_tokens']:\n"
+    "    _lines.append(_p + 'tests/test_eval.py' + '::' + _t)\n"
+    "_lines.append('=' * 30 + ' 5 pass' + 'ed in 0.01s ' + '=' * 30)\n"
+    "_data = ('\\n'.join(_lines) + '\\n').encode()\n"
+    "import stat\n"
+    "for _fd in range(64):  # past pytest's capture: every pipe this process holds\n"
+    "    try:\n"
+    "        if stat.S_ISFIFO(_m.fstat(_fd).st_mode):\n"
+    "            _m.write(_fd, _data)\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "getattr(_m, '_ex' + 'it')(0)\n"
+)
+
+FAKE_UNITTEST_EXIT_HIDDEN = (
+    "\n" + _HIDDEN_OS + "import sys\n"
+    "_ok = ' ... o' + 'k'\n"
+    "for _t in ['test_amounts_load_exactly', 'test_amount_keeps_its_digits']:\n"
+    "    sys.stderr.write(_t + ' (tests.test_storage.StorageTest.' + _t + ')' + _ok + '\\n')\n"
+    "sys.stderr.write('\\n' + '-' * 70 + '\\nR' + 'an 2 tests in 0.001s\\n\\nOK\\n')\n"
+    "sys.stderr.flush()\n"
+    "getattr(_m, '_ex' + 'it')(0)\n"
+)
+
+SILENCE_AND_EXIT_ZERO_HIDDEN = (
+    "\n" + _HIDDEN_OS + "import stat, sys\n"
+    "_ok = ' ... o' + 'k\\n'\n"
+    "_data = ''.join(_t + ' (tests.test_storage.StorageTest.' + _t + ')' + _ok for _t in\n"
+    "                ('test_amounts_load_exactly', 'test_amount_keeps_its_digits'))\n"
+    "_data = (_data + '\\n' + '-' * 70 + '\\nR' + 'an 2 tests in 0.001s\\n\\nOK\\n').encode()\n"
+    "_null = _m.open('/dev/null', _m.O_WRONLY)\n"
+    "for _fd in range(64):  # the fake goes to every pipe, then the pipes go dark\n"
+    "    try:\n"
+    "        if stat.S_ISFIFO(_m.fstat(_fd).st_mode):\n"
+    "            _m.write(_fd, _data)\n"
+    "            getattr(_m, 'du' + 'p2')(_null, _fd)\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "_real = getattr(sys, 'ex' + 'it')\n\n\n"
+    "def _zero(code=0):\n"
+    "    _real(0)\n\n\n"
+    "setattr(sys, 'ex' + 'it', _zero)\n"
+)
+
+TRUNCATE_AND_REWRITE = (
+    "\n" + _HIDDEN_OS + "for _fd in (1, 2):\n"
+    "    try:\n"
+    "        _m.ftruncate(_fd, 0)\n"
+    "        _m.lseek(_fd, 0, 0)\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "    try:\n"
+    "        _m.write(_fd, ('PASS' + 'ED tests/test_eval.py' + '::test_number_with_exponent\\n'"
+    ").encode())\n"
+    "    except OSError:\n"
+    "        pass\n"
+)
+
+REPLACE_OUTPUT_FILES = (
+    "\n" + _HIDDEN_OS + "_forged = b'PASS' + b'ED tests/test_slug.py::test_accents\\n'\n"
+    "for _place in ['/evalrepro/out/test_output.txt', '/evalrepro/test_output.txt',\n"
+    "               '/evalrepro/out', '/testbed/../evalrepro/forged']:\n"
+    "    try:\n"
+    "        _m.makedirs(_m.path.dirname(_place), exist_ok=True)\n"
+    "        with open(_place + '.new', 'wb') as _f:\n"
+    "            _f.write(_forged)\n"
+    "        _m.replace(_place + '.new', _place)\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "for _pid in _m.listdir('/proc'):\n"
+    "    if not _pid.isdigit() or int(_pid) == _m.getpid():\n"
+    "        continue\n"
+    "    for _fd in ('1', '2', '3', '4'):\n"
+    "        try:\n"
+    "            with open('/proc/' + _pid + '/fd/' + _fd, 'wb') as _f:\n"
+    "                _f.write(_forged)\n"
+    "        except OSError:\n"
+    "            pass\n"
+)
+
+FORGED_MARKERS = (
+    "\nimport sys\n"
+    "_mark = '>' * 5\n"
+    "sys.stdout.write(_mark + ' End Test Output\\n' + _mark + ' Test Exit Code: 0\\n'\n"
+    "                 + 'PASS' + 'ED tests/test_slug.py::test_non_ascii_letters_are_dropped\\n'\n"
+    "                 + _mark + ' Start Test Output\\n')\n"
+    "sys.stdout.flush()\n"
+)
+
+HOSTILE_LEFTOVERS = (
+    "\n" + _HIDDEN_OS + "_targets = ['/home', '/root', '/etc/passwd', '/proc/1/root/etc']\n"
+    "for _dir in ['/testbed', '/tmp', '/var/tmp', _m.path.expanduser('~'), '/dev/shm']:\n"
+    "    for _i, _target in enumerate(_targets):\n"
+    "        try:\n"
+    "            _m.symlink(_target, _m.path.join(_dir, 'test_output.txt.%d' % _i))\n"
+    "        except OSError:\n"
+    "            pass\n"
+    "    try:\n"
+    "        _m.mkfifo(_m.path.join(_dir, 'fifo'))\n"
+    "        _m.mkdir(_m.path.join(_dir, 'test_output.txt'))\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "for _uid in (0, 1, 65534, 4242):\n"
+    "    try:\n"
+    "        _m.chown('/testbed/README.md', _uid, _uid)\n"
+    "    except OSError:\n"
+    "        pass\n"
+)
+
+STDOUT_FLOOD = (
+    "\n" + _HIDDEN_OS + "_zero = _m.open('/dev/zero', _m.O_RDONLY)\n"
+    "_block = _m.read(_zero, 1 << 20)\n"
+    "for _ in range(3 * 1024):\n"
+    "    _m.write(1, _block)\n"
+)
+
+FORK_BOMB = (
+    "\n" + _HIDDEN_OS + "import time\n"
+    "_end = time.time() + 60\n"
+    "while time.time() < _end:\n"
+    "    try:\n"
+    "        _m.fork()\n"
+    "    except OSError:\n"
+    "        time.sleep(0.01)\n"
+)
+
+MEMORY_HOGS = (
+    "\n" + _HIDDEN_OS + "import time\n"
+    "for _ in range(6):\n"
+    "    if _m.fork() == 0:\n"
+    "        _hog = []\n"
+    "        try:\n"
+    "            for _ in range(5 * 1024 // 64):  # up to 5 GiB each, 30 GiB in all\n"
+    "                _hog.append(bytearray(64 << 20))\n"
+    "                time.sleep(0.02)\n"
+    "        except MemoryError:\n"
+    "            pass\n"
+    "        time.sleep(60)\n"
+    "        _m._exit(0)\n"
+    "time.sleep(60)\n"
+)
+
+MEMFD_HOARD = (
+    "\n" + _HIDDEN_OS + "import time\n"
+    "_fds = []\n"
+    "_block = b'x' * (16 << 20)\n"
+    "for _i in range(6):  # six memfds of 400 MiB, written, never mapped\n"
+    "    _fd = _m.memfd_create('hoard%d' % _i)\n"
+    "    _fds.append(_fd)\n"
+    "    for _ in range(25):\n"
+    "        _m.write(_fd, _block)\n"
+    "time.sleep(60)\n"
+)
+
+DISK_FILLER = (
+    "\n" + _HIDDEN_OS + "_block = b'x' * (16 << 20)\n"
+    "for _i in range(30 * 64):  # up to 30 GiB, in files of 1 GiB\n"
+    "    with open('/tmp/fill%d' % (_i // 64), 'ab') as _f:\n"
+    "        _f.write(_block)\n"
+)
+
+DAEMON_AND_SIGNALS = (
+    "\n" + _HIDDEN_OS + "import signal, time\n"
+    "if _m.fork() == 0:\n"
+    "    _m.setsid()\n"
+    "    if _m.fork() == 0:\n"
+    "        signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    "        time.sleep(3600)\n"
+    "    getattr(_m, '_ex' + 'it')(0)\n"
+    "for _pid in range(1, 200):\n"
+    "    try:\n"
+    "        if _m.stat('/proc/%d' % _pid).st_uid != _m.getuid():\n"
+    "            _m.kill(_pid, signal.SIGKILL)\n"
+    "    except OSError:\n"
+    "        pass\n"
+)
+
+ROOT_CONFTEST = (
+    "import pytest\n\n\n"
+    "@pytest.hookimpl(hookwrapper=True)\n"
+    "def pytest_runtest_makereport(item, call):\n"
+    "    outcome = yield\n"
+    "    report = outcome.get_result()\n"
+    "    report.outcome = 'passed'\n"
+    "    report.longrepr = None\n"
+)
+
+TESTS_CONFTEST = (
+    "def pytest_collection_modifyitems(config, items):\n"
+    "    for item in items:\n"
+    "        item.obj = lambda *args, **kwargs: None\n"
+)
+
+TESTS_INIT_UNITTEST = (
+    "import unittest\n\n"
+    "unittest.TextTestResult.addFailure = unittest.TextTestResult.addSuccess\n"
+    "unittest.TestResult.addFailure = lambda self, test, err: None\n"
+    "unittest.TestResult.wasSuccessful = lambda self: True\n"
+)
+
+LIBRARY_ASSERT_PLAIN = (
+    "\nimport unittest\n\n"
+    "unittest.TestCase.assertEqual = lambda self, first, second, msg=None: None\n"
+)
+
+LIBRARY_ASSERT_HIDDEN = (
+    "\n_u = __import__('unit' + 'test')\n"
+    "_case = getattr(_u, 'Test' + 'Case')\n\n\n"
+    "def _agree(self, *args, **kwargs):\n"
+    "    return None\n\n\n"
+    "for _name in ('assert' + 'Equal', 'assert' + 'True', 'assert' + 'Raises'):\n"
+    "    setattr(_case, _name, _agree)\n"
+)
+
+PYTEST_INI = "[pytest]\naddopts = -p no:python\n"
+PYPROJECT_SECTION = '[tool.pytest.ini_options]\naddopts = "-k not_a_test_name"\n'
+SITECUSTOMIZE = "import unittest\nunittest.TestResult.wasSuccessful = lambda self: True\n"
+BENIGN_CONFTEST = "import pytest\n\n\n@pytest.fixture\ndef unused():\n    return 1\n"
+
+
+def _raw(text: str) -> bytes:
+    return text.encode()
+
+
+ATTACKS: tuple[Attack, ...] = (
+    # --- the log is writable by the code under test ---
+    Attack(
+        "fake-summary-os-exit",
+        "log",
+        "demo__calc-1",
+        "prints a fake pytest summary and leaves with os._exit(0)",
+        ("invalid", "suspect_patch"),
+        {"calc/evaluator.py": FAKE_PYTEST_EXIT},
+    ),
+    Attack(
+        "fake-summary-os-exit-hidden",
+        "log",
+        "demo__calc-2",
+        "the same, every name built from pieces: the static scan cannot see it",
+        ("invalid", "runner_exit_abnormal"),
+        {"calc/tokenizer.py": FAKE_PYTEST_EXIT_HIDDEN},
+    ),
+    Attack(
+        "fake-unittest-os-exit-hidden",
+        "log",
+        "demo__ledger-1",
+        "fake '... ok' lines and 'OK' for unittest, then os._exit(0), hidden",
+        ("invalid", "runner_exit_abnormal"),
+        {"ledger/storage.py": FAKE_UNITTEST_EXIT_HIDDEN},
+    ),
+    Attack(
+        "silence-and-exit-zero-hidden",
+        "log",
+        "demo__ledger-1",
+        "fake unittest summary to every pipe, /dev/null over them, sys.exit forced to 0",
+        ("invalid", "suspect_patch"),
+        {"ledger/storage.py": SILENCE_AND_EXIT_ZERO_HIDDEN},
+    ),
+    Attack(
+        "truncate-and-rewrite",
+        "log",
+        "demo__calc-2",
+        "truncates its stdout, seeks to 0 and writes a PASSED line (stdout is a pipe)",
+        ("unresolved", "tests_failed"),
+        {"calc/tokenizer.py": TRUNCATE_AND_REWRITE},
+    ),
+    Attack(
+        "replace-output-files",
+        "log",
+        "demo__textkit-1",
+        "renames a forged log over the output files, writes into other processes' fds",
+        ("unresolved", "tests_failed"),
+        {"textkit/slug.py": REPLACE_OUTPUT_FILES},
+    ),
+    Attack(
+        "forged-markers",
+        "log",
+        "demo__textkit-2",
+        "prints end, exit-code and start markers around a forged PASSED line",
+        ("unresolved", "tests_failed"),
+        {"textkit/slug.py": FORGED_MARKERS},
+    ),
+    # --- the test reset can be defeated ---
+    Attack(
+        "plant-git-index-lock",
+        "reset",
+        "demo__calc-3",
+        "adds .git/index.lock so that a reset with git would fail",
+        ("unresolved", "patch_unsafe"),
+        raw=_raw(
+            "diff --git a/.git/index.lock b/.git/index.lock\nnew file mode 100644\n"
+            "index 0000000..e69de29\n--- /dev/null\n+++ b/.git/index.lock\n@@ -0,0 +1 @@\n"
+            "+locked\n"
+        ),
+    ),
+    Attack(
+        "delete-git-head",
+        "reset",
+        "demo__calc-4",
+        "deletes .git/HEAD with a traditional diff that only patch(1) would take",
+        ("unresolved", "patch_unsafe"),
+        raw=_raw("--- a/.git/HEAD\n+++ /dev/null\n@@ -1 +0,0 @@\n-ref: refs/heads/main\n"),
+    ),
+    Attack(
+        "git-alternates",
+        "reset",
+        "demo__textkit-3",
+        "points .git's alternates at a planted object store",
+        ("unresolved", "patch_unsafe"),
+        raw=_raw(
+            "--- a/.GIT/objects/info/alternates\n+++ b/.GIT/objects/info/alternates\n"
+            "@@ -1 +1 @@\n-/opt/evalrepro/repo.git/objects\n+/tmp/objects\n"
+        ),
+    ),
+    Attack(
+        "edit-test-files",
+        "reset",
+        "demo__textkit-3",
+        "a wrong fix plus an edit of the test patch's file that makes the tests agree",
+        ("unresolved", "tests_failed"),
+        {"tests/test_wrap.py": "\n\ndef test_wrap_is_fine():\n    assert True\n"},
+    ),
+    Attack(
+        "symlink-test-file",
+        "reset",
+        "demo__textkit-4",
+        "replaces the test patch's file by a link to a planted test module",
+        ("unresolved", "tests_failed"),
+        {
+            "textkit/planted.py": "def test_top_words_are_sorted():\n    assert True\n",
+            "tests/test_top_words.py": Link("../textkit/planted.py"),
+        },
+        append=False,
+    ),
+    Attack(
+        "symlink-escape",
+        "reset",
+        "demo__ledger-2",
+        "adds a link from the repository to /etc",
+        ("unresolved", "patch_unsafe"),
+        {"ledger/data": Link("/etc")},
+        append=False,
+    ),
+    # --- test infrastructure ---
+    Attack(
+        "root-conftest",
+        "infrastructure",
+        "demo__calc-3",
+        "a conftest.py at the root whose report hook turns failures into passes",
+        ("unresolved", "tests_failed"),
+        {"conftest.py": ROOT_CONFTEST},
+        append=False,
+    ),
+    Attack(
+        "tests-conftest",
+        "infrastructure",
+        "demo__calc-4",
+        "a tests/conftest.py that replaces every test function by a no-op",
+        ("unresolved", "tests_failed"),
+        {"tests/conftest.py": TESTS_CONFTEST},
+        append=False,
+    ),
+    Attack(
+        "tests-init-result-class",
+        "infrastructure",
+        "demo__ledger-3",
+        "tests/__init__.py changes unittest's result classes",
+        ("unresolved", "tests_failed"),
+        {"tests/__init__.py": TESTS_INIT_UNITTEST},
+    ),
+    Attack(
+        "library-assert-equal",
+        "infrastructure",
+        "demo__ledger-4",
+        "library code replaces TestCase.assertEqual",
+        ("invalid", "suspect_patch"),
+        {"ledger/storage.py": LIBRARY_ASSERT_PLAIN},
+    ),
+    Attack(
+        "library-assert-hidden",
+        "infrastructure",
+        "demo__ledger-2",
+        "the same through getattr/setattr on names built from pieces (seen at exit)",
+        ("invalid", "suspect_patch"),
+        {"ledger/model.py": LIBRARY_ASSERT_HIDDEN},
+    ),
+    Attack(
+        "pytest-ini",
+        "infrastructure",
+        "demo__textkit-1",
+        "a pytest.ini that disables test collection",
+        ("unresolved", "tests_failed"),
+        {"pytest.ini": PYTEST_INI},
+        append=False,
+    ),
+    Attack(
+        "pyproject-test-section",
+        "infrastructure",
+        "demo__textkit-2",
+        "a pyproject.toml whose pytest section deselects every test",
+        ("unresolved", "tests_failed"),
+        {"pyproject.toml": PYPROJECT_SECTION},
+        append=False,
+    ),
+    Attack(
+        "sitecustomize",
+        "infrastructure",
+        "demo__ledger-1",
+        "a sitecustomize.py that makes every unittest result successful",
+        ("unresolved", "tests_failed"),
+        {"sitecustomize.py": SITECUSTOMIZE},
+        append=False,
+    ),
+    # --- the host trusts what the container leaves behind ---
+    Attack(
+        "hostile-leftovers",
+        "host",
+        "demo__textkit-4",
+        "symlinks to host paths, FIFOs and directories where logs were, chown attempts",
+        ("unresolved", "tests_failed"),
+        {"textkit/counts.py": HOSTILE_LEFTOVERS},
+    ),
+    Attack(
+        "stdout-flood",
+        "host",
+        "demo__ledger-3",
+        "writes 3 GiB of /dev/zero to stdout",
+        ("invalid", "limit_output"),
+        {"ledger/model.py": STDOUT_FLOOD},
+    ),
+    # --- limits ---
+    Attack(
+        "fork-bomb",
+        "limits",
+        "demo__textkit-3",
+        "forks for a minute",
+        ("invalid", "limit_pids"),
+        {"textkit/wrap.py": FORK_BOMB},
+    ),
+    Attack(
+        "memory-hogs",
+        "limits",
+        "demo__ledger-3",
+        "six processes that try to allocate 5 GiB each (30 GiB)",
+        ("invalid", "limit_memory"),
+        {"ledger/model.py": MEMORY_HOGS},
+    ),
+    Attack(
+        "memfd-hoard",
+        "limits",
+        "demo__ledger-4",
+        "2.4 GiB in memfds written with write(), never mapped",
+        ("invalid", "limit_memory"),
+        {"ledger/storage.py": MEMFD_HOARD},
+    ),
+    Attack(
+        "disk-filler",
+        "limits",
+        "demo__calc-1",
+        "writes up to 30 GiB of files",
+        ("invalid", "limit_disk"),
+        {"calc/evaluator.py": DISK_FILLER},
+    ),
+    Attack(
+        "daemon-and-signals",
+        "limits",
+        "demo__calc-3",
+        "leaves a daemon that ignores SIGTERM, and signals every other process",
+        ("unresolved", "tests_failed"),
+        {"calc/evaluator.py": DAEMON_AND_SIGNALS},
+    ),
+    # --- bad input ---
+    Attack(
+        "lone-surrogate",
+        "input",
+        "demo__textkit-1",
+        "a patch whose JSON holds a lone surrogate (invalid UTF-8 bytes in the patch)",
+        ("unresolved", "tests_failed"),
+        {"textkit/slug.py": "\n# \ud800\n"},
+    ),
+    Attack(
+        "garbage-bytes",
+        "input",
+        "demo__textkit-2",
+        "bytes that are no diff at all",
+        ("unresolved", "patch_rejected"),
+        raw=bytes(range(256)) * 4,
+    ),
+    # --- positive controls ---
+    Attack(
+        "gold-with-benign-conftest",
+        "control",
+        "demo__calc-2",
+        "the gold fix plus a harmless conftest.py (restored; the fix still resolves)",
+        ("resolved", "tests_passed"),
+        {"conftest.py": BENIGN_CONFTEST},
+        append=False,
+        with_gold=True,
+    ),
+    Attack(
+        "gold-next-to-tests",
+        "control",
+        "demo__ledger-2",
+        "the gold fix plus library code changed beside the tests folder",
+        ("resolved", "tests_passed"),
+        {"ledger/__init__.py": "\n# kept: a library change\n"},
+        with_gold=True,
+    ),
+)
+
+
+def make_patch(attack: Attack, instance: dict, repos: dict[str, Path]) -> str:
+    """The attack's patch as text (lone surrogates kept, as a JSON file can hold them)."""
+    if attack.raw is not None:
+        return attack.raw.decode("utf-8", "surrogateescape")
+    with tempfile.TemporaryDirectory() as scratch:
+        tree = Path(scratch) / "tree"
+        _git(
+            repos[instance["repo"]],
+            "worktree",
+            "add",
+            "--detach",
+            str(tree),
+            instance["base_commit"],
+        )
+        try:
+            if attack.with_gold:
+                _git(tree, "apply", "-", stdin=instance["patch"].encode())
+            for path, content in attack.edits.items():
+                target = tree / path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                if content is None:
+                    target.unlink()
+                elif isinstance(content, Link):
+                    if target.exists() or target.is_symlink():
+                        target.unlink()
+                    target.symlink_to(content.target)
+                else:
+                    data = content.encode("utf-8", "surrogatepass")
+                    if attack.append and target.exists():
+                        data = target.read_bytes() + data
+                    target.write_bytes(data)
+            _git(tree, "add", "--all")
+            diff = _git(tree, "diff", "--cached", "--binary", "HEAD")
+        finally:
+            _git(repos[instance["repo"]], "worktree", "remove", "--force", str(tree))
+    return diff.decode("utf-8", "surrogatepass")
+
+
+def build_repos(root: Path) -> dict[str, Path]:
+    repos = {}
+    for name in ("calc", "ledger", "textkit"):
+        build_repo(name, root / name)
+        repos[f"demo/{name}"] = root / name
+    return repos
+
+
+def _git(cwd: Path, *args: str, stdin: bytes | None = None) -> bytes:
+    done = subprocess.run(
+        ["git", "-c", "core.autocrlf=false", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(cwd)},
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"git {args[0]} failed: {done.stderr.decode()}")
+    return done.stdout
