@@ -202,7 +202,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     )
     if args.html is not None:
         page = render_run_html(
-            report.metrics, report.gate, title=f"evalrepro: {directory.path.name}"
+            report.metrics,
+            report.gate,
+            title=f"evalrepro: {directory.path.name}",
+            flagged=report.flagged,
         )
         atomic.write_text(args.html, page)
     if args.json:

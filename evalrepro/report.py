@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from evalrepro.execute import TrialResult
@@ -142,6 +143,24 @@ class SwebenchFields(BaseModel):
     error_ids: list[str]
 
 
+class FlaggedTrial(BaseModel):
+    """A trial whose patch did something a reviewer should look at, whatever its score:
+    code that reaches into the test framework, test infrastructure it changed, a runner
+    that left without its normal shutdown."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    instance_id: str
+    sample_index: int
+    outcome: Outcome
+    reason: str
+    #: "rule in path:line" per finding (static scan and exit guard).
+    suspects: list[str]
+    #: "path (restored|recorded)" per test infrastructure file the patch changed.
+    protected: list[str]
+    runner_exit: str | None
+
+
 class RunReport(Record):
     record: Literal["RunReport"] = "RunReport"
     run: str
@@ -150,6 +169,7 @@ class RunReport(Record):
     gate: list[RuleVerdict]
     gate_passed: bool
     swebench: SwebenchFields
+    flagged: list[FlaggedTrial] = []
 
 
 def build_run_report(
@@ -172,7 +192,35 @@ def build_run_report(
         gate=verdicts,
         gate_passed=all(v.passed for v in verdicts),
         swebench=_swebench_fields(lockfile, results),
+        flagged=flagged_trials(lockfile, results),
     )
+
+
+def flagged_trials(lockfile: Lockfile, results: dict[str, TrialResult]) -> list[FlaggedTrial]:
+    flagged = []
+    for trial in lockfile.trials:
+        result = results.get(trial.trial_id)
+        if result is None:
+            continue
+        seen = result.attempts[-1].observation
+        abnormal = seen.runner_exit == "abnormal"
+        if not (seen.suspects or seen.protected or abnormal):
+            continue
+        flagged.append(
+            FlaggedTrial(
+                instance_id=result.instance_id,
+                sample_index=result.sample_index,
+                outcome=result.score.outcome,
+                reason=result.score.reason,
+                suspects=[
+                    f"{s.rule} in {s.path}" + (f":{s.line}" if s.line else "")
+                    for s in seen.suspects
+                ],
+                protected=[f"{p.path} ({p.action})" for p in seen.protected],
+                runner_exit=seen.runner_exit,
+            )
+        )
+    return flagged
 
 
 def _swebench_fields(lockfile: Lockfile, results: dict[str, TrialResult]) -> SwebenchFields:
@@ -275,7 +323,33 @@ def print_run_report(console: Console, report: RunReport) -> None:
         for reason, count in m.retry_reasons.items():
             modes.add_row(f"retry: {reason}", str(count), style="dim")
         console.print(modes)
+    print_flagged(console, report)
     print_gate(console, report)
+
+
+def print_flagged(console: Console, report: RunReport) -> None:
+    if not report.flagged:
+        return
+    table = Table(
+        "instance",
+        "sample",
+        "outcome (reason)",
+        "suspect code / test infrastructure changed / runner exit",
+        title="flagged trials (look at these patches)",
+        title_justify="left",
+    )
+    for line in report.flagged:
+        facts = [*line.suspects, *(f"changed {p}" for p in line.protected)]
+        if line.runner_exit == "abnormal":
+            facts.append("runner exit abnormal")
+        table.add_row(
+            escape(line.instance_id),
+            str(line.sample_index),
+            f"{line.outcome} ({line.reason})",
+            escape("; ".join(facts)),
+            style=_STYLE[line.outcome],
+        )
+    console.print(table)
 
 
 def print_gate(console: Console, report: RunReport) -> None:
@@ -324,6 +398,23 @@ def markdown_run_report(report: RunReport) -> str:
             for repo, r in m.per_repo.items()
         ),
         "",
+        *(
+            [
+                "| flagged trial | outcome (reason) | suspect code, test infrastructure changed |",
+                "| --- | --- | --- |",
+                *(
+                    f"| {f.instance_id} (sample {f.sample_index}) | {f.outcome} ({f.reason}) | "
+                    + "; ".join([*f.suspects, *(f"changed {p}" for p in f.protected)]).replace(
+                        "|", "\\|"
+                    )
+                    + " |"
+                    for f in report.flagged
+                ),
+                "",
+            ]
+            if report.flagged
+            else []
+        ),
         f"| gate '{report.gate_name}' rule | measured | verdict |",
         "| --- | --- | --- |",
         *(

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from evalrepro.gate import RuleVerdict
 from evalrepro.metrics import RepoBreakdown, RunMetrics
+from evalrepro.report import FlaggedTrial
 from evalrepro.score import JUDGEMENT, Outcome
 from evalrepro.stats import Comparison, Interval, wilson_interval
 
@@ -728,9 +729,36 @@ def _pass_at_k_section(metrics: RunMetrics) -> str:
     )
 
 
-def render_run_html(metrics: RunMetrics, gate: list[RuleVerdict], *, title: str) -> str:
-    """One run's report: outcomes with intervals, gate, per-repo outcomes, failure modes
-    and, for multi-sample targets, pass@k."""
+def _flagged_section(flagged: Sequence[FlaggedTrial]) -> str:
+    if not flagged:
+        return ""
+    rows = "".join(
+        f'<tr><th scope="row">{_e(f.instance_id)} (sample {f.sample_index})</th>'
+        f"<td>{_e(f.outcome)} ({_e(f.reason)})</td>"
+        f"<td>{'<br>'.join(_e(s) for s in f.suspects) or '-'}</td>"
+        f"<td>{'<br>'.join(_e(p) for p in f.protected) or '-'}</td>"
+        f"<td>{_e(f.runner_exit or '-')}</td></tr>"
+        for f in flagged
+    )
+    return (
+        '<section id="flagged-section"><h2>Flagged trials</h2><p class="note">Patches that '
+        "reach into the test framework, change test infrastructure, or whose runner left "
+        "without its normal shutdown: look at them, whatever their score.</p>"
+        '<table><thead><tr><th scope="col">trial</th><th scope="col">outcome (reason)</th>'
+        '<th scope="col">suspect code</th><th scope="col">test infrastructure changed</th>'
+        f'<th scope="col">runner exit</th></tr></thead><tbody>{rows}</tbody></table></section>'
+    )
+
+
+def render_run_html(
+    metrics: RunMetrics,
+    gate: list[RuleVerdict],
+    *,
+    title: str,
+    flagged: Sequence[FlaggedTrial] = (),
+) -> str:
+    """One run's report: outcomes with intervals, gate, per-repo outcomes, failure modes,
+    flagged trials and, for multi-sample targets, pass@k."""
     return _page(
         title,
         [
@@ -738,6 +766,7 @@ def render_run_html(metrics: RunMetrics, gate: list[RuleVerdict], *, title: str)
             _gate(gate),
             _outcomes_section(metrics),
             _failure_section(metrics),
+            _flagged_section(flagged),
             _pass_at_k_section(metrics),
         ],
     )

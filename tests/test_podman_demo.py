@@ -19,10 +19,20 @@ from evalrepro.backends import get_backend
 from evalrepro.backends.base import AttemptRequest, BuildFailure, ImageChain
 from evalrepro.environment import Limits
 from evalrepro.execute import read_trial_result
+from evalrepro.lockfile import read_lockfile
 from evalrepro.plan import build_plan
+from evalrepro.report import build_run_report
+from evalrepro.rundir import RunDirectory
 from evalrepro.supervision import TrialProgram, read_region
 from evalrepro.testspec import RepoSpec
-from tests.demo_expectations import EXPECTED, FORGES_OUTPUT, TIMES_OUT, USES_NETWORK
+from tests.demo_expectations import (
+    EDITS_TEST_FILES,
+    EXPECTED,
+    FORGES_OUTPUT,
+    SUSPECT,
+    TIMES_OUT,
+    USES_NETWORK,
+)
 from tests.podman_support import cache_dir, demo_config, needs_podman, run_demo
 
 pytestmark = needs_podman
@@ -211,3 +221,20 @@ def _final_log(run_dir, instance_id):
     result = _trial_result(run_dir, instance_id)
     folder = _trial_dir(run_dir, instance_id) / f"attempt-{len(result.attempts)}"
     return (folder / "test_output.txt").read_text(errors="replace")
+
+
+def test_the_report_lists_the_trials_a_reviewer_should_look_at(demo_runs):
+    run_dir = demo_runs["model_b"][2]
+    directory = RunDirectory(run_dir)
+    lockfile = read_lockfile(run_dir)
+    report = build_run_report(run_dir, lockfile, directory.completed(lockfile))
+    flagged = {f.instance_id: f for f in report.flagged}
+    assert set(flagged) == {*(i for _, i in SUSPECT), *(i for _, i in EDITS_TEST_FILES)}
+    for (_, instance_id), rule in SUSPECT.items():
+        assert flagged[instance_id].reason == "suspect_patch"
+        assert any(s.startswith(rule) for s in flagged[instance_id].suspects)
+    for _, instance_id in EDITS_TEST_FILES:
+        assert flagged[instance_id].protected == ["tests/test_wrap.py (restored)"]
+    gold = demo_runs["gold"][2]
+    lockfile = read_lockfile(gold)
+    assert build_run_report(gold, lockfile, RunDirectory(gold).completed(lockfile)).flagged == []
