@@ -88,3 +88,11 @@ def test_sigkill_during_a_build_stops_the_build_and_the_next_start_cleans_up(tmp
         run.kill()
         for pid in _processes_with(token):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_the_cache_holds_only_the_users_own_files():
+    # Builds run in user namespaces (mmdebstrap, podman build): what they leave in the
+    # cache is the user's, never a sub-uid's that the user could not delete.
+    owner = os.getuid()
+    strays = [p for p in cache_dir().rglob("*") if p.lstat().st_uid != owner]
+    assert strays == []
