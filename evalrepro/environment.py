@@ -96,6 +96,9 @@ class PodmanEnvironment(BaseModel):
     max_attempts: int = Field(default=2, ge=1, le=10)
     max_workers: int = Field(default=2, ge=1)
     network: Literal["none"] = "none"
+    #: Let the code under test create user namespaces (a browser's sandbox needs them).
+    #: Off by default: in one it could mount a tmpfs that the memory watchdog never sees.
+    allow_user_namespaces: bool = False
 
 
 # A union once a second backend exists; the ``kind`` field already selects it.

@@ -79,7 +79,9 @@ class Executor:
         max_attempts: int,
         max_workers: int,
         limits: Limits | None = None,
+        allow_user_namespaces: bool = False,
     ) -> None:
+        self.allow_user_namespaces = allow_user_namespaces
         self.backend = backend
         self.run_dir = run_dir
         self.timeout = timeout
@@ -144,7 +146,9 @@ class Executor:
         folder.mkdir(parents=True, exist_ok=True)
         started = datetime.now(UTC)
         script = planned.spec.eval_script
-        program = TrialProgram.of(script, self.limits, self.timeout)
+        program = TrialProgram.of(
+            script, self.limits, self.timeout, allow_user_namespaces=self.allow_user_namespaces
+        )
         atomic.write_bytes(folder / "patch.diff", patch_bytes(planned.prediction.model_patch))
         atomic.write_bytes(folder / "test.patch", patch_bytes(planned.sample.test_patch))
         atomic.write_text(folder / "program.json", program.model_dump_json(indent=2) + "\n")

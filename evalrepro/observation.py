@@ -200,6 +200,15 @@ def observe_attempt(
             )
             for item in (report.tests.replaced if report.tests else [])
         ]
+        facts["suspects"] += [
+            SuspectFinding(
+                rule="changed_during_run",
+                path=item.split(" (", 1)[0],
+                line=0,
+                text=f"{item} changed while the tests ran",
+            )
+            for item in (report.tests.changed_during_run if report.tests else [])
+        ]
     if report.protect is not None:
         facts["protected"] = report.protect.touched
     if report.reset is not None:

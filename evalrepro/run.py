@@ -106,6 +106,7 @@ def run_experiment(
                 max_attempts=config.environment.max_attempts,
                 max_workers=config.environment.max_workers,
                 limits=config.environment.limits,
+                allow_user_namespaces=config.environment.allow_user_namespaces,
             )
             done = directory.completed(lockfile)
             # Before their folders go: a killed session's containers may still write there.

@@ -117,6 +117,8 @@ class TestsStartedEvent(_Event):
     event: Literal["tests_started"]
     #: True when the tests ran in a user namespace of their own (a per-trial process cap).
     user_namespace: bool
+    #: Whether the code under test may create user namespaces of its own.
+    new_user_namespaces: Literal["refused", "allowed"]
 
 
 class StopReason(_Event):
@@ -146,6 +148,8 @@ class TestsFinishedEvent(_Event):
     runner_exit: Literal["clean", "abnormal", "unknown"]
     runner_detail: str
     replaced: list[Replaced]
+    #: Test files and test infrastructure that the run itself changed.
+    changed_during_run: list[str]
     peak: Peak
 
 
@@ -234,6 +238,7 @@ class TrialProgram(Record):
     guard_source: str = GUARD_PATH
     guard: bool = True
     user_namespace: bool = True
+    allow_user_namespaces: bool = False
     base_commit: str
     test_command: str
     test_files: list[str]
@@ -245,8 +250,16 @@ class TrialProgram(Record):
     limits: dict[str, int]
 
     @classmethod
-    def of(cls, script: EvalScript, limits: Limits, timeout: int) -> TrialProgram:
+    def of(
+        cls,
+        script: EvalScript,
+        limits: Limits,
+        timeout: int,
+        *,
+        allow_user_namespaces: bool = False,
+    ) -> TrialProgram:
         return cls(
+            allow_user_namespaces=allow_user_namespaces,
             base_commit=script.base_commit,
             test_command=script.test_command,
             test_files=script.test_files,

@@ -102,9 +102,9 @@ def stray_containers(run_dir: Path) -> list[str]:
 class Session:
     """One ``evalrepro run`` in the background, to be killed or waited for."""
 
-    def __init__(self, run_dir: Path, log: Path) -> None:
+    def __init__(self, run_dir: Path, log: Path, config: tuple[str, ...] = MODEL_A) -> None:
         self.log = log
-        command = [sys.executable, "-m", "evalrepro", "run", *MODEL_A]
+        command = [sys.executable, "-m", "evalrepro", "run", *config]
         command += ["--run-dir", str(run_dir), "--cache-dir", str(cache_dir())]
         with log.open("w") as out:
             self.process = subprocess.Popen(
@@ -159,10 +159,11 @@ def test_a_run_killed_at_random_moments_loses_nothing_and_runs_each_trial_once(t
         for name in stray_containers(run_dir):
             subprocess.run(["podman", "rm", "--force", "--time", "0", name], check=False)
 
-    # The last session resumed, removed the stray container, and ran only what was left.
+    # The last session resumed and ran only what was left. The looping trial's container
+    # was either still there (and removed) or had already stopped itself: its supervisor
+    # ends the tests at their timeout, with or without evalrepro.
     done_before = len(killed_at)
     assert f"resuming {run_dir}: {done_before} of 12 trials done" in output
-    assert "stray containers removed" in output
     assert output.count(f"/{12 - done_before}] demo__") == 12 - done_before
     assert stray_containers(run_dir) == []
 
@@ -184,6 +185,39 @@ def test_a_run_killed_at_random_moments_loses_nothing_and_runs_each_trial_once(t
     assert outcomes == {i: outcome for (t, i), outcome in EXPECTED.items() if t == "model_a"}
     assert results["missing"] == 0
     assert RunDirectory(run_dir).rebuild_results().model_dump(mode="json") == results
+
+
+def test_a_killed_run_leaves_no_container_running_and_a_resume_removes_its_strays(tmp_path):
+    run_dir = tmp_path / "run"
+    looping = lambda: any(  # noqa: E731
+        (run_dir / "trials").glob("demo__ledger-3--*/attempt-1/program.json")
+    )
+    try:
+        # Killed inside the looping trial, never resumed: the container stops itself at
+        # the trial's timeout (5 s here), nothing of it left running.
+        Session(run_dir, tmp_path / "1.log").kill_when(looping, then=1.0)
+        assert stray_containers(run_dir), "the looping trial's container outlives the kill"
+        deadline = time.monotonic() + 30
+        while stray_containers(run_dir) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert stray_containers(run_dir) == []
+
+        # With a long timeout it is still running when the next session starts: removed.
+        shutil.rmtree(run_dir)
+        long = ("+experiment=model_a", "environment.max_workers=1", "environment.timeout=120")
+        session = Session(run_dir, tmp_path / "2.log", config=long)
+        session.kill_when(looping, then=1.0)
+        assert stray_containers(run_dir)
+        resumed = Session(run_dir, tmp_path / "3.log", config=long)
+        deadline = time.monotonic() + 30
+        while "stray containers removed" not in (tmp_path / "3.log").read_text():
+            assert time.monotonic() < deadline, (tmp_path / "3.log").read_text()
+            time.sleep(0.2)
+        resumed.process.kill()
+        resumed.process.wait()
+    finally:
+        for name in stray_containers(run_dir):
+            subprocess.run(["podman", "rm", "--force", "--time", "0", name], check=False)
 
 
 def test_ctrl_c_lets_the_running_trial_finish_and_starts_no_other(tmp_path):

@@ -149,8 +149,15 @@ def test_another_harness_version_is_a_harness_difference(capsys, tmp_path, demo_
     # Building evalrepro under another version is not possible inside a test: the
     # lockfile of that harness is this one with its version changed.
     locked = read_lockfile(demo_lock)
+    trials = []
+    for trial in locked.trials:
+        key = trial.key.model_copy(update={"harness_version": "0.0.1"})
+        trials.append(trial.model_copy(update={"key": key, "trial_id": key.trial_id()}))
     other = locked.model_copy(
-        update={"harness": locked.harness.model_copy(update={"version": "0.0.1"})}
+        update={
+            "harness": locked.harness.model_copy(update={"version": "0.0.1"}),
+            "trials": trials,
+        }
     )
     other.write(tmp_path / "old-harness.lock.json")
     code, report = verify(capsys, demo_lock, tmp_path / "old-harness.lock.json")

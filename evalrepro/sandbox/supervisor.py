@@ -44,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 
 #: Version of the stream protocol and of the program this supervisor reads.
 PROTOCOL = 1
@@ -450,6 +451,60 @@ def operations_for(
     return operations
 
 
+# --- no new user namespaces for the code under test ------------------------------------
+
+#: (audit arch, unshare, clone, clone3) per machine.
+_SYSCALLS = {
+    "x86_64": (0xC000003E, 272, 56, 435),
+    "aarch64": (0xC00000B7, 97, 220, 435),
+}
+_LD_W_ABS, _JEQ_K, _JSET_K, _JGE_K, _RET_K = 0x20, 0x15, 0x45, 0x35, 0x06
+_RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
+_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
+
+
+def no_user_namespaces_filter(machine: str) -> list[tuple[int, int, int, int]] | None:
+    """A seccomp program: unshare/clone with CLONE_NEWUSER fail with EPERM, clone3 with
+    ENOSYS (its flags cannot be read; glibc then falls back to clone), other ABIs of the
+    machine (i386, x32) are refused. In a user namespace of its own, code under test could
+    mount a tmpfs the watchdog never sees."""
+    numbers = _SYSCALLS.get(machine)
+    if numbers is None:
+        return None
+    audit, unshare, clone, clone3 = numbers
+    deny, nosys = _RET_ERRNO | 1, _RET_ERRNO | 38
+    x32 = (_JGE_K, 0, 1, 0x40000000) if machine == "x86_64" else (_JEQ_K, 0, 1, 0xFFFFFFFF)
+    return [
+        (_LD_W_ABS, 0, 0, 4),  # 0: A = arch
+        (_JEQ_K, 1, 0, audit),  # 1: this machine's ABI -> 3
+        (_RET_K, 0, 0, deny),  # 2: another ABI
+        (_LD_W_ABS, 0, 0, 0),  # 3: A = syscall number
+        x32,  # 4: x32 (x86_64) -> 5
+        (_RET_K, 0, 0, deny),  # 5
+        (_JEQ_K, 0, 1, clone3),  # 6: clone3 -> 7
+        (_RET_K, 0, 0, nosys),  # 7
+        (_JEQ_K, 1, 0, unshare),  # 8: unshare -> 10
+        (_JEQ_K, 0, 3, clone),  # 9: clone -> 10, else 13
+        (_LD_W_ABS, 0, 0, 16),  # 10: A = flags (low word of the first argument)
+        (_JSET_K, 0, 1, _CLONE_NEWUSER),  # 11: CLONE_NEWUSER -> 12, else 13
+        (_RET_K, 0, 0, deny),  # 12
+        (_RET_K, 0, 0, _RET_ALLOW),  # 13
+    ]
+
+
+def install_seccomp(libc: ctypes.CDLL, program: list[tuple[int, int, int, int]]) -> None:
+    """Load ``program`` for this process and its children (no_new_privs must be set)."""
+    raw = b"".join(struct.pack("HBBI", *instruction) for instruction in program)
+    buffer = ctypes.create_string_buffer(raw)
+
+    class Fprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    fprog = Fprog(len(program), ctypes.addressof(buffer))
+    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "seccomp filter refused")
+
+
 # --- running as the test user ----------------------------------------------------------
 
 
@@ -793,7 +848,15 @@ def install_guard(source: str, testbed: str) -> list[str]:
 
 
 class TestRun:
-    def __init__(self, program: dict, stream: Stream, user: User, changed: list[str]) -> None:
+    def __init__(
+        self,
+        program: dict,
+        stream: Stream,
+        user: User,
+        changed: list[str],
+        integrity: Callable[[], list[str]] = list,
+    ) -> None:
+        self.integrity = integrity
         self.program = program
         self.stream = stream
         self.user = user
@@ -831,6 +894,12 @@ class TestRun:
         env = self.env(os.fstat(guard_w).st_ino)
         limits = self.limits
         libc = ctypes.CDLL(None, use_errno=True)
+        seccomp = (
+            None
+            if self.program.get("allow_user_namespaces", False)
+            else no_user_namespaces_filter(os.uname().machine)
+        )
+        self.namespaces_blocked = seccomp is not None
         pid = os.fork()
         if pid == 0:  # the test process: nothing here may return
             try:
@@ -839,19 +908,22 @@ class TestRun:
                 os.setsid()
                 with open("/proc/self/oom_score_adj", "w") as handle:
                     handle.write("1000")  # the first the kernel kills, never the supervisor
-                libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
                 nested = (
                     self.program.get("user_namespace", True) and libc.unshare(_CLONE_NEWUSER) == 0
                 )
                 os.write(ready_w, b"u" if nested else b"n")
                 os.read(go_r, 1)
                 self.user.drop()
+                # After the drop: a change of credentials clears the parent-death signal.
+                libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
                 # In its own user namespace the process cap counts this trial only.
                 resource.setrlimit(resource.RLIMIT_NPROC, (limits["pids"], limits["pids"]))
                 resource.setrlimit(resource.RLIMIT_DATA, (limits["memory"], limits["memory"]))
                 resource.setrlimit(resource.RLIMIT_FSIZE, (limits["disk"], limits["disk"]))
                 resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
                 libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+                if seccomp is not None:
+                    install_seccomp(libc, seccomp)
                 os.chdir(self.program["testbed"])
                 os.umask(0o022)
                 null = os.open("/dev/null", os.O_RDONLY)
@@ -893,7 +965,11 @@ class TestRun:
         started = time.monotonic()
         pid, out_fd, guard_fd = self.launch()
         self.guard_fd = guard_fd
-        self.stream.event("tests_started", user_namespace=self.nested)
+        self.stream.event(
+            "tests_started",
+            user_namespace=self.nested,
+            new_user_namespaces="refused" if self.namespaces_blocked else "allowed",
+        )
         deadline = started + self.limits["timeout"]
         poller = select.poll()
         open_fds = {out_fd, guard_fd}
@@ -943,6 +1019,7 @@ class TestRun:
                 self.stopped = ("pids", "the container's cgroup refused a fork at its limit")
         exit_code, killed_by = _exit_code(self.status)
         runner = self.guard.runner_exit(pid)
+        changed_during_run = self.integrity()
         self.stream.event(
             "tests_finished",
             exit_code=exit_code,
@@ -956,6 +1033,7 @@ class TestRun:
             runner_exit=runner[0],
             runner_detail=runner[1],
             replaced=self.guard.findings,
+            changed_during_run=changed_during_run,
             peak=watchdog_peak,
         )
 
@@ -1049,12 +1127,40 @@ class Trial:
         protected = self.protect(changed)
         if self.program["protection"]["policy"] == "invalid" and protected:
             return  # the trial is invalid by policy: running the tests would change nothing
-        self.reset_test_files(protected)
+        test_files = self.reset_test_files(protected)
         if self.program.get("guard", True):
             self.stream.event(
                 "guard", sites=install_guard(self.program["guard_source"], self.testbed)
             )
-        TestRun(self.program, self.stream, self.user, changed).run()
+        before_tests = snapshot(self.testbed)
+        hash_kind = self.git.hash_kind()
+
+        def integrity() -> list[str]:
+            return self.changed_while_running(test_files, before_tests, hash_kind)
+
+        TestRun(self.program, self.stream, self.user, changed, integrity).run()
+
+    def changed_while_running(
+        self, test_files: list[tuple], before: dict[str, tuple], hash_kind: str
+    ) -> list[str]:
+        """Test files, and files named like test infrastructure, that the run changed.
+
+        Code under test runs as the user who owns /testbed: it could rewrite a test module
+        that is yet to be collected, or plant a conftest.py in a folder yet to be visited.
+        Other files the tests write (caches, fixtures, temporary files) are theirs.
+        """
+        found = [
+            "{} (a test file: {})".format(*problem.split(": ", 1))
+            for problem in verify_writes(self.testbed, test_files, hash_kind)
+        ]
+        patterns = self.program["protection"].get("patterns", ())
+        for path in changed_paths(before, snapshot(self.testbed)):
+            if "__pycache__" in path.split("/"):
+                continue
+            name = path.rsplit("/", 1)[-1]
+            if any(fnmatch.fnmatchcase(path if "/" in p else name, p) for p in patterns):
+                found.append(f"{path} (test infrastructure)")
+        return found[:50]
 
     def apply_model_patch(self, before: dict[str, tuple]) -> tuple[str | None, list[str]]:
         env = tool_env(self.user)
@@ -1119,7 +1225,7 @@ class Trial:
             )
         return touched
 
-    def reset_test_files(self, protected: list[dict]) -> None:
+    def reset_test_files(self, protected: list[dict]) -> list[tuple]:
         """The test patch's files as base + test patch; restored files verified too."""
         started = time.monotonic()
         files = list(self.program["test_files"])
@@ -1154,6 +1260,7 @@ class Trial:
         )
         if problems:
             raise Stop
+        return operations
 
 
 class Stop(Exception):

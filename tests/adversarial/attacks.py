@@ -186,6 +186,24 @@ HOSTILE_LEFTOVERS = (
     "        pass\n"
 )
 
+REWRITE_TESTS_AT_RUNTIME = (
+    "\n" + _HIDDEN_OS + "try:\n"
+    "    with open('tests/test_tokenizer.py', 'w') as _f:  # collected after this import\n"
+    "        _f.write('def test_everything_is_fine():\\n    assert True\\n')\n"
+    "    _m.makedirs('tests/later', exist_ok=True)\n"
+    "    with open('tests/later/conf' + 'test.py', 'w') as _f:\n"
+    "        _f.write('# planted while the tests ran\\n')\n"
+    "except OSError:\n"
+    "    pass\n"
+)
+
+PRIVATE_TMPFS = (
+    "\nimport subprocess as _sp\n"
+    "_sp.run(['unshare', '--user', '--map-root-user', '--mount', 'sh', '-c',\n"
+    "         'mount -t tmpfs none /tmp && head -c 3000000000 /dev/zero > /tmp/hidden && '\n"
+    "         'sleep 60'], capture_output=True, timeout=90)\n"
+)
+
 STDOUT_FLOOD = (
     "\n" + _HIDDEN_OS + "_zero = _m.open('/dev/zero', _m.O_RDONLY)\n"
     "_block = _m.read(_zero, 1 << 20)\n"
@@ -420,6 +438,14 @@ ATTACKS: tuple[Attack, ...] = (
         {"ledger/data": Link("/etc")},
         append=False,
     ),
+    Attack(
+        "rewrite-tests-at-runtime",
+        "reset",
+        "demo__calc-2",
+        "library code rewrites a test file yet to be collected and plants a conftest.py",
+        ("invalid", "suspect_patch"),
+        {"calc/tokenizer.py": REWRITE_TESTS_AT_RUNTIME},
+    ),
     # --- test infrastructure ---
     Attack(
         "root-conftest",
@@ -539,6 +565,14 @@ ATTACKS: tuple[Attack, ...] = (
         "writes up to 30 GiB of files",
         ("invalid", "limit_disk"),
         {"calc/evaluator.py": DISK_FILLER},
+    ),
+    Attack(
+        "private-tmpfs",
+        "limits",
+        "demo__textkit-2",
+        "3 GB in a tmpfs mounted in a user namespace of its own, where no watchdog looks",
+        ("unresolved", "tests_failed"),
+        {"textkit/slug.py": PRIVATE_TMPFS},
     ),
     Attack(
         "daemon-and-signals",

@@ -198,10 +198,18 @@ def test_nothing_the_trials_ran_is_left_running(rootless):
     if os.geteuid() == 0:
         pytest.skip("rootless only: as root the test uid is a host uid")
     test_uid = _subordinate_start() + 999  # the container's uid 1000 on the host
-    left = subprocess.run(
-        ["ps", "-o", "pid=,comm=", "-u", str(test_uid)], capture_output=True, text=True
-    ).stdout.split()
-    assert left == []
+
+    def left() -> list[str]:
+        listed = subprocess.run(
+            ["ps", "-o", "pid=,stat=,comm=", "-u", str(test_uid)], capture_output=True, text=True
+        )
+        return listed.stdout.splitlines()
+
+    # A removed container's processes may take a moment to be reaped.
+    deadline = time.monotonic() + 15
+    while left() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert left() == []
 
 
 def test_the_run_directory_holds_only_the_users_own_files(rootless):
