@@ -189,7 +189,7 @@ RESET = ResetEvent(
     event="reset", ok=True, reason=None, detail="", test_files=1, verified=1, seconds=0.01
 )
 GUARD = GuardEvent(event="guard", sites=["/opt/venv/lib/python3.11/site-packages"])
-STARTED = StartedEvent(event="tests_started", user_namespace=True)
+STARTED = StartedEvent(event="tests_started", user_namespace=True, new_user_namespaces="refused")
 RAN = (START, PATCH, PROTECT, RESET, GUARD, STARTED)
 FIELDS = {"tests_started": "tests_started", "tests_finished": "tests"}
 
@@ -201,6 +201,7 @@ def finished(
     runner_exit: str = "clean",
     runner_detail: str = "",
     replaced: list[Replaced] | None = None,
+    changed_during_run: list[str] | None = None,
 ) -> FinishedEvent:
     return FinishedEvent(
         event="tests_finished",
@@ -213,6 +214,7 @@ def finished(
         runner_exit=runner_exit,
         runner_detail=runner_detail,
         replaced=replaced or [],
+        changed_during_run=changed_during_run or [],
         peak=Peak(memory=40 << 20, pids=2, disk=0),
     )
 
@@ -472,6 +474,14 @@ def test_a_framework_function_replaced_by_a_file_the_patch_changed_is_suspect(de
     [finding] = observation.suspects
     assert (finding.rule, finding.path) == ("framework_replaced", "calc/evaluator.py")
     assert ASSERT_EQUAL in finding.text
+
+
+def test_test_files_the_run_itself_changed_are_suspect(demo):
+    changed = ["tests/test_tokenizer.py (a test file: content differs from the expected file)"]
+    observation, result = judge(demo, ran(finished(0, changed_during_run=changed)), PASSING_REGION)
+    assert reason_of(result) == (Outcome.INVALID, "suspect_patch")
+    [finding] = observation.suspects
+    assert (finding.rule, finding.path) == ("changed_during_run", "tests/test_tokenizer.py")
 
 
 def test_no_replacement_reported_is_not_suspect(demo):

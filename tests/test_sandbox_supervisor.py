@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import shutil
 import stat
 import subprocess
@@ -34,6 +35,7 @@ from pathlib import Path
 
 import pytest
 
+from evalrepro.sandbox import SANDBOX_DIR
 from evalrepro.sandbox.supervisor import (
     _GUARD_LINE,
     GuardRecords,
@@ -42,6 +44,7 @@ from evalrepro.sandbox.supervisor import (
     escaping_links,
     git_blob_id,
     neutralize,
+    no_user_namespaces_filter,
     operations_for,
     snapshot,
     verify_writes,
@@ -683,3 +686,38 @@ def test_neutralize_cuts_at_carriage_returns_and_unicode_separators():
 
 def test_neutralize_sees_through_unicode_whitespace():
     assert neutralize("\u00a0>>>>> Reset Failed\n") == "| \u00a0>>>>> Reset Failed\n"
+
+
+# --- no new user namespaces for the code under test ------------------------------------
+
+_SECCOMP_CHILD = """
+import ctypes, errno, os, subprocess, sys, threading
+sys.path.insert(0, {sandbox!r})
+import supervisor
+libc = ctypes.CDLL(None, use_errno=True)
+libc.prctl(38, 1, 0, 0, 0)  # no_new_privs, as the supervisor sets it
+supervisor.install_seccomp(libc, supervisor.no_user_namespaces_filter(os.uname().machine))
+refused = libc.unshare(0x10000000) == -1 and ctypes.get_errno() == errno.EPERM
+thread = threading.Thread(target=lambda: None)
+thread.start()
+thread.join()
+child = subprocess.run(["unshare", "--user", "true"], capture_output=True)
+pid = os.fork()
+if pid == 0:
+    os._exit(7)
+_, status = os.waitpid(pid, 0)
+print(refused, child.returncode != 0, os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_the_seccomp_filter_refuses_new_user_namespaces_and_nothing_else_we_use():
+    if no_user_namespaces_filter(platform.machine()) is None:
+        pytest.skip(f"no seccomp program for {platform.machine()}")
+    code = _SECCOMP_CHILD.format(sandbox=str(SANDBOX_DIR))
+    done = subprocess.run(
+        [sys.executable, "-I", "-B", "-c", code], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    # unshare(CLONE_NEWUSER) is refused in the process and in its children (the unshare
+    # tool); threads (clone3 -> clone) and fork still work.
+    assert done.stdout.split() == ["True", "True", "7"]

@@ -116,7 +116,7 @@ RESET_FAILED = ResetEvent(
     event="reset", ok=False, reason="verification_failed", detail="tests/test_a.py: missing"
 )
 GUARD = GuardEvent(event="guard", sites=["/opt/venv/lib/python3.11/site-packages"])
-STARTED = StartedEvent(event="tests_started", user_namespace=True)
+STARTED = StartedEvent(event="tests_started", user_namespace=True, new_user_namespaces="refused")
 DONE = DoneEvent(event="done")
 ERROR = ErrorEvent(event="error", phase="trial", detail="HarnessError: read after the problem")
 
@@ -133,6 +133,7 @@ def finished(output_bytes: int, exit_code: int | None = 1, stopped=None) -> Fini
         runner_exit="clean",
         runner_detail="",
         replaced=[],
+        changed_during_run=[],
         peak=Peak(memory=30 << 20, pids=3, disk=4096),
     )
 
