@@ -35,6 +35,14 @@ EXIT_USER_ERROR = 2
 EXIT_GATE_FAILED = 3
 
 
+def make_console(*, stderr: bool = False) -> Console:
+    """The console every command prints to. Outside a terminal (a log, a pipe) rich would
+    squeeze tables into 80 columns and cut instance ids and paths: never cut them there."""
+    stream = sys.stderr if stderr else sys.stdout
+    width = None if stream.isatty() else 400
+    return Console(stderr=stderr, width=width)
+
+
 # --- grade ---------------------------------------------------------------------------
 
 
@@ -90,7 +98,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(grade_payload(observation, result), indent=2, ensure_ascii=False))
         return 0
-    _print_grade(Console(), observation, result)
+    _print_grade(make_console(), observation, result)
     return 0
 
 
@@ -133,6 +141,13 @@ def _print_group(console: Console, label: str, group: TestGroup) -> None:
 
 
 def cmd_config(args: argparse.Namespace) -> int:
+    if args.schema or args.reference:
+        from evalrepro.config_reference import json_schema, reference
+
+        if args.overrides or args.config_dir:
+            raise UserError("--schema and --reference describe every config: drop the overrides")
+        sys.stdout.write(json.dumps(json_schema(), indent=2) + "\n" if args.schema else reference())
+        return 0
     config = compose(args.overrides, args.config_dir)
     if args.json:
         print(json.dumps(config.model_dump(mode="json"), indent=2))
@@ -159,7 +174,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         config = compose(args.overrides, args.config_dir)
     outcome = run_experiment(
         config,
-        Console(),
+        make_console(),
         run_dir=args.run_dir,
         cache_dir=args.cache_dir or default_cache_dir(),
         locked=locked,
@@ -173,7 +188,7 @@ def cmd_lock(args: argparse.Namespace) -> int:
     config = compose(args.overrides, args.config_dir)
     output = args.output or Path("lockfiles") / f"{config.name}.lock.json"
     lock_experiment(
-        config, Console(), output=output, cache_dir=args.cache_dir or default_cache_dir()
+        config, make_console(), output=output, cache_dir=args.cache_dir or default_cache_dir()
     )
     return 0
 
@@ -213,7 +228,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     elif args.markdown:
         print(markdown_run_report(report), end="")
     else:
-        console = Console()
+        console = make_console()
         print_run_report(console, report)
         if args.html is not None:
             console.print(f"html report: {args.html}")
@@ -235,7 +250,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             method=args.method,
         )
     except NotComparable as refusal:
-        console = Console(stderr=True)
+        console = make_console(stderr=True)
         for difference in refusal.differences:
             console.print(f"  {difference.kind}: {difference.detail}", highlight=False)
         console.print(
@@ -255,7 +270,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.json:
         print(report.model_dump_json(indent=2))
     else:
-        print_comparison_report(Console(), report)
+        print_comparison_report(make_console(), report)
     return EXIT_OK
 
 
@@ -274,13 +289,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(check.payload(), indent=2))
         else:
-            print_run_check(Console(), check)
+            print_run_check(make_console(), check)
         return 0 if check.ok else 1
     comparison = compare(*args.paths, same_target=args.same_target)
     if args.json:
         print(json.dumps(comparison.payload(), indent=2))
     else:
-        print_comparison(Console(), comparison)
+        print_comparison(make_console(), comparison)
     return 0 if comparison.comparable else 1
 
 
@@ -298,7 +313,7 @@ def cmd_parsers(args: argparse.Namespace) -> int:
             ", ".join(parser.aliases[:3]) + (" ..." if len(parser.aliases) > 3 else ""),
             parser.description,
         )
-    Console().print(table)
+    make_console().print(table)
     return 0
 
 
@@ -337,7 +352,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     config = sub.add_parser("config", help="compose, validate and print the experiment config")
     _config_arguments(config)
-    config.add_argument("--json", action="store_true")
+    described = config.add_mutually_exclusive_group()
+    described.add_argument("--json", action="store_true", help="the composed config as JSON")
+    described.add_argument(
+        "--schema", action="store_true", help="the JSON Schema of every config (no overrides)"
+    )
+    described.add_argument(
+        "--reference", action="store_true", help="every config field, as Markdown"
+    )
     config.set_defaults(handler=cmd_config)
 
     run = sub.add_parser(
@@ -436,6 +458,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _config_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. +experiment=demo")
+    # Hydra's sweep flag, refused with a sentence rather than argparse's usage dump.
+    parser.add_argument("-m", "--multirun", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
         "--config-dir",
         type=Path,
@@ -463,6 +487,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
+        if getattr(args, "multirun", False):
+            raise UserError(
+                "--multirun: evalrepro runs one experiment per command; sweep with a shell "
+                "loop over +experiment=... (each run gets its own run directory)"
+            )
         return handler(args)
     except UserError as error:
         print(f"evalrepro: error: {error}", file=sys.stderr)

@@ -10,6 +10,7 @@ installed ``evalrepro`` package; a user's own paths are relative to the working 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -41,17 +42,24 @@ def builtin_config_dir() -> Path:
 class RunSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    #: Where `evalrepro run` puts a run directory without --run-dir (runs/<name>-<UTC time>).
     output_dir: Path = Path("runs")
 
 
 class ExperimentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    #: The experiment's name: default run directory and lockfile names, report titles.
     name: str = Field(min_length=1)
+    #: What is evaluated: instances, their repos, and the specs they run with.
     dataset: DatasetConfig
+    #: What produces the patches (gold, or a predictions file).
     target: TargetConfig
+    #: How images are built and trials run (the runtime, limits, timeout).
     environment: EnvironmentConfig
+    #: Rules a run must pass (exit code 3 when one fails).
     gate: Gate
+    #: Where runs are written.
     run: RunSettings = Field(default_factory=RunSettings)
 
 
@@ -60,7 +68,14 @@ if not OmegaConf.has_resolver("pkg"):
 
 
 def compose_raw(overrides: list[str], config_dir: Path | None = None) -> dict[str, Any]:
-    """Hydra's composition of ``conf/`` (plus ``config_dir``), resolved to plain data."""
+    """Hydra's composition of ``conf/`` (plus ``config_dir``), resolved to plain data.
+
+    Overrides whose key has a bracketed part (``dataset.specs[django/django][3.0].python
+    =3.9``: repo names hold ``/``, versions ``.``, which Hydra's grammar cannot take) are
+    applied to the composed data, after Hydra's own. Relative paths (``instances``,
+    ``path``) are resolved against ``config_dir``, or the working directory without one.
+    """
+    hydra_overrides, literal = _split_overrides(overrides)
     search = []
     if config_dir is not None:
         if not config_dir.is_dir():
@@ -68,14 +83,82 @@ def compose_raw(overrides: list[str], config_dir: Path | None = None) -> dict[st
         search = [f"hydra.searchpath=[file://{config_dir.resolve()}]"]
     try:
         with initialize_config_dir(config_dir=str(builtin_config_dir()), version_base="1.3"):
-            cfg = hydra_compose(config_name="config", overrides=[*search, *overrides])
+            cfg = hydra_compose(config_name="config", overrides=[*search, *hydra_overrides])
         data = OmegaConf.to_container(cfg, resolve=True)
     except (HydraException, OmegaConfBaseException) as error:
         raise UserError(f"config: {_one_line(error)}") from None
     except yaml.YAMLError as error:
         raise UserError(f"config: not valid YAML: {_yaml_problem(error)}") from None
     assert isinstance(data, dict)
-    return data
+    for path, value in literal:
+        _set(data, path, value)
+    return _resolve_paths(data, (config_dir or Path.cwd()).resolve())
+
+
+#: Keys whose string values are file paths in the user's config: resolved against the
+#: config directory when relative (URLs and ${pkg:...} paths are already absolute).
+_PATH_KEYS = frozenset({"path", "instances"})
+
+
+def _resolve_paths(value: Any, base: Path, key: str = "") -> Any:
+    if isinstance(value, dict):
+        return {k: _resolve_paths(v, base, str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_resolve_paths(item, base, key) for item in value]
+    if key in _PATH_KEYS and isinstance(value, str) and value and "://" not in value:
+        path = Path(value).expanduser()
+        return str(path if path.is_absolute() else base / path)
+    return value
+
+
+_BRACKETED = re.compile(r"\[([^\]]*)\]")
+
+
+def _split_overrides(overrides: list[str]) -> tuple[list[str], list[tuple[list[str], Any]]]:
+    """(overrides for Hydra, (key path, value) pairs with bracketed key parts)."""
+    for override in overrides:
+        if override.startswith(("hydra.", "+hydra.", "++hydra.")) or override in (
+            "-m",
+            "--multirun",
+        ):
+            raise UserError(
+                f"config: '{override}': Hydra's own settings and sweeps are not used by "
+                "evalrepro (use --run-dir for where a run goes; one experiment per command)"
+            )
+    hydra_overrides, literal = [], []
+    for override in overrides:
+        key, sep, value = override.partition("=")
+        if not sep or "[" not in key:
+            if sep and "/" in key.split("@", 1)[0] and "." in key:
+                raise UserError(
+                    f"config: override '{override}': write a key part that holds '/' or '.' "
+                    "in brackets, e.g. dataset.specs[django/django][3.0].python=3.9"
+                )
+            if sep and "." in key and not key.startswith(("+", "~")):
+                # Set a field whether or not the YAML lists it (dataset.instance_ids=...):
+                # a key no model has is still refused, by pydantic, naming the field.
+                override = "++" + override
+            hydra_overrides.append(override)
+            continue
+        path: list[str] = []
+        for part in re.split(r"\.(?![^\[]*\])", key.lstrip("+")):
+            head, _, rest = part.partition("[")
+            if head:
+                path.append(head)
+            path += _BRACKETED.findall("[" + rest) if rest else []
+        if not path or any(not part for part in path):
+            raise UserError(f"config: override '{override}': an empty key part")
+        literal.append((path, yaml.safe_load(value) if value else None))
+    return hydra_overrides, literal
+
+
+def _set(data: dict[str, Any], path: list[str], value: Any) -> None:
+    node: Any = data
+    for part in path[:-1]:
+        if not isinstance(node.get(part), dict):
+            node[part] = {}
+        node = node[part]
+    node[path[-1]] = value
 
 
 def compose(overrides: list[str], config_dir: Path | None = None) -> ExperimentConfig:

@@ -8,10 +8,11 @@ writing such a file; no Python is needed.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, FilePath
+from pydantic import BaseModel, ConfigDict, Field, FilePath, field_validator
 
 from evalrepro.errors import UserError
 from evalrepro.parsers import Family, LogParser, get_parser
@@ -51,19 +52,55 @@ RepoSource = Annotated[LocalRepo | ArchiveRepo | DemoRepo, Field(discriminator="
 class DatasetConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    #: The dataset's name (in lockfiles and reports).
     name: str
+    #: The instances: SWE-bench JSON, JSONL or Parquet; relative paths resolve against --config-dir.
     instances: FilePath
     #: The parser family the dataset's test lists were produced by: a SWE-bench
     #: dataset needs the swebench-compatible parsers, quirks included.
     test_ids: Family
+    #: Where each repo's git history comes from, by repo name (the instances' `repo`).
     repos: dict[str, RepoSource] = Field(default_factory=dict)
     #: repo -> version -> spec
     specs: dict[str, dict[str, RepoSpec]] = Field(default_factory=dict)
     #: What a model patch may not change (test infrastructure) and what suspect code means.
     protection: TestProtection = Field(default_factory=TestProtection)
+    #: Only these instances; and/or only those whose id matches this regular expression.
+    #: Both are part of the config, so the lockfile records the selection.
+    instance_ids: list[str] | None = None
+    #: A regular expression an instance id must match (searched, not anchored).
+    filter: str | None = None
+
+    @field_validator("filter")
+    @classmethod
+    def _a_regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as error:
+                raise ValueError(f"not a regular expression ({error})") from None
+        return value
 
     def load(self) -> list[Sample]:
-        return load_samples(Path(self.instances))
+        """The selected instances, in the file's order."""
+        samples = load_samples(Path(self.instances))
+        if self.instance_ids is not None:
+            known = {sample.instance_id for sample in samples}
+            unknown = [i for i in self.instance_ids if i not in known]
+            if unknown:
+                listed = ", ".join(unknown[:5]) + (" ..." if len(unknown) > 5 else "")
+                raise UserError(
+                    f"dataset '{self.name}': instance_ids names {len(unknown)} instance(s) "
+                    f"not in {self.instances}: {listed}"
+                )
+            wanted = set(self.instance_ids)
+            samples = [sample for sample in samples if sample.instance_id in wanted]
+        if self.filter is not None:
+            pattern = re.compile(self.filter)
+            samples = [sample for sample in samples if pattern.search(sample.instance_id)]
+        if not samples:
+            raise UserError(f"dataset '{self.name}': the selection holds no instance")
+        return samples
 
     def spec_for(self, sample: Sample) -> RepoSpec:
         try:

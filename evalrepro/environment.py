@@ -20,8 +20,11 @@ class BaseImageSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    #: The Debian suite of the base image (its python3 unless a spec names another).
     suite: str = "bookworm"
+    #: The Debian mirror mmdebstrap installs from.
     mirror: str = "http://deb.debian.org/debian"
+    #: Debian packages of the base image (python3, git and patch are required).
     packages: list[str] = Field(
         default_factory=lambda: ["python3", "python3-venv", "git", "patch", "ca-certificates"]
     )
@@ -59,14 +62,23 @@ class Limits(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    #: Memory of all test processes together, shared memory included (k, m, g suffixes).
     memory: str = Field(default="4g", pattern=_SIZE)
+    #: Tasks (processes and threads) of the test processes together.
     pids: int = Field(default=2048, ge=16)
+    #: CPUs (root podman only: rootless on cgroup v1 cannot enforce it, and says so).
     cpus: float = Field(default=1.0, gt=0)
+    #: Bytes the test processes may write.
     disk: str = Field(default="10g", pattern=_SIZE)
+    #: Bytes of test output kept; more stops the trial.
     output: str = Field(default="64m", pattern=_SIZE)
+    #: Stop a trial when the machine has less memory available than this.
     memory_reserve: str = Field(default="1g", pattern=_SIZE)
+    #: Stop a trial when the filesystem has less free space than this.
     disk_reserve: str = Field(default="1g", pattern=_SIZE)
+    #: Open files per process (ulimit).
     nofile: int = Field(default=16384, ge=64)
+    #: Processes per host user (ulimit podman itself needs).
     nproc: int = Field(default=16384, ge=16)
 
     def in_bytes(self, name: str) -> int:
@@ -87,14 +99,19 @@ class PodmanEnvironment(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: Literal["podman"] = "podman"
+    #: The base image (a Debian root filesystem).
     base: BaseImageSpec = Field(default_factory=BaseImageSpec)
+    #: How images are built (not part of any image's identity).
     build: BuildSettings = Field(default_factory=BuildSettings)
+    #: Resource limits of every trial (see the README's threat model for how each is enforced).
     limits: Limits = Field(default_factory=Limits)
     #: Seconds the test command may run before the container is killed (-> invalid).
     timeout: int = Field(default=300, gt=0)
     #: Attempts per trial when the infrastructure fails; the plan's trial count is fixed.
     max_attempts: int = Field(default=2, ge=1, le=10)
+    #: Trials run at once.
     max_workers: int = Field(default=2, ge=1)
+    #: Trials run without network (the only choice).
     network: Literal["none"] = "none"
     #: Let the code under test create user namespaces (a browser's sandbox needs them).
     #: Off by default: in one it could mount a tmpfs that the memory watchdog never sees.

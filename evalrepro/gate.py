@@ -38,8 +38,11 @@ _OPERATORS: dict[str, Callable[[float, float], bool]] = {
 class GateRule(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    #: A run metric: resolved_rate, invalid_rate, evidence_completeness, ..., or pass@k.
     metric: str
+    #: How the measured value compares with the threshold.
     op: Operator
+    #: The value the metric is compared with.
     threshold: float
 
     @field_validator("metric")
@@ -68,7 +71,9 @@ class RuleVerdict(BaseModel):
 class Gate(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    #: The gate's name in reports.
     name: str = "gate"
+    #: Every rule must hold for the gate to pass.
     rules: list[GateRule] = Field(default_factory=list)
 
     def evaluate(self, metrics: Mapping[str, float]) -> list[RuleVerdict]:

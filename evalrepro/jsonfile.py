@@ -1,4 +1,8 @@
-"""Reading JSON and JSONL files of records, with a location for every record."""
+"""Reading files of records (JSON, JSONL, Parquet), with a location for every record.
+
+Parquet is the format SWE-bench's datasets are published in (a Hugging Face dataset's
+``data/*.parquet``); it needs ``pyarrow`` (``pip install 'evalrepro[parquet]'``).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,9 @@ from evalrepro.errors import UserError
 
 def read_records(path: Path) -> Iterator[tuple[str, Any]]:
     """(location, raw record) pairs; location is ``file:line`` or ``file[index]``."""
+    if path.suffix == ".parquet":
+        yield from _parquet_records(path)
+        return
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -39,3 +46,20 @@ def read_records(path: Path) -> Iterator[tuple[str, Any]]:
             yield f"{path}[{index}]", item
     else:
         raise UserError(f"{path}: expected a JSON list or object, got {type(data).__name__}")
+
+
+def _parquet_records(path: Path) -> Iterator[tuple[str, Any]]:
+    try:
+        import pyarrow.parquet as parquet
+    except ImportError:
+        raise UserError(
+            f"{path}: reading Parquet needs pyarrow: pip install 'evalrepro[parquet]'"
+        ) from None
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    try:
+        table = parquet.read_table(path)
+    except Exception as error:  # pyarrow's own errors: a corrupt or foreign file
+        raise UserError(f"{path}: not a readable Parquet file ({error})") from None
+    for index, row in enumerate(table.to_pylist()):
+        yield f"{path}[row {index}]", row

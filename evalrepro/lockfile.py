@@ -33,6 +33,7 @@ from evalrepro.errors import UserError, validation_message
 from evalrepro.gate import Gate
 from evalrepro.plan import Plan
 from evalrepro.record import Record
+from evalrepro.sample import DEFINING_FIELDS
 from evalrepro.trial import TrialKey, trial_label
 
 LOCKFILE_NAME = "lockfile.lock.json"
@@ -54,8 +55,10 @@ class LockedInstance(_Frozen):
     instance_id: str
     repo: str
     base_commit: str
-    #: sha256 over the canonical JSON of the full instance record.
+    #: sha256 over the canonical JSON of the instance's defining fields.
     digest: str
+    #: Every field's own digest (defining or not), so that a difference names it.
+    fields: dict[str, str] = {}
     test_spec_digest: str
     parser: str
 
@@ -237,6 +240,7 @@ def build_lockfile(config: ExperimentConfig, plan: Plan) -> Lockfile:
             repo=p.sample.repo,
             base_commit=p.sample.base_commit,
             digest=p.sample.digest(),
+            fields=p.sample.field_digests(),
             test_spec_digest=p.spec.digest(),
             parser=p.parser.name,
         )
@@ -256,7 +260,10 @@ def build_lockfile(config: ExperimentConfig, plan: Plan) -> Lockfile:
         if isinstance(planned.image, ImageChain):
             images.update({record.key: record for record in planned.image.layers})
         else:
-            failures[f"{planned.image.layer}:{planned.image.key}"] = planned.image
+            # The layers below a failure are among the images already.
+            failures[f"{planned.image.layer}:{planned.image.key}"] = planned.image.model_copy(
+                update={"below": []}
+            )
     layer_order = {"base": 0, "env": 1, "history": 2, "instance": 3}
     environment = config.environment
     return Lockfile(
@@ -370,7 +377,17 @@ def differences(a: Lockfile, b: Lockfile, *, same_target: bool = True) -> list[D
     for instance_id in sorted(ours.keys() & theirs.keys()):
         one, two = ours[instance_id], theirs[instance_id]
         if one.digest != two.digest:
-            add("dataset", f"{instance_id}: instance record differs")
+            fields = sorted(
+                name
+                for name in (one.fields.keys() | two.fields.keys()) & DEFINING_FIELDS
+                if one.fields.get(name) != two.fields.get(name)
+            )
+            which = (
+                f"field{'s' if len(fields) > 1 else ''} {', '.join(fields)}"
+                if fields
+                else ("instance record")
+            )
+            add("dataset", f"{instance_id}: {which} differ{'' if len(fields) > 1 else 's'}")
         if one.test_spec_digest != two.test_spec_digest:
             add(
                 "test_spec",
@@ -470,17 +487,31 @@ def _image_differences(a: Lockfile, b: Lockfile) -> list[Difference]:
             continue
         for one, two in zip(ours[instance_id], theirs[instance_id], strict=False):
             if one.image_digest != two.image_digest or one.key != two.key:
-                why = "build inputs differ" if one.key != two.key else "same inputs, other bytes"
+                if one.image_digest == two.image_digest:
+                    what = f"image {short_digest(one.image_digest)} in both"
+                else:
+                    what = f"{short_digest(one.image_digest)} vs {short_digest(two.image_digest)}"
                 found.append(
                     Difference(
                         kind="images",
-                        detail=f"{instance_id}: {one.layer} layer "
-                        f"{short_digest(one.image_digest)} vs "
-                        f"{short_digest(two.image_digest)} ({why})",
+                        detail=f"{instance_id}: {one.layer} layer {what} ({_why(one, two)})",
                     )
                 )
                 break
     return found
+
+
+def _why(one: LockedImage, two: LockedImage) -> str:
+    """Which part of a layer's key differs: what a reader can act on."""
+    if one.key == two.key:
+        return "same build inputs, other bytes"
+    if one.inputs_digest != two.inputs_digest:
+        return (
+            f"build inputs {short_digest(one.inputs_digest)} vs {short_digest(two.inputs_digest)}"
+        )
+    if one.parent_key != two.parent_key:
+        return "same inputs, built on another layer below"
+    return "same inputs, another Containerfile or harness build recipe"
 
 
 def short_digest(digest: str) -> str:

@@ -3,8 +3,9 @@
 One trial per instance x target sample. Building the plan materializes the repo sources
 and asks the backend for every image, because a trial's id includes its image digest:
 two runs share a trial id only if they ran the same test spec in the same image under
-the same harness. An instance the target has no patch for is still a trial (with an
-empty patch): the denominator is the dataset, not what the target chose to submit.
+the same harness. An instance the target has no patch for is planned as the target
+says (``target.missing``): refused (default), an empty patch (the denominator is the
+dataset), or left out (the denominator is what was submitted).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from evalrepro.errors import UserError
 from evalrepro.parsers import LogParser
 from evalrepro.repos import LocalCheckout, RepoError, materialize
 from evalrepro.sample import Sample
-from evalrepro.target import GoldTarget, Prediction
+from evalrepro.target import GoldTarget, Prediction, TargetConfig
 from evalrepro.testspec import TestSpec
 from evalrepro.trial import Trial, TrialKey
 
@@ -62,11 +63,49 @@ def target_id(config: ExperimentConfig, predictions: list[Prediction]) -> str:
     return names[0]
 
 
+def planned_predictions(
+    samples: list[Sample], predictions: list[Prediction], target: TargetConfig, target_id: str
+) -> list[tuple[Sample, Prediction]]:
+    """(sample, its patch) for every trial to plan, in dataset then sample order.
+
+    A sample the target gave no patch for is handled as ``target.missing`` declares.
+    """
+    by_key = {(p.instance_id, p.sample_index): p for p in predictions}
+    wanted = [(s, i) for s in samples for i in range(target.samples)]
+    missing = [(s.instance_id, i) for s, i in wanted if (s.instance_id, i) not in by_key]
+    if missing and target.missing == "error":
+        listed = ", ".join(
+            f"{iid}" + (f" sample {i}" if target.samples > 1 else "") for iid, i in missing[:3]
+        )
+        raise UserError(
+            f"target: no patch for {len(missing)} of {len(wanted)} planned trials ({listed}"
+            f"{' ...' if len(missing) > 3 else ''}); set target.missing=empty (planned as "
+            "empty patches, scored unresolved) or target.missing=skip (left out of the plan)"
+        )
+    planned = []
+    for sample, index in wanted:
+        prediction = by_key.get((sample.instance_id, index))
+        if prediction is None:
+            if target.missing == "skip":
+                continue
+            prediction = Prediction(
+                instance_id=sample.instance_id,
+                model_name_or_path=target_id,
+                model_patch=None,
+                sample_index=index,
+            )
+        planned.append((sample, prediction))
+    return planned
+
+
 def build_plan(config: ExperimentConfig, backend: Backend, cache_dir: Path) -> Plan:
     dataset = config.dataset
     samples = dataset.load()
     predictions = config.target.patches(samples)
     target = target_id(config, predictions)
+    wanted = planned_predictions(samples, predictions, config.target, target)
+    planned_ids = {sample.instance_id for sample, _ in wanted}
+    samples = [sample for sample in samples if sample.instance_id in planned_ids]
     specs = {sample.instance_id: dataset.test_spec(sample) for sample in samples}
     parsers = {sample.instance_id: dataset.parser_for(sample) for sample in samples}
 
@@ -88,37 +127,30 @@ def build_plan(config: ExperimentConfig, backend: Backend, cache_dir: Path) -> P
                 layer="history", key="", reason=f"repo source: {unavailable[spec.repo]}"
             )
 
-    by_key = {(p.instance_id, p.sample_index): p for p in predictions}
     trials = []
-    for sample in samples:
-        for index in range(config.target.samples):
-            prediction = by_key.get((sample.instance_id, index)) or Prediction(
-                instance_id=sample.instance_id,
-                model_name_or_path=target,
-                model_patch=None,
-                sample_index=index,
+    for sample, prediction in wanted:
+        index = prediction.sample_index
+        image = images[sample.instance_id]
+        spec = specs[sample.instance_id]
+        key = TrialKey(
+            instance_id=sample.instance_id,
+            target_id=target,
+            repository_commit=sample.base_commit,
+            image_digest=image.image.image_digest
+            if isinstance(image, ImageChain)
+            else f"unbuilt:{image.layer}:{image.key}",
+            test_spec_digest=spec.digest(),
+            harness_version=__version__,
+            sample_index=index,
+        )
+        trials.append(
+            PlannedTrial(
+                trial=Trial.of(key),
+                sample=sample,
+                spec=spec,
+                parser=parsers[sample.instance_id],
+                prediction=prediction,
+                image=image,
             )
-            image = images[sample.instance_id]
-            spec = specs[sample.instance_id]
-            key = TrialKey(
-                instance_id=sample.instance_id,
-                target_id=target,
-                repository_commit=sample.base_commit,
-                image_digest=image.image.image_digest
-                if isinstance(image, ImageChain)
-                else f"unbuilt:{image.layer}:{image.key}",
-                test_spec_digest=spec.digest(),
-                harness_version=__version__,
-                sample_index=index,
-            )
-            trials.append(
-                PlannedTrial(
-                    trial=Trial.of(key),
-                    sample=sample,
-                    spec=spec,
-                    parser=parsers[sample.instance_id],
-                    prediction=prediction,
-                    image=image,
-                )
-            )
+        )
     return Plan(target_id=target, trials=trials)

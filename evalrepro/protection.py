@@ -55,8 +55,14 @@ class TestProtection(BaseModel):
     __test__ = False  # not a pytest test class
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    #: Test infrastructure the patch changed: restored to the base commit before the tests run, only
+    #: recorded, or the trial is invalid.
     policy: Literal["restore", "record", "invalid"] = "restore"
+    #: Code that reaches into the test framework (static scan, exit guard): the trial is invalid, or
+    #: it is only recorded.
     suspect: Literal["invalid", "record"] = "invalid"
+    #: Test infrastructure files, by name (or by whole path when the pattern has a "/"), anywhere in
+    #: the repo.
     patterns: list[str] = Field(default_factory=lambda: list(DEFAULT_PATTERNS))
     #: ``auto``: for each file of an instance's test patch, its nearest ancestor folder
     #: named like a test folder (``tests``, ``test``, ``testing``, ``t``, ``spec``,

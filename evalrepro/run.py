@@ -157,16 +157,23 @@ def _write_image_artifacts(run_dir: Path, plan: Plan, backend: Backend) -> None:
 def _print_images(console: Console, plan: Plan) -> None:
     layers: dict[str, tuple[str, bool]] = {}
     failures: dict[str, BuildFailure] = {}
+    failed_trials = 0
     for image in plan.images:
-        if isinstance(image, ImageChain):
-            for record in image.layers:
-                layers[record.key] = (record.layer, record.built)
-        else:
+        records = image.layers if isinstance(image, ImageChain) else image.below
+        for record in records:
+            layers[record.key] = (record.layer, record.built)
+        if isinstance(image, BuildFailure):
             failures[image.key] = image
+            failed_trials += 1
     built = sum(1 for _, was_built in layers.values() if was_built)
     console.print(
-        f"images: {len(layers)} layers, {built} built now, {len(layers) - built} reused"
-        + (f"; [red]{len(failures)} failed[/]" if failures else "")
+        f"images: {len(layers)} layers ready ({built} built now, {len(layers) - built} "
+        "reused)"
+        + (
+            f"; [red]{len(failures)} failed[/] ({failed_trials} trials without an image)"
+            if failures
+            else ""
+        )
     )
     for failure in failures.values():
         console.print(

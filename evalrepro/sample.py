@@ -2,8 +2,9 @@
 
 A dataset file is a JSON list, a single JSON object, or JSONL. FAIL_TO_PASS and
 PASS_TO_PASS may be lists or JSON-encoded strings (SWE-bench ships strings). Fields we
-do not know (hints_text, created_at, image, ...) are kept: the instance digest covers
-the whole record, so nothing that came with an instance can change silently.
+do not know (hints_text, created_at, image, ...) are kept. The instance digest covers
+the fields that define the experiment (``DEFINING_FIELDS``); the lockfile also keeps
+every field's own digest, so that a difference names the field.
 """
 
 from __future__ import annotations
@@ -17,6 +18,29 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from evalrepro.digest import sha256_json
 from evalrepro.errors import UserError, validation_message
 from evalrepro.jsonfile import read_records
+
+#: The fields of an instance that define the experiment: what the harness reads (repo,
+#: commits, patches, test lists, version, parser, eval type) and what a model is shown
+#: (problem statement, hints). Other fields a dataset carries (created_at, a path on its
+#: author's machine, ...) are kept and digested one by one in the lockfile, but two
+#: runs that differ only there measured the same thing.
+DEFINING_FIELDS = frozenset(
+    {
+        "instance_id",
+        "repo",
+        "base_commit",
+        "patch",
+        "test_patch",
+        "FAIL_TO_PASS",
+        "PASS_TO_PASS",
+        "version",
+        "problem_statement",
+        "hints_text",
+        "environment_setup_commit",
+        "log_parser",
+        "eval_type",
+    }
+)
 
 
 class Sample(BaseModel):
@@ -60,8 +84,14 @@ class Sample(BaseModel):
         return self.eval_type == "fail_only"
 
     def digest(self) -> str:
-        """sha256 over the canonical JSON of the full record, in SWE-bench field names."""
-        return sha256_json(self.model_dump(mode="json", by_alias=True))
+        """sha256 over the canonical JSON of the defining fields, in SWE-bench names."""
+        record = self.model_dump(mode="json", by_alias=True)
+        return sha256_json({k: v for k, v in record.items() if k in DEFINING_FIELDS})
+
+    def field_digests(self) -> dict[str, str]:
+        """Every field's own digest (sha256 over its canonical JSON), defining or not."""
+        record = self.model_dump(mode="json", by_alias=True)
+        return {name: sha256_json(value) for name, value in sorted(record.items())}
 
 
 def load_samples(path: Path) -> list[Sample]:

@@ -43,10 +43,16 @@ class _TargetBase(BaseModel):
 
     #: Patches per instance (k agent runs give k samples); pass@k needs k > 1.
     samples: int = Field(default=1, ge=1)
+    #: Instances (or samples) the target gave no patch for: ``error`` refuses to plan;
+    #: ``empty`` plans them as empty patches (scored unresolved: the denominator is the
+    #: dataset); ``skip`` leaves them out of the plan (SWE-bench's "incomplete": the
+    #: denominator is what was submitted). The choice changes what a rate means.
+    missing: Literal["error", "empty", "skip"] = "error"
 
 
 class GoldTarget(_TargetBase):
     kind: Literal["gold"] = "gold"
+    #: The target id in trial ids and reports.
     name: str = "gold"
 
     def patches(self, samples: list[Sample]) -> list[Prediction]:
@@ -62,6 +68,8 @@ class PredictionsTarget(_TargetBase):
     kind: Literal["predictions"] = "predictions"
     #: Defaults to the model_name_or_path of the file (which must then be unique).
     name: str | None = None
+    #: The predictions file: SWE-bench JSONL (instance_id, model_name_or_path, model_patch[,
+    #: sample_index]), JSON, or a JSON object keyed by instance id.
     path: Path
 
     def patches(self, samples: list[Sample]) -> list[Prediction]:

@@ -69,6 +69,8 @@ class BuildFailure(BaseModel):
     key: str
     reason: str
     build_log: str | None = None
+    #: The layers below it, found or built (a report counts them as reused or built).
+    below: list[ImageRecord] = []
 
 
 @dataclass(frozen=True)

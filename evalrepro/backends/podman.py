@@ -57,7 +57,7 @@ from evalrepro.evalscript import (
 from evalrepro.repos import LocalCheckout, RepoError
 from evalrepro.sandbox import GUARD, SUPERVISOR
 from evalrepro.supervision import TEST_USER, RuntimeFacts, StreamReader, SupervisorReport
-from evalrepro.testspec import TestSpec
+from evalrepro.testspec import PYTHON_SUITES, TestSpec
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 #: dpkg path filters of the base rootfs: no manuals, docs (but copyrights), locales, info.
@@ -158,8 +158,15 @@ class PodmanBackend(Backend):
         self, specs: list[TestSpec], checkouts: dict[str, LocalCheckout]
     ) -> dict[str, ImageChain | BuildFailure]:
         chains: dict[str, ImageChain | BuildFailure] = {}
-        base = self._layer("base", self._base_inputs(), None, self._stage_base)
+        bases: dict[str, ImageRecord | BuildFailure] = {}
         for spec in specs:
+            # A spec that names its Python gets the base of the Debian suite shipping it.
+            suite = PYTHON_SUITES[spec.python] if spec.python else self.config.base.suite
+            if suite not in bases:
+                bases[suite] = self._layer(
+                    "base", self._base_inputs(suite), None, partial(self._stage_base, suite)
+                )
+            base = bases[suite]
             checkout = checkouts[spec.repo]
             steps: list[tuple[Layer, dict, Stage]] = [
                 ("env", {"packages": spec.packages}, partial(_stage_env, spec.packages)),
@@ -182,7 +189,7 @@ class PodmanBackend(Backend):
                 chain.append(record)
                 record = self._layer(layer, inputs, record, stage)
             if isinstance(record, BuildFailure):
-                chains[spec.instance_id] = record
+                chains[spec.instance_id] = record.model_copy(update={"below": chain})
             else:
                 chains[spec.instance_id] = ImageChain(layers=[*chain, record])
         return chains
@@ -444,10 +451,10 @@ class PodmanBackend(Backend):
             return []
         return ["--volume", f"{bundle}:/etc/ssl/certs/ca-certificates.crt:ro"]
 
-    def _base_inputs(self) -> dict:
+    def _base_inputs(self, suite: str) -> dict:
         base = self.config.base
         return {
-            "suite": base.suite,
+            "suite": suite,
             "mirror": base.mirror,
             "packages": sorted(base.packages),
             "source_date_epoch": base.source_date_epoch,
@@ -456,14 +463,14 @@ class PodmanBackend(Backend):
             "customize_hooks": list(CUSTOMIZE_HOOKS),
         }
 
-    def _stage_base(self, context: Path) -> dict[str, str]:
-        rootfs = self._rootfs()
+    def _stage_base(self, suite: str, context: Path) -> dict[str, str]:
+        rootfs = self._rootfs(suite)
         os.link(rootfs, context / "rootfs.tar")
         return {}
 
-    def _rootfs(self) -> Path:
+    def _rootfs(self, suite: str) -> Path:
         """The mmdebstrap tarball of the base inputs, made once and cached by their key."""
-        key = sha256_json(self._base_inputs()).removeprefix("sha256:")
+        key = sha256_json(self._base_inputs(suite)).removeprefix("sha256:")
         rootfs = self.cache_dir / "rootfs" / f"{key}.tar"
         if rootfs.exists():
             return rootfs
@@ -476,7 +483,7 @@ class PodmanBackend(Backend):
         with self._staging() as scratch, log.open("wb") as out:
             partial_tar = scratch / "rootfs.tar"
             returncode = run_tethered(
-                self._mmdebstrap_command(partial_tar),
+                self._mmdebstrap_command(partial_tar, suite),
                 stdout=out,
                 env={**os.environ, "SOURCE_DATE_EPOCH": str(base.source_date_epoch)},
             )
@@ -487,7 +494,7 @@ class PodmanBackend(Backend):
             os.replace(partial_tar, rootfs)
         return rootfs
 
-    def _mmdebstrap_command(self, output: Path) -> list[str]:
+    def _mmdebstrap_command(self, output: Path, suite: str) -> list[str]:
         base = self.config.base
         return [
             "mmdebstrap",
@@ -498,7 +505,7 @@ class PodmanBackend(Backend):
             f"--include={','.join(base.packages)}",
             *(f"--dpkgopt={rule}" for rule in DPKG_FILTERS),
             *(f"--customize-hook={hook}" for hook in CUSTOMIZE_HOOKS),
-            base.suite,
+            suite,
             str(output),
             base.mirror,
         ]

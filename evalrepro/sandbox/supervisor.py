@@ -158,13 +158,33 @@ def _sections(name: str, data: bytes | None) -> dict | None:
             parser.read_string(text)
             return {s: dict(parser.items(s, raw=True)) for s in parser.sections()}
         if name == "pyproject.toml":
-            import tomllib
-
+            try:
+                import tomllib
+            except ImportError:  # the python3 of an older suite (3.9): compare the text
+                return _toml_tables_as_text(text)
             return _flatten_tables(tomllib.loads(text))
         loaded = json.loads(text)
         return loaded if isinstance(loaded, dict) else None
     except Exception:  # any parse failure: see sections_changed
         return None
+
+
+def _toml_tables_as_text(text: str) -> dict:
+    """Each ``[table]`` of a TOML file as its text, with the tables above it as prefixes
+    (``tool.pytest`` holds ``[tool.pytest.ini_options]``): enough to see which changed."""
+    tables: dict = {}
+    current = ""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("[") and stripped.endswith("]"):
+            current = stripped.strip("[]").strip()
+            continue
+        if stripped and not stripped.startswith("#"):
+            parts = current.split(".")
+            for depth in range(1, len(parts) + 1):
+                key = ".".join(parts[:depth])
+                tables[key] = tables.get(key, "") + stripped + "\n"
+    return tables
 
 
 def _flatten_tables(table: dict, prefix: str = "") -> dict:
