@@ -15,6 +15,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from evalrepro import __version__, atomic
@@ -81,6 +82,7 @@ def grade_payload(observation: Observation, result: Score) -> dict:
     return {
         "instance_id": observation.instance_id,
         "parser": observation.parser,
+        "log_rules": observation.log_rules,
         "status_map": observation.status_map,
         "fail_to_pass": tests.fail_to_pass.model_dump() if tests else empty,
         "pass_to_pass": tests.pass_to_pass.model_dump() if tests else empty,
@@ -93,7 +95,9 @@ def grade_payload(observation: Observation, result: Score) -> dict:
 def cmd_grade(args: argparse.Namespace) -> int:
     sample = _pick_sample(args.instance, args.instance_id)
     parser = _pick_parser(sample, args.parser)
-    observation = observe(_read_log(args.log), sample, parser)
+    observation = observe(
+        _read_log(args.log), sample, parser, rules="strict" if args.strict else "swebench"
+    )
     result = score(observation)
     if args.json:
         print(json.dumps(grade_payload(observation, result), indent=2, ensure_ascii=False))
@@ -105,7 +109,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
 def _print_grade(console: Console, observation: Observation, result: Score) -> None:
     console.print(
         f"[bold]{observation.instance_id}[/] parsed with [bold]{observation.parser}[/]: "
-        f"{len(observation.status_map)} tests, parser status {observation.parser_status}"
+        f"{len(observation.status_map)} tests, parser status {observation.parser_status}, "
+        f"read by {observation.log_rules or 'strict'} rules"
         + (f" ({observation.parser_detail})" if observation.parser_detail else "")
     )
     if observation.status_map:
@@ -206,6 +211,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         # Not while a run writes into the directory: its results.json would be overwritten.
         with directory.exclusive():
             directory.write_results(directory.rebuild_results())
+            directory.write_swebench_layout()
     lockfile = read_lockfile(directory.lockfile_path)
     report = build_run_report(
         directory.path,
@@ -299,6 +305,46 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0 if comparison.comparable else 1
 
 
+# --- regrade -------------------------------------------------------------------------
+
+
+def cmd_regrade(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from evalrepro.regrade import regrade
+
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    model = args.model or args.logs.resolve().name
+    run_dir = args.run_dir or Path("runs") / f"regrade-{model.replace('/', '__')}-{stamp}"
+    summary = regrade(
+        args.logs,
+        args.dataset,
+        run_dir=run_dir,
+        parser=args.parser,
+        rules="strict" if args.strict else "swebench",
+        model=args.model,
+        run_id=args.run_id,
+    )
+    out = make_console()
+    out.print(
+        f"regraded {summary.graded} logs of {escape(summary.model)} "
+        f"(run {escape(summary.run_id)}): {summary.resolved} resolved",
+        highlight=False,
+    )
+    if summary.compared:
+        agree = summary.compared - len(summary.differences)
+        out.print(f"swebench's report.json: {agree} of {summary.compared} agree", highlight=False)
+    if summary.differences:
+        table = Table("instance", "ours", "swebench's report.json", title="differences")
+        for difference in summary.differences:
+            table.add_row(
+                *map(escape, (difference.instance_id, difference.ours, difference.theirs))
+            )
+        out.print(table)
+    out.print(f"run directory: {escape(str(Path(run_dir).resolve()))}", highlight=False)
+    return EXIT_OK
+
+
 # --- parsers -------------------------------------------------------------------------
 
 
@@ -348,6 +394,12 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--instance-id", metavar="ID")
     grade.add_argument("--parser", metavar="NAME", help="override the instance's parser")
     grade.add_argument("--json", action="store_true", help="print one JSON object")
+    grade.add_argument(
+        "--strict",
+        action="store_true",
+        help="read the log by the strict rules (one region between whole-line markers, no "
+        "fallback to the whole log, duplicate markers unscorable) instead of swebench 5.0.2's",
+    )
     grade.set_defaults(handler=cmd_grade)
 
     config = sub.add_parser("config", help="compose, validate and print the experiment config")
@@ -450,6 +502,35 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify.add_argument("--json", action="store_true", help="print one JSON object")
     verify.set_defaults(handler=cmd_verify)
+
+    regrade = sub.add_parser(
+        "regrade",
+        help="grade the logs another harness wrote into a run directory",
+        description="LOGS_DIR holds <instance_id>/test_output.txt (with patch.diff and "
+        "report.json where present): SWE-bench's logs/run_evaluation/<run_id>/<model>/. One "
+        "graded trial per log, in a run directory that report, compare and verify accept.",
+    )
+    regrade.add_argument("logs", type=Path, metavar="LOGS_DIR")
+    regrade.add_argument(
+        "--dataset",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="the instances (JSONL, JSON, Parquet)",
+    )
+    regrade.add_argument("--parser", metavar="NAME", help="override the instances' parsers")
+    regrade.add_argument(
+        "--run-dir", type=Path, metavar="DIR", help="default: runs/regrade-<model>-<time>"
+    )
+    regrade.add_argument("--model", help="default: the logs folder's name (SWE-bench's <model>)")
+    regrade.add_argument("--run-id", help="default: the logs folder's parent's name")
+    regrade.add_argument(
+        "--strict",
+        action="store_true",
+        help="evalrepro's strict reading (whole-line markers, one region, no fallback) "
+        "instead of swebench's",
+    )
+    regrade.set_defaults(handler=cmd_regrade)
 
     parsers = sub.add_parser("parsers", help="list the registered log parsers")
     parsers.set_defaults(handler=cmd_parsers)

@@ -10,43 +10,15 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, FilePath, field_validator
 
 from evalrepro.errors import UserError
 from evalrepro.parsers import Family, LogParser, get_parser
 from evalrepro.protection import TestProtection
+from evalrepro.repos import SourceConfig, Sources
 from evalrepro.sample import Sample, load_samples
 from evalrepro.testspec import RepoSpec, TestSpec, compile_test_spec
-
-
-class LocalRepo(BaseModel):
-    """A git repository on this machine: a path or a file:// URL."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    kind: Literal["local"] = "local"
-    path: str
-
-
-class ArchiveRepo(BaseModel):
-    """A source archive (tar) of a git repository, pinned by sha256 over its bytes."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    kind: Literal["archive"] = "archive"
-    path: FilePath
-    sha256: str = Field(pattern=r"^(sha256:)?[0-9a-f]{64}$")
-
-
-class DemoRepo(BaseModel):
-    """One of evalrepro's built-in demo repos, whose history is built at run time."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    kind: Literal["demo"] = "demo"
-    name: str
-
-
-RepoSource = Annotated[LocalRepo | ArchiveRepo | DemoRepo, Field(discriminator="kind")]
 
 
 class DatasetConfig(BaseModel):
@@ -59,8 +31,12 @@ class DatasetConfig(BaseModel):
     #: The parser family the dataset's test lists were produced by: a SWE-bench
     #: dataset needs the swebench-compatible parsers, quirks included.
     test_ids: Family
-    #: Where each repo's git history comes from, by repo name (the instances' `repo`).
-    repos: dict[str, RepoSource] = Field(default_factory=dict)
+    #: Where each repo's history is, by repo name (the instances' `repo`): one source, or a
+    #: list of them searched in order (the first whose history has the base commit serves).
+    repos: dict[str, Sources] = Field(default_factory=dict)
+    #: Where an instance's history is, by instance id, instead of its repo's: one source or
+    #: a list, as under `repos`.
+    instance_repos: dict[str, Sources] = Field(default_factory=dict)
     #: repo -> version -> spec
     specs: dict[str, dict[str, RepoSpec]] = Field(default_factory=dict)
     #: What a model patch may not change (test infrastructure) and what suspect code means.
@@ -80,6 +56,10 @@ class DatasetConfig(BaseModel):
             except re.error as error:
                 raise ValueError(f"not a regular expression ({error})") from None
         return value
+
+    def sources(self) -> SourceConfig:
+        """Where the instances' histories are: ``repos`` and ``instance_repos``."""
+        return SourceConfig(repos=self.repos, instance_repos=self.instance_repos)
 
     def load(self) -> list[Sample]:
         """The selected instances, in the file's order."""

@@ -7,7 +7,7 @@ only declares what the user can set.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -118,5 +118,15 @@ class PodmanEnvironment(BaseModel):
     allow_user_namespaces: bool = False
 
 
-# A union once a second backend exists; the ``kind`` field already selects it.
-EnvironmentConfig = PodmanEnvironment
+class RecordedEnvironment(BaseModel):
+    """The environment of logs another harness wrote (``evalrepro regrade``): nothing is
+    known of its images or limits, and it runs no trial."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["recorded"] = "recorded"
+    #: The harness that wrote the logs.
+    harness: str = "swebench"
+
+
+EnvironmentConfig = Annotated[PodmanEnvironment | RecordedEnvironment, Field(discriminator="kind")]

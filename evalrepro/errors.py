@@ -23,8 +23,25 @@ def validation_message(error: ValidationError, *, most: int = 3) -> str:
     return "; ".join(problems[:most]) + more
 
 
+#: The ``kind`` values of the config's discriminated unions. pydantic puts the chosen
+#: kind into an error's location (``environment.podman.timeout``); users wrote no such key.
+UNION_TAGS = frozenset(
+    {"podman", "recorded", "gold", "predictions", "logs", "local", "archive", "remote", "demo"}
+    | {"source", "sources"}  # a repo's sources: one, or a list of them
+)
+#: Fields whose keys are the user's own names.
+_KEYED = frozenset({"repos", "instance_repos", "specs"})
+
+
 def _problem(detail: Any) -> str:
-    where = ".".join(str(part) for part in detail["loc"]) or "record"
+    parts = list(detail["loc"])
+    # A tag is dropped, unless it stands where a key of the user's does (a repo named demo).
+    parts = [
+        part
+        for index, part in enumerate(parts)
+        if not (part in UNION_TAGS and index > 0 and parts[index - 1] not in _KEYED)
+    ]
+    where = ".".join(str(part) for part in parts) or "record"
     if detail["type"] == "missing":
         return f"missing field '{where}'"
     if detail["type"] == "extra_forbidden":

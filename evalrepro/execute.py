@@ -206,6 +206,11 @@ def observe_folder(folder: Path, sample: Sample, parser: LogParser) -> Observati
     the patch checks, ``supervisor.json`` the facts, and ``test_output.txt`` the test
     output at the byte range the report records.
     """
+    if (folder / "foreign.json").exists():
+        # A log another harness wrote (evalrepro regrade): read as that harness reads it.
+        from evalrepro.regrade import observe_foreign
+
+        return observe_foreign(folder, sample)
     program = TrialProgram.model_validate_json((folder / "program.json").read_bytes())
     protection = ResolvedProtection.model_validate(program.protection)
     check = check_patch((folder / "patch.diff").read_bytes(), protection)

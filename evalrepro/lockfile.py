@@ -101,9 +101,10 @@ class LockedEnvironment(_Frozen):
     kind: str
     #: sha256 over the canonical JSON of the environment config.
     digest: str
-    limits: Limits
-    timeout: int
-    network: str
+    #: None for an environment evalrepro did not run (a regrade's recorded logs).
+    limits: Limits | None = None
+    timeout: int | None = None
+    network: str | None = None
     images: list[LockedImage]
     #: Layers that could not be built (a run records them; ``evalrepro lock`` refuses).
     build_failures: list[BuildFailure] = []
@@ -436,6 +437,7 @@ _COMPARED_ELSEWHERE = (
     "gate.",  # the gate
     "dataset.instances",  # a path: the instances are compared by digest
     "dataset.repos.",  # sources: compared through base commits and image digests
+    "dataset.instance_repos.",  # the same, per instance
     "dataset.specs.",  # compared through TestSpec and image digests
     "environment.base.",  # compared through the base layer's image digest
     "environment.build.",  # how images are built, not what they hold

@@ -8,8 +8,9 @@ Two sources:
   the report records, not text between marker lines; the patch checks
   (``patchcheck``) add what was refused or found suspect before the container;
 * a bare log (``source = "log"``, ``evalrepro grade``, a log from another harness): the
-  region is cut out between SWE-bench's marker lines (``testlog``), and only what the
-  log itself says is known.
+  region is cut out between SWE-bench's marker lines (``testlog``) by the rules the
+  caller names (``log_rules``: swebench 5.0.2's, the default, or ``strict``), and only
+  what the log itself says is known.
 
 Either way the region is parsed (``parsers``) and each listed test judged
 (``grading``). Whether the attempt counts is decided later, from this record alone, by
@@ -24,13 +25,20 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from evalrepro.grading import TestsReport, tests_report
-from evalrepro.parsers import LogParser, Status
+from evalrepro.parsers import Family, LogParser, Status
 from evalrepro.patchcheck import PatchCheck, SuspectFinding
 from evalrepro.protection import ResolvedProtection
 from evalrepro.record import Record
 from evalrepro.sample import Sample
 from evalrepro.supervision import ProtectedFile, SupervisorReport
-from evalrepro.testlog import HarnessEvent, RegionStatus, read_test_log
+from evalrepro.testlog import (
+    HarnessEvent,
+    LogRules,
+    RegionStatus,
+    TestLog,
+    read_test_log,
+    suite_ran_shown,
+)
 
 
 class PatchStatus(StrEnum):
@@ -70,6 +78,8 @@ class Observation(Record):
     instance_id: str
     #: Where the facts come from: evalrepro's supervisor, or a bare log.
     source: Literal["supervisor", "log"] = "log"
+    #: The rules that read a bare log (``testlog``); None for the supervisor's byte range.
+    log_rules: Literal["swebench", "strict"] | None = None
     #: None when unknown (grading a bare log whose patch step was not recorded).
     patch_status: PatchStatus | None = None
     patch_method: str | None = None
@@ -105,14 +115,26 @@ def observe(
     sample: Sample,
     parser: LogParser,
     *,
+    rules: LogRules = "swebench",
     patch_status: PatchStatus | None = None,
     patch_method: str | None = None,
     execution_status: ExecutionStatus = ExecutionStatus.COMPLETED,
     infrastructure_error: str | None = None,
 ) -> Observation:
-    """The Observation of a bare log: its region between SWE-bench's marker lines."""
-    log = read_test_log(log_text)
-    if HarnessEvent.TESTS_TIMED_OUT in log.events:
+    """The Observation of a bare log, read by ``rules`` (``testlog``).
+
+    ``"swebench"`` (the default: a bare log comes from elsewhere, most often SWE-bench's
+    own harness) reproduces swebench 5.0.2's ``get_logs_eval`` for every compatible
+    parser: "found" exactly when ``parser_status`` is OK, and then its status map, so
+    the F2P/P2P lists and the resolution are its own (when it finds nothing, the log is
+    unscorable here, and ``status_map`` still shows what was parsed, for a reader). A
+    native parser gets the same region and fallback, still checks the runner's totals
+    (a mismatch is ``untrusted``) and gives its own evidence that the suite ran.
+    ``"strict"`` is the distrusting reading: whole-line markers, one region, no
+    fallback to the whole log, duplicate markers unscorable.
+    """
+    log = read_test_log(log_text, rules)
+    if HarnessEvent.TESTS_TIMED_OUT in log.events or log.harness_timeout:
         execution_status = ExecutionStatus.TIMEOUT
     if patch_status is None and HarnessEvent.PATCH_APPLY_FAILED in log.events:
         patch_status = PatchStatus.REJECTED
@@ -125,6 +147,7 @@ def observe(
     common = {
         "instance_id": sample.instance_id,
         "source": "log",
+        "log_rules": rules,
         "patch_status": patch_status,
         "patch_method": patch_method,
         "execution_status": execution_status,
@@ -132,6 +155,15 @@ def observe(
         "parser": parser.name,
         "test_exit_code": log.exit_code,
     }
+    if rules == "swebench" and log.events:
+        # swebench grades nothing once one of its harness lines is anywhere in the log.
+        shown = ", ".join(f"'{event.value}'" for event in log.events)
+        return Observation(
+            **common,
+            parser_status=ParserStatus.NOT_PARSED,
+            parser_detail=f"the log holds {shown}: swebench grades no test output then",
+            status_map={},
+        )
     if not log.usable:
         status = (
             ParserStatus.SUSPECT
@@ -139,7 +171,37 @@ def observe(
             else ParserStatus.NO_MARKERS
         )
         return Observation(**common, parser_status=status, parser_detail=log.detail, status_map={})
-    return Observation(**common, **_parsed(log.region, log.exit_code, sample, parser))
+    if rules == "strict":
+        return Observation(**common, **_parsed(log.region, log.exit_code, sample, parser))
+    return Observation(**common, **_parsed_as_swebench(log, sample, parser))
+
+
+def _parsed_as_swebench(log: TestLog, sample: Sample, parser: LogParser) -> dict:
+    """The rest of swebench's ``get_logs_eval``, once its harness lines and markers passed."""
+    parsed = parser.parse(log.region)
+    whole_log = not parsed.statuses
+    if whole_log:
+        # swebench re-parses the whole log when the region yields nothing (install
+        # output, the patch's diff and every trace line included).
+        parsed = parser.parse(log.text)
+    statuses = {test: str(status) for test, status in parsed.statuses.items()}
+    # swebench accepts an empty map only with its SUITE_RAN evidence in the whole log;
+    # a native parser has better evidence, the runner's own totals in what it parsed.
+    suite_ran = suite_ran_shown(log.text) if parser.family is Family.SWEBENCH else parsed.suite_ran
+    status, detail = _judge_parse(parsed.problems, statuses, suite_ran, log.exit_code)
+    if status is ParserStatus.OK and whole_log:
+        detail = "no results between the markers: the whole log was parsed, as swebench does"
+    return {
+        "parser_status": status,
+        "parser_detail": detail,
+        "status_map": statuses,
+        "tests": tests_report(
+            statuses,
+            sample.fail_to_pass,
+            sample.pass_to_pass,
+            fail_only=parser.fail_only or sample.fail_only,
+        ),
+    }
 
 
 def observe_attempt(

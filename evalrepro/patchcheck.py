@@ -25,6 +25,7 @@ Any byte sequence is handled: nothing here raises on input.
 
 from __future__ import annotations
 
+import codecs
 import posixpath
 import re
 from collections import Counter
@@ -36,9 +37,27 @@ from evalrepro.protection import ResolvedProtection
 from evalrepro.sandbox.supervisor import SECTION_FILES
 
 
+def _surrogates(error: UnicodeError) -> tuple[bytes, int]:
+    """Lone surrogates as bytes: U+DC80..U+DCFF are the undecodable bytes they stand for
+    (Python's surrogateescape: a patch read from a file with invalid UTF-8), any other
+    is written as its three bytes (a JSON string can hold one)."""
+    assert isinstance(error, UnicodeEncodeError)
+    chars = error.object[error.start : error.end]
+    data = b"".join(
+        bytes([ord(c) - 0xDC00])
+        if 0xDC80 <= ord(c) <= 0xDCFF
+        else c.encode("utf-8", "surrogatepass")
+        for c in chars
+    )
+    return data, error.end
+
+
+codecs.register_error("evalrepro.patch", _surrogates)
+
+
 def patch_bytes(text: str | None) -> bytes:
-    """A patch as the bytes a tool reads; lone surrogates (from JSON) kept, not a crash."""
-    return (text or "").encode("utf-8", "surrogatepass")
+    """A patch as the bytes a tool reads; lone surrogates kept, never a crash."""
+    return (text or "").encode("utf-8", "evalrepro.patch")
 
 
 class SuspectFinding(BaseModel):

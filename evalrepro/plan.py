@@ -18,8 +18,8 @@ from evalrepro.backends.base import Backend, BuildFailure, ImageChain
 from evalrepro.config import ExperimentConfig
 from evalrepro.errors import UserError
 from evalrepro.parsers import LogParser
-from evalrepro.repos import LocalCheckout, RepoError, materialize
-from evalrepro.sample import Sample
+from evalrepro.repos import resolve_sources
+from evalrepro.sample import Sample, load_samples
 from evalrepro.target import GoldTarget, Prediction, TargetConfig
 from evalrepro.testspec import TestSpec
 from evalrepro.trial import Trial, TrialKey
@@ -109,23 +109,20 @@ def build_plan(config: ExperimentConfig, backend: Backend, cache_dir: Path) -> P
     specs = {sample.instance_id: dataset.test_spec(sample) for sample in samples}
     parsers = {sample.instance_id: dataset.parser_for(sample) for sample in samples}
 
-    checkouts: dict[str, LocalCheckout] = {}
-    unavailable: dict[str, str] = {}
-    for repo in sorted({sample.repo for sample in samples}):
-        if repo not in dataset.repos:
-            raise UserError(f"dataset '{dataset.name}': no source for repo '{repo}' (repos:)")
-        try:
-            checkouts[repo] = materialize(repo, dataset.repos[repo], cache_dir)
-        except RepoError as error:
-            unavailable[repo] = str(error)
-
-    buildable = [spec for spec in specs.values() if spec.repo in checkouts]
+    # Every instance of the file counts toward the histories (a remote's is the ancestry
+    # of the base commits it serves): a selection builds the whole dataset's layers.
+    resolved = resolve_sources(
+        dataset.sources(),
+        load_samples(Path(dataset.instances)),
+        cache_dir,
+        dataset=dataset.name,
+        selected={sample.instance_id for sample in samples},
+    )
+    checkouts = {instance_id: resolved.checkout(instance_id) for instance_id in resolved.keys}
+    buildable = [spec for spec in specs.values() if spec.instance_id in checkouts]
     images: dict[str, ImageChain | BuildFailure] = dict(backend.prepare(buildable, checkouts))
-    for spec in specs.values():
-        if spec.repo in unavailable:
-            images[spec.instance_id] = BuildFailure(
-                layer="history", key="", reason=f"repo source: {unavailable[spec.repo]}"
-            )
+    for instance_id, reason in resolved.unavailable.items():
+        images[instance_id] = BuildFailure(layer="history", key="", reason=f"repo source: {reason}")
 
     trials = []
     for sample, prediction in wanted:

@@ -119,11 +119,11 @@ def print_results(console: Console, results: RunResults) -> None:
 
 # --- the full report: metrics, gate, SWE-bench's run-report fields ---------------------
 
-EMPTY_PATCH_DIGEST = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-
 
 class SwebenchFields(BaseModel):
-    """The fields of SWE-bench's run report, so existing tooling can read ours."""
+    """The keys of swebench 5.0.2's run report (``make_run_report``), so that tooling made
+    for SWE-bench reads ours: computed as ``RUN/swebench/`` lays the run out
+    (``swebench_layout.Verdicts``), one definition for both."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -132,6 +132,8 @@ class SwebenchFields(BaseModel):
     completed_instances: int
     resolved_instances: int
     unresolved_instances: int
+    infra_failure_instances: int
+    ambiguous_failure_instances: int
     empty_patch_instances: int
     error_instances: int
     completed_ids: list[str]
@@ -140,7 +142,11 @@ class SwebenchFields(BaseModel):
     submitted_ids: list[str]
     resolved_ids: list[str]
     unresolved_ids: list[str]
+    infra_failure_ids: list[str]
+    ambiguous_failure_ids: list[str]
+    failure_reasons: dict[str, str]
     error_ids: list[str]
+    schema_version: int
 
 
 class FlaggedTrial(BaseModel):
@@ -224,41 +230,9 @@ def flagged_trials(lockfile: Lockfile, results: dict[str, TrialResult]) -> list[
 
 
 def _swebench_fields(lockfile: Lockfile, results: dict[str, TrialResult]) -> SwebenchFields:
-    # SWE-bench's report is per instance: with several samples an instance counts as
-    # resolved when any of its samples is (its ids lists would repeat otherwise).
-    empty = {
-        p.instance_id for p in lockfile.target.predictions if p.patch_digest == EMPTY_PATCH_DIGEST
-    }
-    ids = list(dict.fromkeys(t.key.instance_id for t in lockfile.trials))
-    outcome: dict[str, set[Outcome]] = {i: set() for i in ids}
-    for trial in lockfile.trials:
-        result = results.get(trial.trial_id)
-        if result is not None:
-            outcome[trial.key.instance_id].add(result.score.outcome)
-    finished = {i for i in ids if outcome[i]}
-    resolved = [i for i in ids if Outcome.RESOLVED in outcome[i]]
-    errors = [i for i in ids if i not in resolved and Outcome.INVALID in outcome[i]]
-    unresolved = [
-        i for i in ids if i in finished and i not in resolved and i not in errors and i not in empty
-    ]
-    submitted = [i for i in ids if i not in empty]
-    completed = [i for i in submitted if i in finished and i not in errors]
-    return SwebenchFields(
-        total_instances=len(ids),
-        submitted_instances=len(submitted),
-        completed_instances=len(completed),
-        resolved_instances=len(resolved),
-        unresolved_instances=len(unresolved),
-        empty_patch_instances=len(empty),
-        error_instances=len(errors),
-        completed_ids=completed,
-        incomplete_ids=[i for i in ids if i not in finished],
-        empty_patch_ids=sorted(empty),
-        submitted_ids=submitted,
-        resolved_ids=resolved,
-        unresolved_ids=unresolved,
-        error_ids=errors,
-    )
+    from evalrepro.swebench_layout import Verdicts
+
+    return SwebenchFields.model_validate(Verdicts(lockfile, results).run_report())
 
 
 def percent(value: float) -> str:

@@ -128,6 +128,7 @@ def run_experiment(
         results = [by_id[t.trial_id] for t in lockfile.trials]
         summary = aggregate(config.name, plan.target_id, results)
         directory.write_results(summary)
+        directory.write_swebench_layout()
         report = build_run_report(directory.path, lockfile, by_id)
     print_results(console, summary)
     print_gate(console, report)

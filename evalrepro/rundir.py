@@ -194,6 +194,20 @@ class RunDirectory:
             lockfile.experiment, lockfile.target.target_id, ordered, planned=len(lockfile.trials)
         )
 
+    def write_swebench_layout(self, run_id: str | None = None) -> Path:
+        """``swebench/``: SWE-bench's layout of this run (``swebench_layout``), by the
+        trial results; run id: the directory's name, unless a regrade keeps its own."""
+        from evalrepro.swebench_layout import write_swebench_layout
+
+        lockfile = read_lockfile(self.lockfile_path)
+        return write_swebench_layout(
+            self.path,
+            lockfile,
+            self.completed(lockfile),
+            run_id=run_id or self.path.name,
+            model=lockfile.target.target_id,
+        )
+
     def write_results(self, results: RunResults) -> None:
         atomic.write_text(self.path / "results.json", results.model_dump_json(indent=2) + "\n")
 

@@ -446,12 +446,14 @@ class StreamReader:
 def _neutralize(payload: bytes) -> bytes:
     """Harness log lines cannot pose as SWE-bench's marker lines in test_output.txt."""
     lines = payload.split(b"\n")
-    out = [
-        b"| " + line if line.decode("utf-8", "replace").lstrip().startswith(">>>>>") else line
-        for line in lines
-    ]
+    out = [b"| " + line if _poses_as_marker(line) else line for line in lines]
     text = b"\n".join(out)
     return text if text.endswith(b"\n") else text + b"\n"
+
+
+def _poses_as_marker(line: bytes) -> bool:
+    text = line.decode("utf-8", "replace").lstrip()
+    return text.startswith(">>>>>") or text.startswith("+ : '>>>>>")
 
 
 def read_region(log_path: Path, region: Region) -> str | None:

@@ -76,7 +76,36 @@ class PredictionsTarget(_TargetBase):
         return load_predictions(self.path, samples, samples_per_instance=self.samples)
 
 
-TargetConfig = Annotated[GoldTarget | PredictionsTarget, Field(discriminator="kind")]
+class LogsTarget(_TargetBase):
+    """The patches of a logs folder another harness wrote (``evalrepro regrade``):
+    ``path/<instance_id>/patch.diff``, where it kept one."""
+
+    kind: Literal["logs"] = "logs"
+    #: The model whose logs these are (SWE-bench's ``<model>`` folder).
+    name: str
+    #: The logs folder: ``<instance_id>/test_output.txt`` (+ ``patch.diff``).
+    path: Path
+
+    def patches(self, samples: list[Sample]) -> list[Prediction]:
+        predictions = []
+        for sample in samples:
+            patch_file = self.path / sample.instance_id / "patch.diff"
+            patch = (
+                patch_file.read_bytes().decode("utf-8", "surrogateescape")
+                if patch_file.is_file()
+                else None
+            )
+            predictions.append(
+                Prediction(
+                    instance_id=sample.instance_id,
+                    model_name_or_path=self.name,
+                    model_patch=patch,
+                )
+            )
+        return predictions
+
+
+TargetConfig = Annotated[GoldTarget | PredictionsTarget | LogsTarget, Field(discriminator="kind")]
 
 
 def load_predictions(

@@ -76,9 +76,12 @@ def test_report_json_has_metrics_gate_and_swebench_run_report_fields(runs):
 
 
 def test_report_json_counts_the_empty_patch_apart(runs):
+    # As swebench 5.0.2's make_run_report: an empty patch is submitted, never completed.
     swe = json.loads(evalrepro("report", str(runs["model_b"][1]), "--json").stdout)["swebench"]
     assert swe["empty_patch_ids"] == ["demo__calc-2"]
-    assert "demo__calc-2" not in swe["submitted_ids"]
+    assert "demo__calc-2" in swe["submitted_ids"]
+    assert "demo__calc-2" not in swe["completed_ids"]
+    assert swe["schema_version"] == 2
 
 
 def test_report_markdown_is_a_table_for_an_appendix(runs):

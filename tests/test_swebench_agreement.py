@@ -1,47 +1,69 @@
-"""Differential suite: our grading of real logs agrees with swebench's, end to end.
+"""Differential suite: a bare log is graded exactly as swebench 5.0.2 grades it.
 
-For every log of the corpus and every compatible parser listed for it, we wrap the
-log as a SWE-bench eval log (``set -x`` trace, markers, exit-code line), derive
-instances from the tests the log contains (all pass, one fails, skipped, missing,
-truncated ids) and require that our observe -> score gives the same F2P/P2P split and
-the same resolved verdict as swebench 5.0.2's get_logs_eval -> get_eval_tests_report
--> get_resolution_status. Deliberate differences are tested separately below, by name.
+Read by the ``swebench`` rules (the default for bare logs), every (log, compatible
+parser) pair gives swebench's own answer key for key: ``get_logs_eval``'s "found"
+exactly when our parser status is OK, its status map, then ``get_eval_tests_report``'s
+FAIL_TO_PASS / PASS_TO_PASS success and failure lists and ``get_resolution_status``'s
+verdict, for several instances derived from the tests each log holds (all pass, one
+F2P fails, one P2P fails, skipped, absent, failing only, truncated ids). The logs are
+
+* every log of the runner corpus, wrapped as an eval log in both of SWE-bench's shapes
+  (3.x ``echo`` markers, 4.x/5.x ``: '<marker>'`` traces), with and without the
+  exit-code line;
+* real eval logs in SWE-bench's layout (``tests/corpus/swebench_eval/``): eval scripts
+  shaped like 5.0.2's really run by bash over pytest, Django, mocha (FAIL_ONLY) and
+  SymPy, two of them staging forgeries that swebench resolves; regenerated live too.
+
+The ``strict`` rules are the distrusting reading; where they depart from swebench's,
+each departure is a named test below, with what swebench does and why strict does not.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import pytest
-from swebench.harness.constants import EvalType, ResolvedStatus
-from swebench.harness.grading import get_eval_tests_report, get_logs_eval, get_resolution_status
 
-from evalrepro.observation import observe
-from evalrepro.parsers import get_parser
+from evalrepro.observation import Observation, ParserStatus, observe
+from evalrepro.parsers import Family, get_parser, parser_names
 from evalrepro.sample import Sample
 from evalrepro.score import Outcome, score
 from tests.corpus import CorpusLog, all_corpus
-from tests.reference import reference_spec, swebench_status_map
+from tests.corpus_swebench import EvalLog, load_eval_logs
+from tests.reference import (
+    FAILING,
+    instance_variants,
+    swebench_grade,
+    swebench_logs_eval,
+    swebench_status_map,
+)
+from tests.runners.swebench_eval import CASES as EVAL_CASES
+from tests.runners.swebench_eval import available, produce
 
-PASSING = {"PASSED", "XFAIL"}
-FAILING = {"FAILED", "ERROR"}
+Shape = Literal["echo", "colon"]
+EVAL_LOGS = load_eval_logs()
 
 
-def eval_log(region: str, exit_code: int | None) -> str:
-    """A log shaped like the one SWE-bench's harness writes (set -x traces included)."""
+def eval_log(region: str, exit_code: int | None, shape: Shape = "echo") -> str:
+    """``region`` as SWE-bench's harness logs it, ``set -x`` traces included: 3.x scripts
+    ``echo`` the markers (trace line, then the marker), 4.x/5.x run ``: '<marker>'``."""
     lines = [
         "+ source /opt/miniconda3/bin/activate",
         "+ git checkout abc123 tests/test_x.py",
         "+ git apply -v -",
         "Checking patch tests/test_x.py...",
         "Applied patch tests/test_x.py cleanly.",
-        "+ echo '>>>>> Start Test Output'",
-        ">>>>> Start Test Output",
-        region.rstrip("\n"),
-        "+ SWEBENCH_TEST_EXIT_CODE=1",
-        "+ echo '>>>>> End Test Output'",
-        ">>>>> End Test Output",
     ]
+    if shape == "echo":
+        lines += ["+ echo '>>>>> Start Test Output'", ">>>>> Start Test Output"]
+    else:
+        lines += ["+ : '>>>>> Start Test Output'"]
+    lines += [region.rstrip("\n"), "+ SWEBENCH_TEST_EXIT_CODE=1"]
+    if shape == "echo":
+        lines += ["+ echo '>>>>> End Test Output'", ">>>>> End Test Output"]
+    else:
+        lines += ["+ : '>>>>> End Test Output'"]
     if exit_code is not None:
         lines += [
             f"+ echo '>>>>> Test Exit Code: {exit_code}'",
@@ -51,82 +73,83 @@ def eval_log(region: str, exit_code: int | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def truncate(test_id: str) -> str | None:
-    """A SWE-bench-issue-290 style id cut inside its parameter brackets."""
-    if "[" not in test_id or not test_id.endswith("]"):
-        return None
-    open_at = test_id.index("[")
-    inner = test_id[open_at + 1 : -1]
-    return test_id[: open_at + 1 + max(1, len(inner) // 2)] if len(inner) > 1 else None
-
-
-def instance_variants(statuses: dict[str, str]) -> list[tuple[str, list[str], list[str]]]:
-    passed = [t for t, s in statuses.items() if s in PASSING]
-    failed = [t for t, s in statuses.items() if s in FAILING]
-    skipped = [t for t, s in statuses.items() if s == "SKIPPED"]
-    half = len(passed) // 2
-    variants = [
-        ("all listed tests pass", passed[:half] or passed[:1], passed[half:]),
-        ("one F2P fails", passed[:1] + failed[:1], passed[1:4]),
-        ("one P2P fails", passed[:1], passed[1:3] + failed[:1]),
-        ("skipped tests", skipped[:1], skipped[1:2] + passed[:1]),
-        ("a test absent from the log", ["tests/absent.py::test_never_ran"], passed[:2]),
-        ("failing tests only", failed[:2], []),
-    ]
-    truncated = [cut for t in statuses if (cut := truncate(t))]
-    if truncated:
-        variants.append(("truncated parametrized ids", truncated[:3], truncated[3:6]))
-    return variants
-
-
-def swebench_grade(
-    log_text: str, parser: str, f2p: list[str], p2p: list[str], tmp_path: Path, fail_only: bool
-) -> dict | None:
-    eval_type = EvalType.FAIL_ONLY if fail_only else EvalType.PASS_AND_FAIL
-    spec = reference_spec(
-        parser=parser, fail_to_pass=f2p, pass_to_pass=p2p, eval_type=eval_type.value
+def sample(f2p, p2p=(), *, fail_only: bool = False) -> Sample:
+    return Sample(
+        instance_id="ref__ref-1",
+        repo="ref/ref",
+        base_commit="abc123",
+        test_patch="",
+        FAIL_TO_PASS=list(f2p),
+        PASS_TO_PASS=list(p2p),
+        eval_type="fail_only" if fail_only else None,
     )
-    path = tmp_path / "test_output.txt"
-    path.write_text(log_text, encoding="utf-8")
-    status_map, found = get_logs_eval(spec, str(path))
-    if not found:
-        return None
-    report = get_eval_tests_report(
-        status_map, {"FAIL_TO_PASS": f2p, "PASS_TO_PASS": p2p}, eval_type=eval_type
-    )
-    return {
-        "fail_to_pass": report["FAIL_TO_PASS"],
-        "pass_to_pass": report["PASS_TO_PASS"],
-        "resolved": get_resolution_status(report) == ResolvedStatus.FULL.value,
-    }
+
+
+def assert_graded_as_swebench(
+    text: str, parser: str, f2p: list[str], p2p: list[str], tmp_path: Path, context: str
+) -> Observation:
+    """Our swebench-rules Observation of ``text`` is swebench's answer, key for key."""
+    fail_only = get_parser(parser).fail_only
+    observation = observe(text, sample(f2p, p2p, fail_only=fail_only), get_parser(parser))
+    reference = swebench_grade(text, parser, f2p, p2p, tmp_path, fail_only=fail_only)
+    assert observation.log_rules == "swebench", context
+    resolved = score(observation).outcome is Outcome.RESOLVED
+    if reference is None:
+        assert observation.parser_status is not ParserStatus.OK, context
+        assert not resolved, context
+        return observation
+    assert observation.parser_status is ParserStatus.OK, context
+    assert observation.status_map == reference["status_map"], context
+    assert observation.tests is not None, context
+    assert observation.tests.fail_to_pass.model_dump() == reference["fail_to_pass"], context
+    assert observation.tests.pass_to_pass.model_dump() == reference["pass_to_pass"], context
+    assert str(observation.tests.resolution) == reference["resolution"], context
+    assert resolved == reference["resolved"], context
+    return observation
 
 
 def compat_cases() -> list[tuple[CorpusLog, str]]:
     return [(log, parser) for log in all_corpus() for parser in log.compat]
 
 
+# --- the runner corpus, wrapped in SWE-bench's two eval-log shapes ----------------------
+
+
+@pytest.mark.parametrize("shape", ["echo", "colon"])
 @pytest.mark.parametrize(
     ("log", "parser"),
     compat_cases(),
     ids=[f"{log.runner}/{log.case}/{parser}" for log, parser in compat_cases()],
 )
-def test_resolution_agrees_with_swebench_on_every_corpus_log(log, parser, tmp_path):
+def test_swebench_rules_grade_every_corpus_log_as_swebench_does(log, parser, shape, tmp_path):
+    statuses = swebench_status_map(parser, log.text)
+    has_failures = any(s in FAILING for s in statuses.values())
+    for exit_code in (None, 1 if has_failures else 0):
+        text = eval_log(log.text, exit_code, shape)
+        for label, f2p, p2p in instance_variants(statuses):
+            context = f"{label}, exit code {exit_code}"
+            assert_graded_as_swebench(text, parser, f2p, p2p, tmp_path, context)
+
+
+@pytest.mark.parametrize("shape", ["echo", "colon"])
+@pytest.mark.parametrize(
+    ("log", "parser"),
+    compat_cases(),
+    ids=[f"{log.runner}/{log.case}/{parser}" for log, parser in compat_cases()],
+)
+def test_strict_rules_agree_with_swebench_where_both_read_the_region(log, parser, shape, tmp_path):
+    # On honest logs the two readings see the same test output: strict never resolves
+    # what swebench does not, and where swebench grades, the lists are the same.
     ours = get_parser(parser)
     statuses = swebench_status_map(parser, log.text)
     has_failures = any(s in FAILING for s in statuses.values())
     for exit_code in (None, 1 if has_failures else 0):
-        text = eval_log(log.text, exit_code)
+        text = eval_log(log.text, exit_code, shape)
         for label, f2p, p2p in instance_variants(statuses):
-            sample = Sample(
-                instance_id="ref__ref-1",
-                repo="ref/ref",
-                base_commit="abc123",
-                test_patch="",
-                FAIL_TO_PASS=f2p,
-                PASS_TO_PASS=p2p,
-            )
-            observation = observe(text, sample, ours)
-            reference = swebench_grade(text, parser, f2p, p2p, tmp_path, ours.fail_only)
+            instance = sample(f2p, p2p, fail_only=ours.fail_only)
+            observation = observe(text, instance, ours, rules="strict")
+            assert observation.log_rules == "strict"
+            reference = swebench_grade(text, parser, f2p, p2p, tmp_path, fail_only=ours.fail_only)
             context = f"{label}, exit code {exit_code}"
             resolved = score(observation).outcome is Outcome.RESOLVED
             if reference is None:
@@ -139,52 +162,195 @@ def test_resolution_agrees_with_swebench_on_every_corpus_log(log, parser, tmp_pa
 
 
 def test_the_corpus_covers_every_compatible_parser():
-    from evalrepro.parsers import Family, parser_names
-
     compat = {n for n in parser_names() if get_parser(n).family is Family.SWEBENCH}
     covered = {parser for _, parser in compat_cases()}
     assert compat <= covered, f"compatible parsers without a corpus log: {compat - covered}"
 
 
-# --- deliberate differences ----------------------------------------------------------
+# --- real eval logs in SWE-bench's layout -----------------------------------------------
 
 
-def _sample(f2p, p2p=()):
-    return Sample(
-        instance_id="ref__ref-1",
-        repo="ref/ref",
-        base_commit="abc",
-        test_patch="",
-        FAIL_TO_PASS=list(f2p),
-        PASS_TO_PASS=list(p2p),
-    )
+def eval_log_cases(logs: list[EvalLog]) -> list[tuple[EvalLog, str]]:
+    return [(log, parser) for log in logs for parser in log.compat]
 
 
-def test_difference_lines_outside_the_markers_never_count(tmp_path):
+def assert_eval_log_graded_as_swebench(log: EvalLog, parser: str, tmp_path: Path) -> None:
+    fail_only = log.eval_type == "fail_only"
+    statuses, _ = swebench_logs_eval(log.text, parser, tmp_path, fail_only=fail_only)
+    for label, f2p, p2p in instance_variants(statuses):
+        assert_graded_as_swebench(
+            log.text, parser, f2p, p2p, tmp_path, f"{log.instance_id}: {label}"
+        )
+
+
+@pytest.mark.parametrize(
+    ("log", "parser"),
+    eval_log_cases(EVAL_LOGS),
+    ids=[f"{log.instance_id}/{parser}" for log, parser in eval_log_cases(EVAL_LOGS)],
+)
+def test_real_swebench_eval_logs_are_graded_as_swebench_grades_them(log, parser, tmp_path):
+    assert_eval_log_graded_as_swebench(log, parser, tmp_path)
+
+
+def test_the_real_eval_logs_have_swebench_5_shape_and_cover_pytest_django_and_fail_only():
+    runners = {log.runner for log in EVAL_LOGS}
+    assert {"pytest", "django", "mocha", "sympy"} <= runners
+    assert any(log.eval_type == "fail_only" for log in EVAL_LOGS)
+    for log in EVAL_LOGS:
+        assert log.eval_script.startswith("#!/bin/bash\nset -uxo pipefail\n")
+        assert "\n: '>>>>> Start Test Output'\n" in log.eval_script
+        assert "\nSWEBENCH_TEST_EXIT_CODE=$?\n: '>>>>> End Test Output'\n" in log.eval_script
+        assert "\n+ : '>>>>> Start Test Output'\n" in log.text
+        assert "\n+ echo '>>>>> Test Exit Code: " in log.text
+
+
+def test_the_committed_eval_logs_are_every_generated_case():
+    assert [log.instance_id for log in EVAL_LOGS] == [case.instance_id for case in EVAL_CASES]
+
+
+def trace_lines(text: str) -> list[str]:
+    return [line for line in text.split("\n") if line.startswith("+ ")]
+
+
+@pytest.fixture(scope="module")
+def live_eval_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, EvalLog]:
+    runnable = tuple(case for case in EVAL_CASES if available(case) is None)
+    return {log.instance_id: log for log in produce(tmp_path_factory.mktemp("eval"), runnable)}
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("committed", EVAL_LOGS, ids=[log.instance_id for log in EVAL_LOGS])
+def test_a_fresh_run_of_each_eval_script_is_graded_as_swebench_grades_it(
+    live_eval_logs, committed, tmp_path
+):
+    if committed.instance_id not in live_eval_logs:
+        case = next(c for c in EVAL_CASES if c.instance_id == committed.instance_id)
+        pytest.skip(available(case) or "not produced")
+    fresh = live_eval_logs[committed.instance_id]
+    # The same script, traced the same way; only the runner's own output may move on.
+    assert fresh.eval_script == committed.eval_script
+    assert trace_lines(fresh.text) == trace_lines(committed.text)
+    for parser in fresh.compat:
+        assert_eval_log_graded_as_swebench(fresh, parser, tmp_path)
+
+
+# --- strict rules: the named differences -------------------------------------------------
+
+
+def eval_log_by_id(instance_id: str) -> EvalLog:
+    return next(log for log in EVAL_LOGS if log.instance_id == instance_id)
+
+
+CALC_F2P = ["tests/test_calc.py::test_fixed"]
+CALC_P2P = ["tests/test_calc.py::test_kept"]
+
+
+@pytest.mark.parametrize(
+    ("instance_id", "strict_status"),
+    [
+        # A conftest.py prints an end marker early (swebench's region is empty, so it
+        # parses the whole log) and a PASSED line at exit. Strict: two end markers.
+        ("corpus__pytest-forged_markers", ParserStatus.SUSPECT),
+        # setup.py prints results at install, before the markers, and a conftest.py
+        # deselects every test. Strict: nothing between the markers, nothing graded.
+        ("corpus__pytest-install_forgery", ParserStatus.EMPTY),
+    ],
+)
+def test_difference_a_real_forged_run_that_swebench_resolves_is_unscorable_under_strict_rules(
+    instance_id, strict_status, tmp_path
+):
+    log = eval_log_by_id(instance_id)
+    reference = swebench_grade(log.text, "pytest", CALC_F2P, CALC_P2P, tmp_path)
+    assert reference is not None and reference["resolved"]
+    ours = assert_graded_as_swebench(log.text, "pytest", CALC_F2P, CALC_P2P, tmp_path, instance_id)
+    assert score(ours).outcome is Outcome.RESOLVED
+    strict = observe(log.text, sample(CALC_F2P, CALC_P2P), get_parser("pytest"), rules="strict")
+    assert strict.parser_status is strict_status
+    assert (score(strict).outcome, score(strict).reason) == (Outcome.INVALID, "log_unparseable")
+
+
+def test_difference_lines_outside_the_markers_count_only_under_swebench_rules(tmp_path):
     # swebench re-parses the whole log when the region yields nothing, so PASSED lines
     # printed before the markers (e.g. by a patched setup.py during install) resolve
-    # the instance there. Here they are ignored, and an empty region is unscorable.
+    # the instance there. Strict rules ignore them, and an empty region is unscorable.
+    fixed = ["tests/test_x.py::test_fixed"]
     text = "PASSED tests/test_x.py::test_fixed\n" + eval_log("collected 0 items\n", 0)
-    reference = swebench_grade(text, "pytest", ["tests/test_x.py::test_fixed"], [], tmp_path, False)
+    reference = swebench_grade(text, "pytest", fixed, [], tmp_path)
     assert reference is not None and reference["resolved"]
-    observation = observe(text, _sample(["tests/test_x.py::test_fixed"]), get_parser("pytest"))
-    assert observation.status_map == {}
-    assert score(observation).outcome is Outcome.INVALID
+    ours = assert_graded_as_swebench(text, "pytest", fixed, [], tmp_path, "outside lines")
+    assert "whole log" in ours.parser_detail
+    strict = observe(text, sample(fixed), get_parser("pytest"), rules="strict")
+    assert strict.status_map == {}
+    assert score(strict).outcome is Outcome.INVALID
 
 
-def test_difference_a_forged_end_marker_makes_the_log_unscorable(tmp_path):
+def test_difference_a_forged_end_marker_makes_the_log_unscorable_under_strict_rules(tmp_path):
     # The code under test prints a fake end marker and a PASSED line after its real
-    # failure. swebench grades the forged line (its region is cut at the `set -x` trace
+    # failure. swebench grades the forged line (its region is cut at the `echo` trace
     # of the start marker, so it re-parses the whole log, where the last line wins) and,
-    # in logs without an exit-code line, resolves. We refuse a log with two end markers.
-    forged = (
-        "FAILED tests/test_x.py::test_fixed\n"
-        ">>>>> End Test Output\n"
-        "PASSED tests/test_x.py::test_fixed"
+    # in logs without an exit-code line, resolves. Strict rules refuse two end markers.
+    fixed = ["tests/test_x.py::test_fixed"]
+    forged = "\n".join(
+        ["FAILED tests/test_x.py::test_fixed", ">>>>> End Test Output", f"PASSED {fixed[0]}"]
     )
     text = eval_log(forged, None)
-    reference = swebench_grade(text, "pytest", ["tests/test_x.py::test_fixed"], [], tmp_path, False)
+    reference = swebench_grade(text, "pytest", fixed, [], tmp_path)
     assert reference is not None and reference["resolved"]
-    result = score(observe(text, _sample(["tests/test_x.py::test_fixed"]), get_parser("pytest")))
-    assert result.outcome is Outcome.INVALID
-    assert result.reason == "log_unparseable"
+    assert_graded_as_swebench(text, "pytest", fixed, [], tmp_path, "forged end marker")
+    result = score(observe(text, sample(fixed), get_parser("pytest"), rules="strict"))
+    assert (result.outcome, result.reason) == (Outcome.INVALID, "log_unparseable")
+
+
+def test_difference_the_exit_code_is_read_after_the_end_marker_only_under_strict_rules(tmp_path):
+    # swebench takes the first "Test Exit Code" line anywhere: one in the model patch's
+    # diff (which the eval script prints before the markers) switches its check of the
+    # exit code off. Strict rules read the line after the end marker, the harness's.
+    fixed = ["tests/test_x.py::test_fixed"]
+    diff = "+# >>>>> Test Exit Code: 0\n"
+    text = diff + eval_log("PASSED tests/test_x.py::test_fixed\n", 1, "colon")
+    reference = swebench_grade(text, "pytest", fixed, [], tmp_path)
+    assert reference is not None and reference["resolved"]
+    ours = assert_graded_as_swebench(text, "pytest", fixed, [], tmp_path, "early exit code")
+    assert ours.test_exit_code == 0
+    strict = observe(text, sample(fixed), get_parser("pytest"), rules="strict")
+    assert (strict.test_exit_code, strict.parser_status) == (1, ParserStatus.UNTRUSTED)
+
+
+def test_difference_a_harness_line_inside_the_region_counts_only_under_swebench_rules(tmp_path):
+    # swebench looks for its harness lines anywhere: printed by the code under test, one
+    # stops all grading (never resolved; here the infrastructure is blamed, invalid).
+    # Strict rules count them only outside the region, where the harness writes them.
+    fixed = ["tests/test_x.py::test_fixed"]
+    region = "FAILED tests/test_x.py::test_fixed\n>>>>> Tests Errored\n"
+    text = eval_log(region, 1, "colon")
+    assert swebench_grade(text, "pytest", fixed, [], tmp_path) is None
+    ours = assert_graded_as_swebench(text, "pytest", fixed, [], tmp_path, "harness line")
+    assert ours.parser_status is ParserStatus.NOT_PARSED
+    assert score(ours).reason == "infrastructure_error"
+    strict = score(observe(text, sample(fixed), get_parser("pytest"), rules="strict"))
+    assert (strict.outcome, strict.reason) == (Outcome.UNRESOLVED, "tests_failed")
+
+
+def test_difference_a_carriage_return_ends_a_line_only_under_swebench_rules(tmp_path):
+    # swebench opens the log in text mode: "\r" becomes a line break. Strict rules end
+    # lines at "\n" only, so a progress line overwritten in place stays one line.
+    fixed = ["tests/test_x.py::test_fixed"]
+    text = eval_log("progress 50%\rPASSED tests/test_x.py::test_fixed\n", 0, "colon")
+    reference = swebench_grade(text, "pytest", fixed, [], tmp_path)
+    assert reference is not None and reference["resolved"]
+    assert_graded_as_swebench(text, "pytest", fixed, [], tmp_path, "carriage return")
+    strict = observe(text, sample(fixed), get_parser("pytest"), rules="strict")
+    assert strict.status_map == {}
+
+
+def test_difference_the_runners_own_count_shows_the_suite_ran_only_under_strict_rules(tmp_path):
+    # An empty map is gradable only with evidence that the suite ran. swebench's
+    # SUITE_RAN knows JS and TAP totals, not Django's "Ran N tests"; the strict rules take
+    # the parser's own evidence. Here nothing is listed, so strict resolves.
+    region = "Ran 3 tests in 0.010s\n\nOK\n"
+    text = eval_log(region, 0, "colon")
+    assert swebench_grade(text, "django", [], [], tmp_path) is None
+    assert_graded_as_swebench(text, "django", [], [], tmp_path, "django count")
+    strict = observe(text, sample([]), get_parser("django"), rules="strict")
+    assert strict.parser_status is ParserStatus.OK
+    assert score(strict).outcome is Outcome.RESOLVED

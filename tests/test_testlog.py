@@ -1,4 +1,11 @@
-"""Only the text between one start and one end marker is test output."""
+"""Reading a bare eval log: swebench 5.0.2's rules, and the strict rules.
+
+Strict (``read_test_log(text)``, or ``rules="strict"``): only the text between one start
+and one end marker line is test output, and only lines outside it are the harness's.
+swebench (``rules="swebench"``): exactly what swebench's ``get_logs_eval`` reads.
+"""
+
+import pytest
 
 from evalrepro.testlog import HarnessEvent, RegionStatus, read_test_log
 
@@ -103,3 +110,108 @@ def test_the_tool_that_applied_the_model_patch_is_read_from_before_the_region():
         )
     )
     assert result.patch_method == "patch_fuzz"
+
+
+# --- both rules: SWE-bench 4.x/5.x logs, whose markers are ``set -x`` traces ------------
+
+SWEBENCH_5_LOG = log(
+    "+ git apply -v -",
+    "+ : '>>>>> Start Test Output'",
+    "+ pytest -rA tests/test_a.py",
+    "PASSED tests/test_a.py::t",
+    "+ SWEBENCH_TEST_EXIT_CODE=0",
+    "+ : '>>>>> End Test Output'",
+    "+ echo '>>>>> Test Exit Code: 0'",
+    ">>>>> Test Exit Code: 0",
+    "+ git checkout abc tests/test_a.py",
+)
+
+
+def test_strict_rules_take_the_trace_of_a_colon_marker_command_as_the_marker_line():
+    # A 4.x/5.x eval script runs `: '>>>>> Start Test Output'`: its trace is the marker.
+    result = read_test_log(SWEBENCH_5_LOG, rules="strict")
+    assert result.region_status is RegionStatus.OK
+    assert result.region.split("\n") == [
+        "+ pytest -rA tests/test_a.py",
+        "PASSED tests/test_a.py::t",
+        "+ SWEBENCH_TEST_EXIT_CODE=0",
+    ]
+    assert result.exit_code == 0
+
+
+def test_strict_rules_count_a_printed_trace_marker_as_a_second_marker():
+    text = SWEBENCH_5_LOG.replace(
+        "PASSED tests/test_a.py::t", "+ : '>>>>> End Test Output'\nPASSED tests/test_a.py::t"
+    )
+    assert read_test_log(text, rules="strict").region_status is RegionStatus.SUSPECT
+
+
+def test_swebench_rules_cut_at_the_first_marker_substrings_quote_of_the_trace_included():
+    result = read_test_log(SWEBENCH_5_LOG, rules="swebench")
+    assert result.region_status is RegionStatus.OK
+    assert result.region == (
+        "'\n+ pytest -rA tests/test_a.py\nPASSED tests/test_a.py::t\n"
+        "+ SWEBENCH_TEST_EXIT_CODE=0\n+ : '"
+    )
+    assert (result.exit_code, result.rules) == (0, "swebench")
+
+
+def test_swebench_rules_cut_an_echo_style_log_to_almost_nothing():
+    # 3.x scripts `echo` the marker: the trace line holds it first, so swebench's region
+    # is the quote between the trace and the echoed line (it then parses the whole log).
+    text = log(
+        "+ echo '>>>>> Start Test Output'",
+        ">>>>> Start Test Output",
+        "PASSED a.py::t",
+        "+ echo '>>>>> End Test Output'",
+        ">>>>> End Test Output",
+    )
+    assert read_test_log(text, rules="swebench").region == "'\n"
+
+
+def test_swebench_rules_take_the_first_exit_code_line_anywhere():
+    text = ">>>>> Test Exit Code: 0\n" + SWEBENCH_5_LOG.replace("Code: 0", "Code: 1")
+    assert read_test_log(text, rules="swebench").exit_code == 0
+    assert read_test_log(text, rules="strict").exit_code == 1
+
+
+def test_swebench_rules_see_harness_lines_anywhere_even_inside_the_region():
+    text = SWEBENCH_5_LOG.replace("PASSED tests/test_a.py::t", "x >>>>> Tests Timed Out x")
+    assert read_test_log(text, rules="swebench").events == (HarnessEvent.TESTS_TIMED_OUT,)
+    assert read_test_log(text, rules="strict").events == ()
+
+
+def test_swebench_rules_read_the_log_with_universal_newlines():
+    text = SWEBENCH_5_LOG.replace("PASSED tests/test_a.py::t", "50%\rPASSED tests/test_a.py::t")
+    assert "\nPASSED tests/test_a.py::t\n" in read_test_log(text, rules="swebench").region
+    assert "50%\rPASSED" in read_test_log(text, rules="strict").region
+
+
+def test_swebench_rules_with_the_only_end_marker_before_the_start_read_to_the_end():
+    text = log(">>>>> End Test Output", "x", ">>>>> Start Test Output", "PASSED a.py::t")
+    result = read_test_log(text, rules="swebench")
+    assert result.region_status is RegionStatus.OK
+    assert result.region == "\nPASSED a.py::t\n"
+
+
+def test_swebench_rules_need_both_markers_somewhere():
+    result = read_test_log(log("+ : '>>>>> Start Test Output'", "PASSED a.py::t"), "swebench")
+    assert result.region_status is RegionStatus.NO_MARKERS
+    assert "End Test Output" in result.detail
+
+
+def test_the_line_swebenchs_harness_appends_to_a_killed_run_is_a_timeout_under_both_rules():
+    killed = SWEBENCH_5_LOG + "\n\nTimeout error: 1800 seconds exceeded."
+    assert read_test_log(killed, rules="swebench").harness_timeout
+    assert read_test_log(killed, rules="strict").harness_timeout
+    # Printed by the tests, inside the region, it is just output.
+    inside = SWEBENCH_5_LOG.replace(
+        "PASSED tests/test_a.py::t", "Timeout error: 1800 seconds exceeded."
+    )
+    assert not read_test_log(inside, rules="swebench").harness_timeout
+    assert not read_test_log(inside, rules="strict").harness_timeout
+
+
+def test_rules_other_than_swebench_or_strict_are_refused():
+    with pytest.raises(ValueError, match="unknown log rules"):
+        read_test_log(SWEBENCH_5_LOG, rules="lenient")  # type: ignore[arg-type]

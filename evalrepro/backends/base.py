@@ -3,7 +3,8 @@
 The lifecycle, in the order the executor calls it:
 
 1. ``check()``: the runtime is usable here (binaries, user namespaces); else UserError;
-2. ``prepare(specs, checkouts)``: build or find every image, layer by layer; returns the
+2. ``prepare(specs, checkouts)`` (``checkouts``: instance id -> the LocalCheckout of its
+   source): build or find every image, layer by layer; returns the
    image chain of each instance, or the build failure that makes its trials
    infrastructure errors;
 3. ``remove_leftovers(prefix)``: remove the containers of an earlier, killed session;

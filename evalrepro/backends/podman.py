@@ -22,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import os
 import selectors
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -167,12 +168,12 @@ class PodmanBackend(Backend):
                     "base", self._base_inputs(suite), None, partial(self._stage_base, suite)
                 )
             base = bases[suite]
-            checkout = checkouts[spec.repo]
+            checkout = checkouts[spec.instance_id]
             steps: list[tuple[Layer, dict, Stage]] = [
                 ("env", {"packages": spec.packages}, partial(_stage_env, spec.packages)),
                 (
                     "history",
-                    {"repo": spec.repo, "source": checkout.source_digest},
+                    {"source": checkout.source_digest},
                     partial(_stage_history, checkout),
                 ),
                 (
@@ -251,6 +252,11 @@ class PodmanBackend(Backend):
                 start_new_session=True,
             )
             with BoundedLog(request.attempt_dir / "runtime.log", _RUNTIME_LOG_BYTES) as log:
+                # How to run this container by hand: podman needs evalrepro's settings.
+                log.write(
+                    f"# CONTAINERS_CONF={shlex.quote(self.env['CONTAINERS_CONF'])} "
+                    f"podman {shlex.join(command)}\n".encode()
+                )
                 pipes = {process.stdout.fileno(): reader.feed, process.stderr.fileno(): log.write}
                 with selectors.DefaultSelector() as selector:
                     for fd in pipes:
@@ -284,7 +290,10 @@ class PodmanBackend(Backend):
         error = None
         if exit_code in _RUNTIME_FAILURES and reader.report.start is None:
             error = f"{_RUNTIME_FAILURES[exit_code]} (podman exit code {exit_code})"
-            tail = _last_line((request.attempt_dir / "runtime.log").read_text(errors="replace"))
+            logged = (request.attempt_dir / "runtime.log").read_text(errors="replace")
+            tail = _last_line(
+                "\n".join(line for line in logged.splitlines() if not line.startswith("# "))
+            )
             error += f": {tail}" if tail else ""
         runtime = RuntimeFacts(
             exit_code=exit_code,

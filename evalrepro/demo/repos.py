@@ -7,8 +7,9 @@ directory name without ``NN-`` (``initial``, ``power-operator``...), its message
 label in words.
 
 A SHA depends on the tree, the author, the committer, their dates and the message; all
-are fixed here, and git runs with no system or global config, no hooks, no signing and no
-attribute or line-ending conversion, so nothing of the machine leaks into the commits.
+are fixed here, and the commits are made by :func:`evalrepro.repos.commit_directory` (as
+the commits of source distributions are): no system or global config, no hooks, no
+signing, no attribute or line-ending conversion, so nothing of the machine leaks in.
 
 Test ids in ``instances.jsonl`` use the native parser family's format:
 
@@ -21,9 +22,9 @@ Test ids in ``instances.jsonl`` use the native parser family's format:
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
+
+from evalrepro.repos import Signature, commit_directory, init_repository
 
 REPOS_DIR = Path(__file__).parent / "repos"
 AUTHOR_NAME = "evalrepro demo"
@@ -31,17 +32,6 @@ AUTHOR_EMAIL = "demo@evalrepro.invalid"
 #: 2024-01-01T00:00:00Z; commit N is dated N-1 days later.
 FIRST_COMMIT_EPOCH = 1_704_067_200
 _DAY = 86_400
-#: Per-command settings that override anything a repo-local config could set.
-_GIT_CONFIG = (
-    "core.autocrlf=false",
-    "core.safecrlf=false",
-    "core.fileMode=true",
-    f"core.attributesFile={os.devnull}",
-    f"core.excludesFile={os.devnull}",
-    f"core.hooksPath={os.devnull}",
-    "commit.gpgSign=false",
-    "i18n.commitEncoding=UTF-8",
-)
 
 
 def repo_names() -> list[str]:
@@ -60,33 +50,6 @@ def commit_dirs(name: str) -> list[Path]:
 def commit_label(commit_dir: Path) -> str:
     """``03-variables`` -> ``variables``."""
     return commit_dir.name.split("-", 1)[1]
-
-
-def _git_env(epoch: int) -> dict[str, str]:
-    # Drop GIT_* from the caller (GIT_DIR, GIT_DEFAULT_HASH...) and ignore the system
-    # and global config: they would change where and how the commits are written.
-    env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
-    date = f"{epoch} +0000"
-    env.update(
-        GIT_CONFIG_NOSYSTEM="1",
-        GIT_CONFIG_GLOBAL=os.devnull,
-        GIT_AUTHOR_NAME=AUTHOR_NAME,
-        GIT_AUTHOR_EMAIL=AUTHOR_EMAIL,
-        GIT_AUTHOR_DATE=date,
-        GIT_COMMITTER_NAME=AUTHOR_NAME,
-        GIT_COMMITTER_EMAIL=AUTHOR_EMAIL,
-        GIT_COMMITTER_DATE=date,
-        LC_ALL="C",
-    )
-    return env
-
-
-def _git(dest: Path, env: dict[str, str], *args: str) -> str:
-    config = [arg for item in _GIT_CONFIG for arg in ("-c", item)]
-    done = subprocess.run(
-        ["git", *config, *args], cwd=dest, env=env, check=True, capture_output=True, text=True
-    )
-    return done.stdout.strip()
 
 
 def _copy_tree(source: Path, dest: Path) -> None:
@@ -111,16 +74,16 @@ def build_repo(name: str, dest: Path) -> dict[str, str]:
     if dest.exists() and any(dest.iterdir()):
         raise ValueError(f"{dest}: not empty, cannot build demo repo {name!r} there")
     dest.mkdir(parents=True, exist_ok=True)
-    env = _git_env(FIRST_COMMIT_EPOCH)
-    # An empty --template leaves out sample hooks and any machine-specific template dir.
-    _git(dest, env, "init", "--quiet", "--template=", "-b", "main")
+    git_dir = init_repository(dest, bare=False)
     shas: dict[str, str] = {}
+    parent = None
     for number, commit_dir in enumerate(dirs):
         label = commit_label(commit_dir)
         _copy_tree(commit_dir, dest)
-        env = _git_env(FIRST_COMMIT_EPOCH + number * _DAY)
-        _git(dest, env, "add", "--all", "--force", ".")
+        signature = Signature(AUTHOR_NAME, AUTHOR_EMAIL, FIRST_COMMIT_EPOCH + number * _DAY)
         message = label.replace("-", " ").capitalize()
-        _git(dest, env, "commit", "--quiet", "--no-verify", "--no-gpg-sign", "-m", message)
-        shas[label] = _git(dest, env, "rev-parse", "HEAD")
+        parent = commit_directory(
+            dest, git_dir, signature=signature, message=message, parent=parent
+        )
+        shas[label] = parent
     return shas

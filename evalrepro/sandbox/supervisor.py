@@ -114,7 +114,8 @@ def neutralize(text: str) -> str:
     """Tool output in the harness log cannot pose as a harness line (``>>>>> ...``)."""
     lines = text.splitlines()
     return "".join(
-        ("| " + line if line.lstrip().startswith(">>>>>") else line) + "\n" for line in lines
+        ("| " + line if line.lstrip().startswith((">>>>>", "+ : '>>>>>")) else line) + "\n"
+        for line in lines
     )
 
 

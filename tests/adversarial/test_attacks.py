@@ -96,6 +96,7 @@ def run_attacks(tmp: Path, *extra: str) -> AdversarialRun:
             f"target.path={file}",
             "target.name=adversary",
             f"target.samples={samples}",
+            "target.missing=empty",  # an instance with fewer attacks has empty samples
             f"environment.timeout={TIMEOUT}",
             "environment.max_workers=2",
             *(f"environment.limits.{key}={value}" for key, value in LIMITS.items()),

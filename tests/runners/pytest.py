@@ -698,7 +698,8 @@ def junit_statuses(xml_text: str) -> dict[tuple[str, str], str]:
     return statuses
 
 
-def _environment() -> dict[str, str]:
+def runner_env() -> dict[str, str]:
+    """The environment a pytest run of the corpus gets (also the eval logs')."""
     env = {
         key: value
         for key, value in os.environ.items()
@@ -739,7 +740,7 @@ def run_case(case: Case, workdir: Path) -> CorpusLog:
     completed = subprocess.run(
         [sys.executable, "-m", "pytest", *case.args, *TRUTH_ARGS],
         cwd=case_dir,
-        env=_environment(),
+        env=runner_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         timeout=120,

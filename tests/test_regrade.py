@@ -1,0 +1,160 @@
+"""``evalrepro regrade``: a SWE-bench logs tree graded into a run directory of ours.
+
+The logs are the real eval logs of ``tests/corpus/swebench_eval`` (SWE-bench 5.0.2's
+layout, ``set -x`` trace markers), laid out as swebench's ``logs/run_evaluation/<run_id>/
+<model>/``, each with the report.json swebench's own ``get_eval_report`` writes for it.
+The regrade must grade as swebench does, say so in its records, list where it differs
+from a report.json, and give a run directory that report, verify and compare accept.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from swebench.harness.grading import get_eval_report
+
+from evalrepro.execute import read_trial_result
+from tests.reference import reference_spec
+from tests.test_swebench_layout import LOGS, PLANNED, Planned, instance
+
+HONEST = [p for p in PLANNED if p.honest and p.sample_index == 0]
+MODEL = "org/model-x"
+RUN_ID = "corpus-run"
+
+
+def evalrepro(*args: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "evalrepro", *map(str, args)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def _spec(planned: Planned):
+    return reference_spec(
+        parser=planned.parser,
+        fail_to_pass=list(planned.f2p),
+        pass_to_pass=list(planned.p2p),
+        instance_id=planned.instance_id,
+        eval_type="fail_only" if planned.fail_only else "pass_and_fail",
+    )
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory) -> tuple[Path, Path, dict[str, bool], str]:
+    """(logs dir, dataset file, swebench's resolved per instance, the doctored instance)."""
+    root = tmp_path_factory.mktemp("regrade")
+    logs = root / "logs" / "run_evaluation" / RUN_ID / MODEL.replace("/", "__")
+    theirs: dict[str, bool] = {}
+    for planned in HONEST:
+        folder = logs / planned.instance_id
+        folder.mkdir(parents=True)
+        (folder / "test_output.txt").write_text(LOGS[planned.instance_id].text)
+        prediction = {"instance_id": planned.instance_id, "model_patch": planned.patch,
+                      "model_name_or_path": MODEL}  # fmt: skip
+        (folder / "patch.diff").write_text(planned.patch)
+        report = get_eval_report(_spec(planned), prediction, str(folder / "test_output.txt"), True)
+        theirs[planned.instance_id] = report[planned.instance_id]["resolved"]
+        (folder / "report.json").write_text(json.dumps(report, indent=4))
+    # One report.json that does not say what its log says: the regrade must list it.
+    doctored = next(p.instance_id for p in HONEST if not theirs[p.instance_id])
+    report = json.loads((logs / doctored / "report.json").read_text())
+    report[doctored]["resolved"] = True
+    (logs / doctored / "report.json").write_text(json.dumps(report))
+    dataset = root / "instances.jsonl"
+    rows = [
+        {**instance(p).model_dump(mode="json", by_alias=True), "log_parser": p.parser}
+        for p in HONEST
+    ]
+    dataset.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return logs, dataset, theirs, doctored
+
+
+@pytest.fixture(scope="module")
+def regraded(tree, tmp_path_factory) -> Path:
+    logs, dataset, _, _ = tree
+    run_dir = tmp_path_factory.mktemp("runs") / "regraded"
+    done = evalrepro("regrade", logs, "--dataset", dataset, "--run-dir", run_dir)
+    assert done.returncode == 0, done.stderr
+    return run_dir
+
+
+def _results(run_dir: Path) -> dict[str, object]:
+    return {
+        result.instance_id: result
+        for result in map(read_trial_result, (run_dir / "trials").glob("*/result.json"))
+    }
+
+
+def test_each_log_is_one_trial_graded_as_swebench_grades_it(tree, regraded):
+    _, _, theirs, _ = tree
+    results = _results(regraded)
+    assert set(results) == {p.instance_id for p in HONEST}
+    for instance_id, result in results.items():
+        observation = result.attempts[0].observation
+        assert observation.source == "log" and observation.log_rules == "swebench"
+        expected = theirs[instance_id]
+        assert (result.score.outcome == "resolved") == expected, instance_id
+
+
+def test_where_swebenchs_report_json_differs_it_is_listed(tree, regraded):
+    _, _, _, doctored = tree
+    summary = json.loads((regraded / "regrade.json").read_text())
+    assert summary["compared"] == len(HONEST)
+    assert [d["instance_id"] for d in summary["differences"]] == [doctored]
+    assert summary["differences"][0]["theirs"] == "resolved"
+
+
+def test_the_run_directory_is_one_that_report_and_verify_accept(regraded):
+    report = evalrepro("report", regraded, "--json")
+    assert report.returncode in (0, 3), report.stderr
+    metrics = json.loads(report.stdout)["metrics"]
+    assert metrics["planned"] == len(HONEST) and metrics["missing"] == 0
+    verified = evalrepro("verify", regraded)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def test_two_regrades_of_the_same_logs_are_comparable(tree, regraded, tmp_path):
+    logs, dataset, _, _ = tree
+    other = tmp_path / "other"
+    done = evalrepro("regrade", logs, "--dataset", dataset, "--run-dir", other, "--model", "b")
+    assert done.returncode == 0, done.stderr
+    compared = evalrepro("compare", regraded, other, "--n-resamples", "200")
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+
+
+def test_the_regrade_writes_swebenchs_layout_under_the_logs_run_id(tree, regraded):
+    report = regraded / "swebench" / f"{MODEL.replace('/', '__')}.{RUN_ID}.json"
+    data = json.loads(report.read_text())
+    results = _results(regraded)
+    resolved = sorted(i for i, r in results.items() if r.score.outcome == "resolved")
+    assert data["resolved_ids"] == resolved
+
+
+def test_a_log_of_an_instance_the_dataset_lacks_is_one_line(tree, tmp_path):
+    logs, dataset, _, _ = tree
+    strays = tmp_path / "logs"
+    shutil.copytree(logs, strays)
+    (strays / "not__in-dataset").mkdir()
+    (strays / "not__in-dataset" / "test_output.txt").write_text("x\n")
+    done = evalrepro("regrade", strays, "--dataset", dataset, "--run-dir", tmp_path / "r")
+    assert done.returncode == 2
+    assert "name instances not in" in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+def test_a_log_that_is_not_a_regular_file_is_one_line(tree, tmp_path):
+    logs, dataset, _, _ = tree
+    odd = tmp_path / "logs"
+    shutil.copytree(logs, odd)
+    first = sorted(odd.iterdir())[0] / "test_output.txt"
+    first.unlink()
+    first.symlink_to("/etc/passwd")
+    done = evalrepro("regrade", odd, "--dataset", dataset, "--run-dir", tmp_path / "r")
+    assert done.returncode == 2
+    assert "cannot read the log" in done.stderr or "not a regular file" in done.stderr
