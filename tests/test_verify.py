@@ -136,9 +136,7 @@ def test_a_changed_package_version_is_an_image_and_test_spec_difference(
     assert kinds(report["differences"]) == {"images", "test_spec"}
     images = [d["detail"] for d in report["differences"] if d["kind"] == "images"]
     assert images and all(
-        detail.startswith("demo__calc-")
-        and "env layer" in detail
-        and "(build inputs " in detail
+        detail.startswith("demo__calc-") and "env layer" in detail and "(build inputs " in detail
         for detail in images
     )
     settings = [d["detail"] for d in report["differences"] if d["detail"].startswith("setting ")]
