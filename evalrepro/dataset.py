@@ -91,6 +91,16 @@ class DatasetConfig(BaseModel):
                 f"'{sample.version}' (instance '{sample.instance_id}')"
             ) from None
 
+    def command_advice(self) -> list[str]:
+        """One line per spec whose test command visibly lacks what its parser needs."""
+        advice = []
+        for repo, versions in sorted(self.specs.items()):
+            for version, spec in sorted(versions.items()):
+                found = get_parser(spec.parser).command_advice(spec.test_cmd)
+                if found:
+                    advice.append(f"spec {repo} {version}: {found} in test_cmd {spec.test_cmd!r}")
+        return advice
+
     def parser_for(self, sample: Sample) -> LogParser:
         """The instance's own parser, else its spec's; its family must be the dataset's."""
         parser = get_parser(sample.parser or self.spec_for(sample).parser)

@@ -177,11 +177,10 @@ class Lockfile(Record):
         return found
 
     def identity(self) -> dict[str, Any]:
-        """What defines the experiment: everything but development provenance."""
+        """The lockfile but its development provenance: equal for one config locked again
+        in the same place. (Whether two lockfiles measure the same thing, wherever their
+        data lives, is :func:`differences`'s question.)"""
         return self.model_dump(mode="json", exclude={"harness": {"commit", "editable"}})
-
-    def same_experiment(self, other: Lockfile) -> bool:
-        return self.identity() == other.identity()
 
     def dumps(self) -> str:
         return json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"

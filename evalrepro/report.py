@@ -33,11 +33,14 @@ class TrialLine(BaseModel):
     sample_index: int
     outcome: Outcome
     reason: str
+    #: The score's detail: for an invalid trial, what made it so.
+    detail: str = ""
     attempts: int
 
 
 class RunResults(Record):
     record: Literal["RunResults"] = "RunResults"
+    schema_version: int = 2
     experiment: str
     target_id: str
     planned: int
@@ -77,6 +80,7 @@ def aggregate(
                 sample_index=result.sample_index,
                 outcome=result.score.outcome,
                 reason=result.score.reason,
+                detail=result.score.detail,
                 attempts=len(result.attempts),
             )
             for result in results
@@ -115,6 +119,21 @@ def print_results(console: Console, results: RunResults) -> None:
         f"invalid rate {results.invalid_rate:.1%}"
         + (f"; {results.retried_trials} trials retried" if results.retried_trials else "")
     )
+    print_invalid_reasons(console, results)
+
+
+def print_invalid_reasons(console: Console, results: RunResults) -> None:
+    """Why trials are invalid: each reason once, with its count and a first example, so
+    that a config mistake that invalidates every trial says what it is."""
+    invalid = [line for line in results.trials if line.outcome is Outcome.INVALID]
+    by_reason: dict[str, list[TrialLine]] = {}
+    for line in invalid:
+        by_reason.setdefault(line.reason, []).append(line)
+    for reason, lines in sorted(by_reason.items()):
+        first = next((line for line in lines if line.detail), lines[0])
+        count = f"{len(lines)} trial" + ("s" if len(lines) > 1 else "")
+        example = f", e.g. {first.instance_id}: {first.detail}" if first.detail else ""
+        console.print(f"[red]invalid[/] {reason} ({count}){escape(example)}", soft_wrap=True)
 
 
 # --- the full report: metrics, gate, SWE-bench's run-report fields ---------------------

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from evalrepro import atomic
 from evalrepro.backends import get_backend
@@ -53,6 +54,8 @@ def plan_and_lock(
     backend = get_backend(config.environment, cache_dir)
     backend.check()
     console.print(f"[bold]{config.name}[/]: resolving the plan and its images ...")
+    for advice in config.dataset.command_advice():
+        console.print(f"[yellow]note[/]: {escape(advice)}", soft_wrap=True)
     plan = build_plan(config, backend, cache_dir)
     _print_images(console, plan)
     return backend, plan, build_lockfile(config, plan)

@@ -228,3 +228,12 @@ def test_environment_variables_do_not_leak_into_the_resolution(tmp_path, monkeyp
     config = compose(["+experiment=demo", "dataset=mine"], conf)
     assert Path(config.dataset.instances) == conf / "data" / "instances.jsonl"
     assert os.path.isfile(config.dataset.instances)
+
+
+def test_a_test_command_that_its_parser_cannot_read_is_named_before_anything_runs():
+    quiet = compose(
+        ["+experiment=demo", "dataset.specs[demo/calc][1.0].test_cmd='pytest -rA'"]
+    ).dataset
+    (advice,) = quiet.command_advice()
+    assert advice.startswith("spec demo/calc 1.0: pytest_full needs -v or --no-fold-skipped")
+    assert compose(["+experiment=demo"]).dataset.command_advice() == []

@@ -485,3 +485,24 @@ def test_summary_needs_the_summary_section() -> None:
     no_summary = "t.py .\n\n============ 1 passed in 0.01s ============\n"
     parsed = summary(no_summary)
     assert parsed.statuses == {} and parsed.suite_ran and parsed.problems
+
+
+@pytest.mark.parametrize(
+    ("test_cmd", "advice"),
+    [
+        ("pytest -rA -v", None),
+        ("python -m pytest -vrA -p no:cacheprovider", None),
+        ("pytest -r A --verbose", None),
+        ("pytest -rA --no-fold-skipped", None),
+        ("pytest -rA -pvplugin", "-v or --no-fold-skipped"),
+        ("python -m pytest -rA -v -q", "-v or --no-fold-skipped"),
+        ("pytest -rfE -v", "-rA"),
+        ("./run_tests.sh -rA", None),  # a wrapper's flags cannot be seen
+    ],
+)
+def test_pytest_full_says_what_a_test_command_visibly_lacks(test_cmd, advice):
+    found = get_parser("pytest_full").command_advice(test_cmd)
+    if advice is None:
+        assert found is None
+    else:
+        assert found is not None and advice in found

@@ -213,3 +213,13 @@ def test_comparing_two_sample_runs_resamples_instances_for_each_k(two_samples, t
     assert set(pair["by_k"]) == {"pass@1", "pass@2", "sample_rate"}
     assert pair["shared_instances"] == 12
     assert pair["by_k"]["pass@2"]["difference"]["estimate"] == 0
+
+
+def test_the_console_says_why_trials_are_invalid_once_per_reason(runs):
+    done, run_dir = runs["model_b"]
+    results = json.loads((run_dir / "results.json").read_text())
+    invalid = [t for t in results["trials"] if t["outcome"] == "invalid"]
+    assert invalid, "model_b has invalid trials (demo_expectations)"
+    for reason in {t["reason"] for t in invalid}:
+        count = sum(t["reason"] == reason for t in invalid)
+        assert f"invalid {reason} ({count} trial" in done.stdout

@@ -72,3 +72,9 @@ class LogParser(ABC):
     @abstractmethod
     def parse(self, text: str) -> ParsedLog:
         """Parse the test-output region of a log."""
+
+    def command_advice(self, test_cmd: str) -> str | None:
+        """What ``test_cmd`` visibly lacks for this parser to read its output, or None.
+
+        Advice, not a refusal: a config file of the project (``addopts``) may add it."""
+        return None

@@ -31,6 +31,7 @@ or a ``conftest.py`` that rewrites reports; the recorded exit code is the check 
 
 from __future__ import annotations
 
+import shlex
 from collections import defaultdict
 from typing import ClassVar
 
@@ -66,6 +67,18 @@ class PytestFullParser(LogParser):
         "XPASS kept, cross-checked with the totals line"
     )
 
+    def command_advice(self, test_cmd: str) -> str | None:
+        flags = pytest_flags(test_cmd)
+        if flags is None:
+            return None
+        missing = []
+        if not flags.reports_passed:
+            missing.append("-rA (the summary must list passed tests)")
+        if not flags.names_skips:
+            missing.append("-v or --no-fold-skipped (to name skipped tests; a log with "
+                           "unnamed skips is unscorable)")  # fmt: skip
+        return f"{self.name} needs {' and '.join(missing)}" if missing else None
+
     def parse(self, text: str) -> ParsedLog:
         report = read_report(text)
         problems = totals_problems(report)
@@ -99,3 +112,53 @@ def _name_folded_skips(report: PytestReport, listed: dict[str, set[Status]]) -> 
         f"{report.folded_skips} tests were skipped but {named} are named by progress "
         "lines: run pytest with -v or --no-fold-skipped"
     ]
+
+
+#: pytest's short options that take a value (the rest of the token is that value).
+_TAKES_VALUE = frozenset("pkmcoWn")
+
+
+class PytestFlags:
+    """What a pytest command line visibly asks for (pytest's own short-flag grammar:
+    ``-vrA`` is ``-v -rA``; ``-r`` takes the rest of its token, or the next one)."""
+
+    def __init__(self, tokens: list[str]) -> None:
+        verbosity, report_chars = 0, ""
+        for index, token in enumerate(tokens):
+            if token in ("--verbose",):
+                verbosity += 1
+            elif token in ("--quiet",):
+                verbosity -= 1
+            elif token == "--no-fold-skipped":
+                verbosity += 10
+            elif token.startswith("-") and not token.startswith("--"):
+                for position, char in enumerate(token[1:], start=1):
+                    if char == "v":
+                        verbosity += 1
+                    elif char == "q":
+                        verbosity -= 1
+                    elif char == "r":
+                        rest = token[position + 1 :]
+                        if not rest and index + 1 < len(tokens):
+                            rest = tokens[index + 1]
+                        report_chars += rest
+                        break
+                    elif char in _TAKES_VALUE or not char.isalpha():
+                        break
+        self.reports_passed = "A" in report_chars or "P" in report_chars
+        self.names_skips = verbosity > 0
+
+
+def pytest_flags(test_cmd: str) -> PytestFlags | None:
+    """The flags of a command that runs pytest itself (``pytest ...``, ``python -m pytest
+    ...``), else None: a wrapper script's flags cannot be seen."""
+    try:
+        tokens = shlex.split(test_cmd)
+    except ValueError:
+        return None
+    for index, token in enumerate(tokens):
+        if token.rsplit("/", 1)[-1] in ("pytest", "py.test"):
+            return PytestFlags(tokens[index + 1 :])
+        if token == "-m" and tokens[index + 1 : index + 2] == ["pytest"]:
+            return PytestFlags(tokens[index + 2 :])
+    return None

@@ -1,0 +1,118 @@
+"""A dataset on real projects (``realdata``), from config alone, agrees with pytest by hand.
+
+The data is built from the six and toolz sdists (pinned by sha256): split histories, an
+sdist as a source, empty and non-empty test patches. ``evalrepro run`` is started from
+another directory with only ``--config-dir``; every gold trial resolves with exactly the
+FAIL_TO_PASS / PASS_TO_PASS lists pytest gave on the host, and the model's patches end as
+the by-hand run of each decided. The same data rebuilt in another directory locks to the
+same trials.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evalrepro.execute import TrialResult
+from evalrepro.lockfile import differences, read_lockfile
+from evalrepro.rundir import RunDirectory
+from tests.podman_support import cache_dir, needs_podman
+from tests.realdata import RealData, build
+
+pytestmark = needs_podman
+
+
+@pytest.fixture(scope="module")
+def realdata(tmp_path_factory) -> RealData:
+    return build(tmp_path_factory.mktemp("realdata"))
+
+
+def evalrepro(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "EVALREPRO_CACHE": str(cache_dir()), "COLUMNS": "200"}
+    done = subprocess.run(
+        [sys.executable, "-m", "evalrepro", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def run(realdata: RealData, experiment: str, where: Path) -> dict[str, TrialResult]:
+    """The experiment run from ``where`` (not the config dir): {instance id: result}."""
+    run_dir = where / experiment
+    where.mkdir(exist_ok=True)
+    evalrepro(
+        "run", f"+experiment={experiment}", "--config-dir", str(realdata.conf),
+        "--run-dir", str(run_dir), cwd=where,
+    )  # fmt: skip
+    directory = RunDirectory(run_dir)
+    done = directory.completed(read_lockfile(directory.lockfile_path))
+    return {result.instance_id: result for result in done.values()}
+
+
+@pytest.fixture(scope="module")
+def gold(realdata, tmp_path_factory) -> dict[str, TrialResult]:
+    return run(realdata, "realdata", tmp_path_factory.mktemp("elsewhere"))
+
+
+@pytest.fixture(scope="module")
+def model(realdata, tmp_path_factory) -> dict[str, TrialResult]:
+    return run(realdata, "realdata_model", tmp_path_factory.mktemp("elsewhere"))
+
+
+def test_the_dataset_has_what_real_data_has(realdata):
+    test_patches = [bool(i["test_patch"]) for i in realdata.instances]
+    assert True in test_patches and False in test_patches
+    sources = {i["instance_id"].split("__")[0] for i in realdata.instances}
+    assert sources == {"six", "toolz"}
+
+
+def test_every_gold_trial_resolves_with_the_tests_found_by_hand(realdata, gold):
+    assert set(gold) == {i["instance_id"] for i in realdata.instances}
+    for instance in realdata.instances:
+        result = gold[instance["instance_id"]]
+        assert result.score.outcome == "resolved", (instance["instance_id"], result.score)
+        tests = result.attempts[-1].observation.tests
+        assert tests is not None
+        assert sorted(tests.fail_to_pass.success) == instance["FAIL_TO_PASS"]
+        assert sorted(tests.pass_to_pass.success) == instance["PASS_TO_PASS"]
+        assert tests.fail_to_pass.failure == tests.pass_to_pass.failure == []
+
+
+def test_every_model_trial_ends_as_the_by_hand_run_decided(realdata, model):
+    outcomes = {instance_id: str(result.score.outcome) for instance_id, result in model.items()}
+    assert outcomes == realdata.model_outcomes
+    assert model["toolz__bug-frequencies"].score.reason == "patch_empty"
+
+
+def test_a_conftest_the_model_added_is_removed_before_the_tests(model):
+    observation = model["toolz__bug-second"].attempts[-1].observation
+    assert [p.path for p in observation.protected] == ["toolz/tests/conftest.py"]
+    assert observation.protection_policy == "restore"
+    assert observation.tests is not None and observation.tests.fail_to_pass.failure == []
+
+
+def test_the_data_rebuilt_in_another_directory_locks_the_same_trials(realdata, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(realdata.root, copy, symlinks=True)
+    locks = []
+    for root in (realdata.root, copy):
+        output = tmp_path / f"{root.name}.lock.json"
+        evalrepro(
+            "lock", "+experiment=realdata", "--config-dir", str(root / "conf"),
+            "--output", str(output), cwd=tmp_path,
+        )  # fmt: skip
+        locks.append(read_lockfile(output))
+    first, second = locks
+    assert [t.trial_id for t in first.trials] == [t.trial_id for t in second.trials]
+    assert differences(first, second) == []
