@@ -213,13 +213,17 @@ def cmd_report(args: argparse.Namespace) -> int:
             directory.write_results(directory.rebuild_results())
             directory.write_swebench_layout()
     lockfile = read_lockfile(directory.lockfile_path)
+    # A report shows what is wrong with the evidence (and counts it against evidence
+    # completeness); `verify` is the check that refuses.
+    survey = directory.survey(lockfile)
     report = build_run_report(
         directory.path,
         lockfile,
-        directory.completed(lockfile),
+        survey.results,
         confidence=args.confidence,
         n_resamples=args.n_resamples,
         seed=args.seed,
+        evidence_problems=[problem.message for problem in survey.problems],
     )
     if args.html is not None:
         page = render_run_html(

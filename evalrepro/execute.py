@@ -38,6 +38,7 @@ from evalrepro.supervision import (
     TrialProgram,
     read_region,
 )
+from evalrepro.target import Usage
 from evalrepro.trial import Attempt, Trial
 
 #: Attempt artifacts, with their media types, in the order they are written.
@@ -56,6 +57,7 @@ class TrialResult(Record):
     """The outcome of one trial: its final score and every attempt it took."""
 
     record: Literal["TrialResult"] = "TrialResult"
+    schema_version: int = 2
     trial: Trial
     instance_id: str
     target_id: str
@@ -64,9 +66,13 @@ class TrialResult(Record):
     attempts: list[Attempt]
     #: How the host enforced each resource limit in the final attempt ({} if not run).
     limits: dict[str, str]
+    #: What the target reported producing the patch cost (tokens, money), if anything.
+    usage: Usage | None = None
 
 
 Reporter = Callable[[PlannedTrial, TrialResult], None]
+#: Told when an attempt of a trial starts (its number), for live progress.
+Starter = Callable[[PlannedTrial, int], None]
 
 
 class Executor:
@@ -91,11 +97,13 @@ class Executor:
         self._lock = threading.Lock()
         self.container_prefix = container_prefix(run_dir)
 
-    def run(self, trials: list[PlannedTrial], report: Reporter) -> list[TrialResult]:
+    def run(
+        self, trials: list[PlannedTrial], report: Reporter, started: Starter | None = None
+    ) -> list[TrialResult]:
         results: list[TrialResult] = []
 
         def one(planned: PlannedTrial) -> None:
-            result = self.run_trial(planned)
+            result = self.run_trial(planned, started)
             with self._lock:
                 results.append(result)
                 report(planned, result)
@@ -114,12 +122,15 @@ class Executor:
     def trial_dir(self, planned: PlannedTrial) -> Path:
         return self.run_dir / "trials" / planned.label
 
-    def run_trial(self, planned: PlannedTrial) -> TrialResult:
+    def run_trial(self, planned: PlannedTrial, started: Starter | None = None) -> TrialResult:
         folder = self.trial_dir(planned)
         attempts: list[Attempt] = []
         reason = "planned"
         limits: dict[str, str] = {}
         for number in range(1, self.max_attempts + 1):
+            if started is not None:
+                with self._lock:
+                    started(planned, number)
             attempt, run = self._attempt(planned, folder / f"attempt-{number}", number, reason)
             attempts.append(attempt)
             limits = run.limits if run else {}
@@ -136,6 +147,7 @@ class Executor:
             score=attempts[-1].score,
             attempts=attempts,
             limits=limits,
+            usage=planned.prediction.usage,
         )
         atomic.write_text(folder / "result.json", result.model_dump_json(indent=2) + "\n")
         return result

@@ -291,7 +291,7 @@ def build_lockfile(config: ExperimentConfig, plan: Plan) -> Lockfile:
             timeout=environment.timeout,
             network=environment.network,
             images=[
-                LockedImage(**record.model_dump(exclude={"built"}))
+                LockedImage(**record.model_dump(exclude={"built", "build_seconds"}))
                 for record in sorted(images.values(), key=lambda r: (layer_order[r.layer], r.key))
             ],
             build_failures=[failures[key] for key in sorted(failures)],

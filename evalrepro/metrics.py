@@ -30,6 +30,9 @@ class RepoBreakdown(BaseModel):
     unresolved: int
     invalid: int
     missing: int
+    #: Resolved over the repo's planned trials, with its Wilson interval: per-repo n is
+    #: often small, and the interval says how little a repo's rate alone shows.
+    rate: Interval
 
     @property
     def resolved_rate(self) -> float:
@@ -38,6 +41,7 @@ class RepoBreakdown(BaseModel):
 
 class RunMetrics(Record):
     record: Literal["RunMetrics"] = "RunMetrics"
+    schema_version: int = 2
     experiment: str
     target_id: str
     planned: int
@@ -48,7 +52,8 @@ class RunMetrics(Record):
     resolved_rate: Interval
     unresolved_rate: Interval
     invalid_rate: Interval
-    #: Trials whose every artifact exists with its recorded digest, over planned trials.
+    #: Trials whose every artifact exists with its recorded digest, over planned trials
+    #: (a trial whose evidence changed still counts in its outcome, not here).
     evidence_completeness: float
     attempts: int
     retried_trials: int
@@ -131,7 +136,13 @@ def compute_metrics(
         "retry_reasons": dict(sorted(retry_reasons.items())),
         "reasons": dict(sorted(Counter(r.score.reason for r in results.values()).items())),
         "per_repo": {
-            repo: RepoBreakdown(**{k: counts[k] for k in RepoBreakdown.model_fields})
+            repo: RepoBreakdown(
+                **{
+                    k: counts[k]
+                    for k in ("planned", "resolved", "unresolved", "invalid", "missing")
+                },
+                rate=_rate(counts["resolved"], counts["planned"], confidence),
+            )
             for repo, counts in sorted(per_repo.items())
         },
         "samples": lockfile.target.samples,

@@ -21,8 +21,6 @@ Logs are read as files from elsewhere: regular files only, with a size cap.
 from __future__ import annotations
 
 import json
-import os
-import stat
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -37,6 +35,7 @@ from evalrepro.digest import sha256_bytes, sha256_json
 from evalrepro.environment import RecordedEnvironment
 from evalrepro.errors import UserError
 from evalrepro.execute import TrialResult
+from evalrepro.files import read_regular_file
 from evalrepro.gate import Gate
 from evalrepro.lockfile import (
     LockedDataset,
@@ -49,7 +48,13 @@ from evalrepro.lockfile import (
     harness,
     portable,
 )
-from evalrepro.observation import Observation, observe
+from evalrepro.observation import (
+    ExecutionStatus,
+    Observation,
+    ParserStatus,
+    PatchStatus,
+    observe,
+)
 from evalrepro.parsers import LogParser, get_parser
 from evalrepro.parsers.swebench_repos import SWEBENCH_REPO_PARSERS
 from evalrepro.patchcheck import patch_bytes
@@ -64,6 +69,9 @@ from evalrepro.trial import Attempt, Trial, TrialKey
 #: Largest log read (SWE-bench's biggest test outputs are tens of MB).
 MAX_LOG_BYTES = 256 << 20
 LOG_NAME = "test_output.txt"
+PATCH_NAME = "patch.diff"
+#: Largest patch or report.json read from a logs folder.
+MAX_PATCH_BYTES = 64 << 20
 #: What a recorded environment's trial ids use for the image nobody here built.
 RECORDED_IMAGE = "recorded:unknown"
 
@@ -117,24 +125,30 @@ def recorded_spec_digest(sample: Sample, parser: LogParser, rules: str) -> str:
 
 def read_foreign_log(path: Path) -> bytes:
     """A log from elsewhere: a regular file, at most MAX_LOG_BYTES."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as error:
-        raise UserError(f"{path}: cannot read the log ({error.strerror})") from None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise UserError(f"{path}: not a regular file")
-        data = handle.read(MAX_LOG_BYTES + 1)
-    if len(data) > MAX_LOG_BYTES:
-        raise UserError(f"{path}: larger than {MAX_LOG_BYTES >> 20} MiB, not read")
-    return data
+    return read_regular_file(path, MAX_LOG_BYTES, "log")
 
 
 def observe_foreign(folder: Path, sample: Sample) -> Observation:
     """An attempt of a regrade, observed again from its artifacts alone."""
     foreign = ForeignLog.model_validate_json((folder / "foreign.json").read_bytes())
+    parser = get_parser(foreign.parser)
+    patch = folder / PATCH_NAME
+    if patch.is_file() and not read_regular_file(patch, MAX_PATCH_BYTES, "patch").strip():
+        # swebench never evaluates an empty patch (its "empty_patch_ids"): neither do we,
+        # whatever log lies beside it.
+        return Observation(
+            instance_id=sample.instance_id,
+            source="log",
+            log_rules=foreign.rules,
+            parser=parser.name,
+            patch_status=PatchStatus.INVALID,
+            patch_problem="empty",
+            execution_status=ExecutionStatus.NOT_RUN,
+            parser_status=ParserStatus.NOT_PARSED,
+            status_map={},
+        )
     text = read_foreign_log(folder / LOG_NAME).decode("utf-8", errors="replace")
-    return observe(text, sample, get_parser(foreign.parser), rules=foreign.rules)
+    return observe(text, sample, parser, rules=foreign.rules)
 
 
 def _parser_for(sample: Sample, name: str | None) -> LogParser:
@@ -335,10 +349,10 @@ def _grade_one(
     folder = directory.trials_dir / trial.label / "attempt-1"
     started = datetime.now(UTC)
     atomic.write_bytes(folder / LOG_NAME, read_foreign_log(source / LOG_NAME))
-    if (source / "patch.diff").is_file():
-        atomic.write_bytes(folder / "patch.diff", (source / "patch.diff").read_bytes())
-    if (source / "report.json").is_file():
-        atomic.write_bytes(folder / "swebench_report.json", (source / "report.json").read_bytes())
+    for name, copy in ((PATCH_NAME, PATCH_NAME), ("report.json", "swebench_report.json")):
+        if (source / name).exists() or (source / name).is_symlink():
+            data = read_regular_file(source / name, MAX_PATCH_BYTES, name)
+            atomic.write_bytes(folder / copy, data)
     foreign = ForeignLog(
         instance_id=sample.instance_id,
         source=str((source / LOG_NAME).resolve()),

@@ -7,7 +7,9 @@ and every rate is over the planned trials, never over valid trials alone.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -16,13 +18,17 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from evalrepro import __version__
+from evalrepro.digest import sha256_bytes
 from evalrepro.execute import TrialResult
 from evalrepro.gate import RuleVerdict
-from evalrepro.lockfile import Lockfile
+from evalrepro.lockfile import LOCKFILE_NAME, Lockfile
 from evalrepro.metrics import RunMetrics, compute_metrics
 from evalrepro.record import Record
 from evalrepro.score import Outcome
 from evalrepro.stats import Interval
+from evalrepro.timing import RunTiming, TrialTiming, run_timing, trial_timing
+from evalrepro.trial import trial_label
 
 
 class TrialLine(BaseModel):
@@ -186,15 +192,75 @@ class FlaggedTrial(BaseModel):
     runner_exit: str | None
 
 
+class Provenance(BaseModel):
+    """Where a report's numbers come from: printed on every page and table of it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: The evalrepro that made this report, and the harness that ran the trials.
+    evalrepro_version: str
+    harness_version: str
+    harness_commit: str | None
+    #: sha256 over the bytes of the run's lockfile (``lockfile.lock.json``).
+    lockfile_digest: str
+    experiment: str
+    target_id: str
+    dataset: str
+    instances: int
+    planned_trials: int
+    gate: str
+    gate_rules: list[str]
+    #: How the trials ran, from each session's record: e.g. "podman rootless (4.3.1)".
+    runtime: list[str]
+    sessions: int
+    #: The first session's start and the last trial's end (None: not known yet).
+    started_at: datetime | None
+    finished_at: datetime | None
+    generated_at: datetime
+    #: The statistics' settings: interval level, bootstrap resamples and seed.
+    confidence: float
+    n_resamples: int
+    seed: int
+
+
+class TrialRow(BaseModel):
+    """One planned trial in the per-instance table: its outcome, why, and what it took."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    trial_id: str
+    #: Its folder, relative to the run directory (``trials/<label>``).
+    folder: str
+    instance_id: str
+    sample_index: int
+    repo: str
+    #: resolved / unresolved / invalid, or "missing" (no result yet).
+    outcome: str
+    reason: str
+    detail: str
+    attempts: int
+    timing: TrialTiming | None
+    #: False when an artifact of the trial changed since it was recorded.
+    evidence_complete: bool
+
+
 class RunReport(Record):
     record: Literal["RunReport"] = "RunReport"
+    schema_version: int = 2
     run: str
+    provenance: Provenance
     metrics: RunMetrics
     gate_name: str
     gate: list[RuleVerdict]
     gate_passed: bool
     swebench: SwebenchFields
     flagged: list[FlaggedTrial] = []
+    #: Every planned trial, in the lockfile's order.
+    trials: list[TrialRow] = []
+    timing: RunTiming
+    #: What is wrong with the evidence (changed artifacts, unreadable results), one line
+    #: each; ``verify`` refuses such a run, the report shows it.
+    evidence_problems: list[str] = []
 
 
 def build_run_report(
@@ -205,20 +271,132 @@ def build_run_report(
     confidence: float = 0.95,
     n_resamples: int = 10_000,
     seed: int = 0,
+    evidence_problems: list[str] | None = None,
 ) -> RunReport:
     metrics = compute_metrics(
         lockfile, results, run_dir, confidence=confidence, n_resamples=n_resamples, seed=seed
     )
     verdicts = lockfile.gate.evaluate(metrics.values())
+    rows = trial_rows(run_dir, lockfile, results)
+    finished = [results[t.trial_id] for t in lockfile.trials if t.trial_id in results]
+    timing = run_timing(run_dir, finished, [row.timing for row in rows if row.timing])
     return RunReport(
         run=str(run_dir),
+        provenance=provenance(
+            run_dir,
+            lockfile,
+            timing,
+            confidence=confidence,
+            n_resamples=n_resamples,
+            seed=seed,
+        ),
         metrics=metrics,
         gate_name=lockfile.gate.name,
         gate=verdicts,
         gate_passed=all(v.passed for v in verdicts),
         swebench=_swebench_fields(lockfile, results),
         flagged=flagged_trials(lockfile, results),
+        trials=rows,
+        timing=timing,
+        evidence_problems=evidence_problems or [],
     )
+
+
+def provenance(
+    run_dir: Path,
+    lockfile: Lockfile,
+    timing: RunTiming,
+    *,
+    confidence: float,
+    n_resamples: int,
+    seed: int,
+) -> Provenance:
+    sessions = _sessions(run_dir)
+    runtimes = []
+    for session in sessions:
+        backend = session.get("backend") or {}
+        described = " ".join(str(backend[k]) for k in ("kind", "mode") if k in backend)
+        if backend.get("podman"):
+            described += f" ({backend['podman']})"
+        if described and described not in runtimes:
+            runtimes.append(described)
+    if lockfile.environment.kind == "recorded":
+        runtimes = runtimes or ["recorded (logs written elsewhere)"]
+    lock_path = run_dir / LOCKFILE_NAME
+    return Provenance(
+        evalrepro_version=__version__,
+        harness_version=lockfile.harness.version,
+        harness_commit=lockfile.harness.commit,
+        lockfile_digest=sha256_bytes(lock_path.read_bytes()) if lock_path.is_file() else "",
+        experiment=lockfile.experiment,
+        target_id=lockfile.target.target_id,
+        dataset=lockfile.dataset.name,
+        instances=len(lockfile.dataset.instances),
+        planned_trials=len(lockfile.trials),
+        gate=lockfile.gate.name,
+        gate_rules=[str(rule) for rule in lockfile.gate.rules],
+        runtime=runtimes,
+        sessions=len(sessions),
+        started_at=timing.started_at,
+        finished_at=timing.finished_at,
+        generated_at=datetime.now(UTC),
+        confidence=confidence,
+        n_resamples=n_resamples,
+        seed=seed,
+    )
+
+
+def _sessions(run_dir: Path) -> list[dict]:
+    try:
+        sessions = json.loads((run_dir / "run.json").read_text())["sessions"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    return [s for s in sessions if isinstance(s, dict)] if isinstance(sessions, list) else []
+
+
+def trial_rows(
+    run_dir: Path, lockfile: Lockfile, results: dict[str, TrialResult]
+) -> list[TrialRow]:
+    repos = {instance.instance_id: instance.repo for instance in lockfile.dataset.instances}
+    rows = []
+    for trial in lockfile.trials:
+        key = trial.key
+        result = results.get(trial.trial_id)
+        label = trial_label(key.instance_id, key.sample_index, trial.trial_id)
+        common = {
+            "trial_id": trial.trial_id,
+            "folder": f"trials/{label}",
+            "instance_id": key.instance_id,
+            "sample_index": key.sample_index,
+            "repo": repos.get(key.instance_id, ""),
+        }
+        if result is None:
+            rows.append(
+                TrialRow(
+                    **common,
+                    outcome="missing",
+                    reason="not_run",
+                    detail="",
+                    attempts=0,
+                    timing=None,
+                    evidence_complete=False,
+                )
+            )
+            continue
+        rows.append(
+            TrialRow(
+                **common,
+                outcome=str(result.score.outcome),
+                reason=result.score.reason,
+                detail=result.score.detail,
+                attempts=len(result.attempts),
+                timing=trial_timing(run_dir, result),
+                evidence_complete=all(
+                    a.matches(run_dir) for attempt in result.attempts for a in attempt.artifacts
+                ),
+            )
+        )
+    return rows
 
 
 def flagged_trials(lockfile: Lockfile, results: dict[str, TrialResult]) -> list[FlaggedTrial]:
@@ -265,8 +443,75 @@ def _interval(interval: Interval) -> str:
     return f"{percent(interval.estimate)} ({level} CI {low} to {high})"
 
 
+def _level(interval: Interval) -> str:
+    return f"{interval.confidence * 100:g}%"
+
+
+def _range(interval: Interval) -> str:
+    return f"{percent(interval.estimate)} [{percent(interval.low)}, {percent(interval.high)}]"
+
+
+def seconds(value: float) -> str:
+    """A duration as people read it: 0.42 s, 12.3 s, 4 min 05 s, 2 h 03 min."""
+    if value < 10:
+        return f"{value:.2f} s"
+    if value < 60:
+        return f"{value:.1f} s"
+    minutes, rest = divmod(round(value), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+def provenance_line(p: Provenance) -> str:
+    """One line of where the numbers come from, as every report shows it."""
+    commit = f" at commit {p.harness_commit[:12]}" if p.harness_commit else ""
+    when = ""
+    if p.started_at and p.finished_at:
+        when = f"; ran {p.started_at:%Y-%m-%d %H:%M} to {p.finished_at:%Y-%m-%d %H:%M} UTC"
+    return (
+        f"evalrepro {p.evalrepro_version}; trials run by evalrepro {p.harness_version}{commit}; "
+        f"lockfile {p.lockfile_digest[:19]}; experiment {p.experiment}, target "
+        f"{p.target_id}, dataset {p.dataset} ({p.instances} instances, {p.planned_trials} "
+        f"trials); runtime {', '.join(p.runtime) or 'unknown'}{when}; gate {p.gate}; "
+        f"intervals {p.confidence * 100:g}%, {p.n_resamples} resamples, seed {p.seed}; "
+        f"generated {p.generated_at:%Y-%m-%d %H:%M} UTC"
+    )
+
+
+def print_timing(console: Console, timing: RunTiming) -> None:
+    t = timing.seconds
+    table = Table("time and cost", "total", "per trial", title_justify="left")
+    per = (lambda v: seconds(v / timing.trials)) if timing.trials else (lambda v: "-")
+    table.add_row(
+        f"image builds ({timing.layers_built} layers built)",
+        seconds(timing.build_total),
+        "-",
+    )
+    for name, label in (
+        ("wall", "trials, wall time (all attempts)"),
+        ("container", "  containers"),
+        ("patch", "  patch apply"),
+        ("reset", "  test reset"),
+        ("tests", "  tests"),
+    ):
+        table.add_row(label, seconds(getattr(t, name)), per(getattr(t, name)))
+    table.add_row("attempts", str(timing.attempts), f"{timing.retried_trials} trials retried")
+    if timing.input_tokens is not None or timing.output_tokens is not None:
+        table.add_row(
+            "tokens (input / output)",
+            f"{timing.input_tokens or 0} / {timing.output_tokens or 0}",
+            "",
+        )
+    if timing.cost_usd is not None:
+        table.add_row("cost (as the target reported it)", f"${timing.cost_usd:.2f}", "")
+    console.print(table)
+
+
 def print_run_report(console: Console, report: RunReport) -> None:
     m = report.metrics
+    console.print(f"[dim]{escape(provenance_line(report.provenance))}[/]", highlight=False)
     console.print(
         f"[bold]{m.experiment}[/] ({m.target_id}): {m.planned} planned trials: "
         f"[green]{m.resolved} resolved[/], [yellow]{m.unresolved} unresolved[/], "
@@ -287,26 +532,27 @@ def print_run_report(console: Console, report: RunReport) -> None:
     console.print(rates)
     repos = Table(
         "repo",
-        "planned",
+        "n (planned)",
         "resolved",
         "unresolved",
         "invalid",
         "missing",
-        "rate",
+        f"resolved rate ({_level(m.resolved_rate)} Wilson)",
         title="per repo",
         title_justify="left",
     )
     for repo, row in m.per_repo.items():
         repos.add_row(
-            repo,
+            escape(repo),
             str(row.planned),
             str(row.resolved),
             str(row.unresolved),
             str(row.invalid),
             str(row.missing),
-            percent(row.resolved_rate),
+            _range(row.rate),
         )
     console.print(repos)
+    print_timing(console, report.timing)
     if m.reasons or m.retry_reasons:
         modes = Table(
             "score reason / retry reason", "trials", title="failure modes", title_justify="left"
@@ -317,6 +563,8 @@ def print_run_report(console: Console, report: RunReport) -> None:
             modes.add_row(f"retry: {reason}", str(count), style="dim")
         console.print(modes)
     print_flagged(console, report)
+    for problem in report.evidence_problems:
+        console.print(f"[red]evidence[/]: {escape(problem)}", highlight=False, soft_wrap=True)
     print_gate(console, report)
 
 
@@ -363,11 +611,18 @@ def print_gate(console: Console, report: RunReport) -> None:
     )
 
 
+def _md(text: str) -> str:
+    """Text for a Markdown table cell: pipes escaped, no line breaks."""
+    return " ".join(text.replace("|", "\\|").split())
+
+
 def markdown_run_report(report: RunReport) -> str:
     """The report as Markdown tables, for a paper's appendix."""
     m = report.metrics
     lines = [
         f"### {m.experiment}: {m.target_id}",
+        "",
+        f"_{_md(provenance_line(report.provenance))}_",
         "",
         f"{m.planned} planned trials: {m.resolved} resolved, {m.unresolved} unresolved, "
         f"{m.invalid} invalid"
@@ -383,13 +638,21 @@ def markdown_run_report(report: RunReport) -> str:
         f"| evidence completeness | {percent(m.evidence_completeness)} |",
         f"| attempts | {m.attempts} ({m.retried_trials} trials retried) |",
         "",
-        "| repo | planned | resolved | unresolved | invalid | resolved rate |",
+        f"| repo | n (planned) | resolved | unresolved | invalid | resolved rate "
+        f"({_level(m.resolved_rate)} Wilson) |",
         "| --- | --- | --- | --- | --- | --- |",
         *(
-            f"| {repo} | {r.planned} | {r.resolved} | {r.unresolved} | {r.invalid} | "
-            f"{percent(r.resolved_rate)} |"
+            f"| {_md(repo)} | {r.planned} | {r.resolved} | {r.unresolved} | {r.invalid} | "
+            f"{_range(r.rate)} |"
             for repo, r in m.per_repo.items()
         ),
+        "",
+        "| time | total |",
+        "| --- | --- |",
+        f"| image builds ({report.timing.layers_built} layers) | "
+        f"{seconds(report.timing.build_total)} |",
+        f"| trials, wall time | {seconds(report.timing.seconds.wall)} |",
+        f"| tests | {seconds(report.timing.seconds.tests)} |",
         "",
         *(
             [

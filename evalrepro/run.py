@@ -39,6 +39,7 @@ from evalrepro.report import (
     print_results,
 )
 from evalrepro.rundir import RunDirectory
+from evalrepro.timing import record_builds
 
 
 def default_cache_dir() -> Path:
@@ -116,6 +117,7 @@ def run_experiment(
             leftovers = backend.remove_leftovers(executor.container_prefix)
             removed = directory.remove_incomplete(lockfile)
             _write_image_artifacts(directory.path, plan, backend)
+            record_builds(directory.path, plan.images)
             todo = [p for p in plan.trials if p.trial.trial_id not in done]
             if resuming:
                 console.print(
@@ -123,8 +125,8 @@ def run_experiment(
                     + (f", leftovers of {len(removed)} removed" if removed else "")
                     + (f", {len(leftovers)} stray containers removed" if leftovers else "")
                 )
-            with TrialProgress(console, len(todo)) as progress:
-                new = executor.run(todo, progress)
+            with TrialProgress(console, len(todo), config.environment.timeout) as progress:
+                new = executor.run(todo, progress, progress.attempt_started)
         finally:
             backend.close()
         by_id = {**done, **{result.trial.trial_id: result for result in new}}

@@ -24,6 +24,7 @@ import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -36,6 +37,25 @@ from evalrepro.lockfile import LOCKFILE_NAME, Lockfile, differences, read_lockfi
 from evalrepro.report import RunResults, aggregate
 from evalrepro.score import score
 from evalrepro.trial import trial_label
+
+
+@dataclass(frozen=True)
+class EvidenceProblem:
+    """Something wrong with a trial's evidence: its folder and what."""
+
+    folder: str
+    message: str
+    #: The trial whose result was kept despite it (None: no result was read).
+    trial_id: str | None = None
+
+
+@dataclass
+class Survey:
+    results: dict[str, TrialResult] = field(default_factory=dict)
+    problems: list[EvidenceProblem] = field(default_factory=list)
+
+    def problem(self, folder: Path, message: str, trial_id: str | None = None) -> None:
+        self.problems.append(EvidenceProblem(folder.name, message, trial_id))
 
 
 class RunDirectory:
@@ -132,47 +152,76 @@ class RunDirectory:
 
     def completed(self, lockfile: Lockfile) -> dict[str, TrialResult]:
         """The trusted results of complete trials, by trial id; any tampering is an error."""
+        survey = self.survey(lockfile)
+        if survey.problems:
+            raise UserError(survey.problems[0].message)
+        return survey.results
+
+    def survey(self, lockfile: Lockfile) -> Survey:
+        """Every complete trial's result, and every problem with the evidence, listed
+        instead of raised (``report`` shows them; ``completed`` refuses on the first).
+
+        A result whose artifacts changed since they were recorded is kept (its evidence
+        is incomplete); a result that cannot be read, or that is not where its trial id
+        says, is left out (the trial counts as missing)."""
         planned = {
             trial_label(t.key.instance_id, t.key.sample_index, t.trial_id): t.trial_id
             for t in lockfile.trials
         }
-        results: dict[str, TrialResult] = {}
+        survey = Survey()
         if not self.trials_dir.exists():
-            return results
+            return survey
         for folder in sorted(self.trials_dir.iterdir()):
             if folder.name not in planned or not folder.is_dir():
-                raise UserError(f"{folder}: a trial folder that is not in the run's plan")
+                survey.problem(folder, f"{folder}: a trial folder that is not in the run's plan")
+                continue
             result_file = folder / "result.json"
             if not result_file.exists():
                 continue
-            result = read_result(result_file)
+            try:
+                result = read_result(result_file)
+            except UserError as error:
+                survey.problem(folder, str(error))
+                continue
             if result.trial.trial_id != planned[folder.name]:
-                raise UserError(
+                survey.problem(
+                    folder,
                     f"{result_file}: holds trial {result.trial.trial_id[7:19]}, but the folder "
-                    f"belongs to {planned[folder.name][7:19]} (moved or copied?)"
+                    f"belongs to {planned[folder.name][7:19]} (moved or copied?)",
                 )
-            _check_consistent(result, result_file)
+                continue
+            try:
+                _check_consistent(result, result_file)
+            except UserError as error:
+                survey.problem(folder, str(error))
+                continue
             on_disk = sorted(p.name for p in folder.iterdir() if p.name != "result.json")
             recorded = sorted(f"attempt-{a.number}" for a in result.attempts)
             if on_disk != recorded:
-                raise UserError(
+                survey.problem(
+                    folder,
                     f"{folder}: holds {', '.join(on_disk) or 'nothing'} but its result "
-                    f"records {', '.join(recorded)}"
+                    f"records {', '.join(recorded)}",
+                    trial_id=result.trial.trial_id,
                 )
             for attempt in result.attempts:
                 prefix = f"trials/{folder.name}/attempt-{attempt.number}/"
                 for artifact in attempt.artifacts:
                     if not artifact.path.startswith(prefix) or ".." in artifact.path:
-                        raise UserError(
-                            f"{result_file}: artifact {artifact.path} is outside {prefix}"
+                        survey.problem(
+                            folder,
+                            f"{result_file}: artifact {artifact.path} is outside {prefix}",
+                            trial_id=result.trial.trial_id,
                         )
-                    if not artifact.matches(self.path):
-                        raise UserError(
+                    elif not artifact.matches(self.path):
+                        survey.problem(
+                            folder,
                             f"{self.path / artifact.path}: missing or changed since it was "
-                            f"recorded (sha256 {artifact.sha256[7:19]}...)"
+                            f"recorded (sha256 {artifact.sha256[7:19]}...)",
+                            trial_id=result.trial.trial_id,
                         )
-            results[result.trial.trial_id] = result
-        return results
+            survey.results[result.trial.trial_id] = result
+        return survey
 
     def remove_incomplete(self, lockfile: Lockfile) -> list[str]:
         """Delete the leftovers of trials that have no result; their labels."""

@@ -17,9 +17,21 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalrepro.digest import sha256_bytes
 from evalrepro.errors import UserError, validation_message
+from evalrepro.files import read_regular_file
 from evalrepro.jsonfile import read_records
 from evalrepro.patchcheck import patch_bytes
 from evalrepro.sample import Sample
+
+
+class Usage(BaseModel):
+    """What producing a patch cost, when the target reports it (an agent's tokens and
+    money); evalrepro only adds it up."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input_tokens: int | None = Field(default=None, ge=0)
+    output_tokens: int | None = Field(default=None, ge=0)
+    cost_usd: float | None = Field(default=None, ge=0)
 
 
 class Prediction(BaseModel):
@@ -32,6 +44,8 @@ class Prediction(BaseModel):
     #: None or "" is an empty patch: evaluated, and scored as such, never dropped.
     model_patch: str | None
     sample_index: int = Field(default=0, ge=0)
+    #: Optional ``usage`` of a predictions line: tokens and cost of producing the patch.
+    usage: Usage | None = None
 
     @property
     def patch_digest(self) -> str:
@@ -76,6 +90,10 @@ class PredictionsTarget(_TargetBase):
         return load_predictions(self.path, samples, samples_per_instance=self.samples)
 
 
+#: Largest patch.diff read from a logs folder.
+_MAX_PATCH_BYTES = 64 << 20
+
+
 class LogsTarget(_TargetBase):
     """The patches of a logs folder another harness wrote (``evalrepro regrade``):
     ``path/<instance_id>/patch.diff``, where it kept one."""
@@ -91,8 +109,10 @@ class LogsTarget(_TargetBase):
         for sample in samples:
             patch_file = self.path / sample.instance_id / "patch.diff"
             patch = (
-                patch_file.read_bytes().decode("utf-8", "surrogateescape")
-                if patch_file.is_file()
+                read_regular_file(patch_file, _MAX_PATCH_BYTES, "patch").decode(
+                    "utf-8", "surrogateescape"
+                )
+                if patch_file.exists() or patch_file.is_symlink()
                 else None
             )
             predictions.append(

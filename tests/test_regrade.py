@@ -10,6 +10,7 @@ from a report.json, and give a run directory that report, verify and compare acc
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -158,3 +159,30 @@ def test_a_log_that_is_not_a_regular_file_is_one_line(tree, tmp_path):
     done = evalrepro("regrade", odd, "--dataset", dataset, "--run-dir", tmp_path / "r")
     assert done.returncode == 2
     assert "cannot read the log" in done.stderr or "not a regular file" in done.stderr
+
+
+def test_an_empty_patch_is_reported_as_empty_whatever_log_lies_beside_it(tree, tmp_path):
+    logs, dataset, _, _ = tree
+    emptied = tmp_path / "logs"
+    shutil.copytree(logs, emptied)
+    first = sorted(emptied.iterdir())[0]
+    (first / "patch.diff").write_text("")
+    run_dir = tmp_path / "r"
+    done = evalrepro("regrade", emptied, "--dataset", dataset, "--run-dir", run_dir)
+    assert done.returncode == 0, done.stderr
+    score = _results(run_dir)[first.name].score
+    assert (score.outcome, score.reason) == ("unresolved", "patch_empty")
+    (report,) = (run_dir / "swebench").glob("*.json")
+    assert first.name in json.loads(report.read_text())["empty_patch_ids"]
+
+
+def test_a_patch_that_is_a_fifo_is_one_line_not_a_hang(tree, tmp_path):
+    logs, dataset, _, _ = tree
+    odd = tmp_path / "logs"
+    shutil.copytree(logs, odd)
+    patch = sorted(odd.iterdir())[0] / "patch.diff"
+    patch.unlink()
+    os.mkfifo(patch)
+    done = evalrepro("regrade", odd, "--dataset", dataset, "--run-dir", tmp_path / "r")
+    assert done.returncode == 2
+    assert "not a regular file" in done.stderr and len(done.stderr.splitlines()) == 1

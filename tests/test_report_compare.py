@@ -8,8 +8,10 @@ numbers.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import shutil
 import subprocess
 import sys
 
@@ -223,3 +225,61 @@ def test_the_console_says_why_trials_are_invalid_once_per_reason(runs):
     for reason in {t["reason"] for t in invalid}:
         count = sum(t["reason"] == reason for t in invalid)
         assert f"invalid {reason} ({count} trial" in done.stdout
+
+
+def test_the_report_says_where_its_numbers_come_from(runs):
+    run_dir = runs["model_a"][1]
+    report = json.loads(evalrepro("report", str(run_dir), "--json", "--seed", "7").stdout)
+    p = report["provenance"]
+    lockfile = (run_dir / "lockfile.lock.json").read_bytes()
+    assert p["lockfile_digest"] == "sha256:" + hashlib.sha256(lockfile).hexdigest()
+    assert (p["experiment"], p["target_id"], p["dataset"]) == ("model_a", "model_a", "demo")
+    assert (p["instances"], p["planned_trials"], p["seed"]) == (12, 12, 7)
+    assert p["runtime"] and p["runtime"][0].startswith("podman ")
+    assert p["gate"] == "demo" and p["gate_rules"]
+    assert p["started_at"] <= p["finished_at"] <= p["generated_at"]
+    text = evalrepro("report", str(run_dir)).stdout
+    assert p["lockfile_digest"][:19] in text
+
+
+def test_every_planned_trial_is_a_row_with_its_time(runs):
+    report = json.loads(evalrepro("report", str(runs["model_b"][1]), "--json").stdout)
+    rows = {row["instance_id"]: row for row in report["trials"]}
+    assert len(report["trials"]) == 12 and set(rows) == {i for _, i in EXPECTED}
+    expected = {i: o for (t, i), o in EXPECTED.items() if t == "model_b"}
+    assert {i: row["outcome"] for i, row in rows.items()} == expected
+    assert rows["demo__calc-2"]["reason"] == "patch_empty"  # empty, not invalid
+    ran = [row for row in rows.values() if row["reason"] != "patch_empty"]
+    for row in ran:
+        phases = row["timing"]["seconds"]
+        assert phases["wall"] >= phases["container"] > 0, row
+    timing = report["timing"]
+    assert timing["attempts"] == sum(row["attempts"] for row in rows.values())
+    assert timing["seconds"]["tests"] == pytest.approx(
+        sum(row["timing"]["seconds"]["tests"] for row in rows.values()), abs=0.01
+    )
+
+
+def test_per_repo_rates_have_their_n_and_interval(runs):
+    report = json.loads(evalrepro("report", str(runs["model_a"][1]), "--json").stdout)
+    for row in report["metrics"]["per_repo"].values():
+        rate = row["rate"]
+        assert rate["method"] == "wilson"
+        assert rate["low"] <= row["resolved"] / row["planned"] <= rate["high"]
+    text = evalrepro("report", str(runs["model_a"][1])).stdout
+    assert "n (planned)" in text
+
+
+def test_a_tampered_artifact_lowers_evidence_completeness_and_is_listed(runs, tmp_path):
+    copy = tmp_path / "tampered"
+    shutil.copytree(runs["demo"][1], copy)
+    log = sorted(copy.glob("trials/*/attempt-1/test_output.txt"))[0]
+    log.write_text(log.read_text() + "PASSED forged\n")
+    done = evalrepro("report", str(copy), "--json")
+    assert done.returncode == EXIT_GATE_FAILED  # the demo gate requires complete evidence
+    report = json.loads(done.stdout)
+    assert report["metrics"]["evidence_completeness"] == pytest.approx(11 / 12)
+    (problem,) = report["evidence_problems"]
+    assert str(log) in problem and "changed since it was recorded" in problem
+    assert report["metrics"]["planned"] == 12 and report["metrics"]["missing"] == 0
+    assert evalrepro("verify", str(copy)).returncode == EXIT_CHECK_FAILED

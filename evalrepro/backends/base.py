@@ -45,6 +45,8 @@ class ImageRecord(BaseModel):
     image_digest: str
     #: True when this run built the layer; False when it was already there.
     built: bool
+    #: How long this run's build of the layer took (0 when it was already there).
+    build_seconds: float = 0.0
     #: base layer only: sha256 over the installed package list (name=version lines).
     package_manifest_digest: str | None = None
 

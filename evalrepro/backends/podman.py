@@ -383,12 +383,13 @@ class PodmanBackend(Backend):
     ) -> ImageRecord | BuildFailure:
         tag = f"localhost/evalrepro-{layer}:{key.removeprefix('sha256:')[:24]}"
         build_log = self.cache_dir / "builds" / f"{layer}-{key.removeprefix('sha256:')}.log"
-        built = False
+        built, build_seconds = False, 0.0
         try:
             image_id = self._image_id(tag)
             if image_id is None:
+                started = time.monotonic()
                 self._build(containerfile, tag, parent, stage, build_log)
-                built = True
+                built, build_seconds = True, round(time.monotonic() - started, 3)
                 image_id = self._image_id(tag)
                 if image_id is None:
                     raise BuildError(f"{tag} is missing right after its build", build_log)
@@ -400,6 +401,7 @@ class PodmanBackend(Backend):
                 parent_key=parent.key if parent else None,
                 image_digest=f"sha256:{image_id}",
                 built=built,
+                build_seconds=build_seconds,
                 package_manifest_digest=self._record_package_manifest(tag, image_id)
                 if layer == "base"
                 else None,
