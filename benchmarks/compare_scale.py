@@ -3,9 +3,11 @@
     .venv/bin/python benchmarks/compare_scale.py [--resamples 10000] [--repeat 5]
 
 1. ``compare_outcomes`` on two synthetic runs of 2,294 instances (SWE-bench's full test
-   split) in 12 repositories: Wilson, paired BCa bootstrap, exact McNemar, MDE and the
-   cluster bootstrap, with ``--resamples`` resamples each.
-2. pass@k of a run of 500 instances x 10 samples for every reported k, each with a BCa
+   split) in 12 repositories, 0/1 outcomes: Wilson, Tango's score interval, exact
+   McNemar, MDE and the cluster bootstrap (``--resamples`` resamples).
+2. The same on per-instance rates (5 samples each, as a multi-sample target compares its
+   per-sample rate): the paired BCa bootstrap over instances instead of Tango.
+3. pass@k of a run of 500 instances x 10 samples for every reported k, each with a BCa
    bootstrap over instances (instances resampled, each keeping its own samples).
 
 Times are medians over ``--repeat`` runs (after one warm-up); peak memory is the largest
@@ -82,6 +84,19 @@ def main() -> None:
         f" resamples: {seconds:.3f} s, peak {peak:.0f} MB"
     )
     print(f"  {comparison.verdict()}")
+
+    rng = np.random.default_rng(2)
+    rate_a = (rng.random((a.size, 5)) < a[:, None] * 0.8 + 0.1).mean(1)
+    rate_b = (rng.random((b.size, 5)) < b[:, None] * 0.8 + 0.1).mean(1)
+
+    def compare_rates() -> object:
+        return stats.compare_outcomes(rate_a, rate_b, repos, n_resamples=args.resamples)
+
+    seconds, peak = measure(compare_rates, args.repeat)
+    print(
+        f"compare_outcomes on per-instance rates (5 samples), {a.size} instances,"
+        f" {args.resamples} resamples: {seconds:.3f} s, peak {peak:.0f} MB"
+    )
 
     outcomes = samples_run()
     ks = stats.pass_k_values(10)

@@ -99,7 +99,7 @@ def test_compare_prints_interval_mcnemar_mde_and_verdict(runs):
     assert done.returncode == EXIT_OK, done.stderr
     text = " ".join(done.stdout.split())
     for expected in (
-        "paired bootstrap",
+        "B - A (95% CI, Tango score)",
         "discordant: A only / B only",
         "7 / 3",
         "exact McNemar p",
@@ -108,6 +108,17 @@ def test_compare_prints_interval_mcnemar_mde_and_verdict(runs):
     ):
         assert expected in text
     assert "B resolves 33.3 points fewer" in text
+
+
+def test_four_discordant_pairs_all_one_way_are_not_a_difference_at_n_12(runs):
+    # gold resolves all 12, model_a 8: the exact McNemar p is 0.125, so no verdict of a
+    # difference, whatever a bootstrap interval would say.
+    done = evalrepro("compare", str(runs["demo"][1]), str(runs["model_a"][1]))
+    assert done.returncode == EXIT_OK, done.stderr
+    text = " ".join(done.stdout.split())
+    assert "4 / 0" in text and "p=0.125" in text
+    assert "not distinguishable at this n" in text
+    assert "undefined (a run is constant)" in text
 
 
 def test_compare_json_gives_the_same_numbers_as_the_statistics(runs):
@@ -283,3 +294,21 @@ def test_a_tampered_artifact_lowers_evidence_completeness_and_is_listed(runs, tm
     assert str(log) in problem and "changed since it was recorded" in problem
     assert report["metrics"]["planned"] == 12 and report["metrics"]["missing"] == 0
     assert evalrepro("verify", str(copy)).returncode == EXIT_CHECK_FAILED
+
+
+def test_compare_lists_each_instance_in_each_run_discordant_first(runs):
+    a, b = runs["model_a"][1], runs["model_b"][1]
+    report = json.loads(evalrepro("compare", str(a), str(b), "--json").stdout)
+    rows = report["instances"]
+    assert len(rows) == 12
+    expected = {i: (EXPECTED[("model_a", i)], EXPECTED[("model_b", i)]) for _, i in EXPECTED}
+    flags = [row["discordant"] for row in rows]
+    assert flags == sorted(flags, reverse=True)  # discordant ones first
+    for row in rows:
+        outcomes = tuple(cell["outcome"] for cell in row["runs"])
+        assert outcomes == expected[row["instance_id"]]
+        resolved = [o == "resolved" for o in outcomes]
+        assert row["discordant"] == (resolved[0] != resolved[1])
+        for cell, run_dir in zip(row["runs"], (a, b), strict=True):
+            assert (run_dir / cell["folder"] / "result.json").is_file()
+    assert [p["experiment"] for p in report["runs"]] == ["model_a", "model_b"]
