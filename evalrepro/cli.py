@@ -237,6 +237,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(report.model_dump_json(indent=2))
     elif args.markdown:
         print(markdown_run_report(report), end="")
+    elif args.latex:
+        from evalrepro.report_latex import render_run_latex
+
+        print(render_run_latex(report), end="")
     else:
         console = make_console()
         print_run_report(console, report)
@@ -279,6 +283,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         atomic.write_text(args.html, page)
     if args.json:
         print(report.model_dump_json(indent=2))
+    elif args.latex:
+        from evalrepro.report_latex import render_comparison_latex
+
+        print(render_comparison_latex(report), end="")
     else:
         print_comparison_report(make_console(), report)
     return EXIT_OK
@@ -462,6 +470,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="one JSON object (with SWE-bench's run-report fields)"
     )
     output.add_argument("--markdown", action="store_true", help="tables for a paper appendix")
+    output.add_argument(
+        "--latex", action="store_true", help="a booktabs table to \\input{} in a paper"
+    )
     report.add_argument(
         "--html", type=Path, metavar="FILE", help="also write a self-contained HTML page"
     )
@@ -470,14 +481,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     compare = sub.add_parser(
         "compare",
-        help="compare runs: paired bootstrap interval, McNemar, MDE (each against the first)",
+        help="compare runs: the difference with its interval, McNemar, MDE (each vs the first)",
     )
     compare.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR")
     compare.add_argument(
         "--force", action="store_true", help="compare anyway when not comparable (marked so)"
     )
     compare.add_argument("--method", choices=["BCa", "percentile", "basic"], default="BCa")
-    compare.add_argument("--json", action="store_true")
+    printed = compare.add_mutually_exclusive_group()
+    printed.add_argument("--json", action="store_true")
+    printed.add_argument(
+        "--latex", action="store_true", help="a booktabs table to \\input{} in a paper"
+    )
     compare.add_argument(
         "--html", type=Path, metavar="FILE", help="also write a page with a forest plot"
     )
