@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,11 +30,30 @@ class Artifact(BaseModel):
         )
 
     def matches(self, root: Path) -> bool:
-        """The file still exists under ``root`` with the recorded digest and size."""
-        file = root / self.path
-        if not file.is_file():
+        """The file still exists under ``root`` with the recorded digest and size: a
+        regular file, reached without a symbolic link (a run directory from elsewhere,
+        such as an unpacked bundle, must not make us hash a file outside it)."""
+        parts = Path(self.path).parts
+        if not parts or Path(self.path).is_absolute() or ".." in parts:
             return False
-        return _file_digest(file) == (self.sha256, self.size)
+        node = root
+        for part in parts:
+            node = node / part
+            if node.is_symlink():
+                return False
+        if not node.is_file():
+            return False
+        try:
+            fd = os.open(node, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            return False
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return False
+            if os.fstat(handle.fileno()).st_size != self.size:
+                return False  # cheaper than hashing a file of the wrong size
+            digest = hashlib.file_digest(handle, "sha256")
+        return f"sha256:{digest.hexdigest()}" == self.sha256
 
 
 def _file_digest(file: Path) -> tuple[str, int]:

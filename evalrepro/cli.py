@@ -226,11 +226,14 @@ def cmd_report(args: argparse.Namespace) -> int:
         evidence_problems=[problem.message for problem in survey.problems],
     )
     if args.html is not None:
+        from evalrepro.view import relative_link, write_view
+
+        # The page links every trial to its viewer page: (re)write the viewer first.
+        site = write_view(directory.path, report, survey.results)
         page = render_run_html(
-            report.metrics,
-            report.gate,
+            report,
             title=f"evalrepro: {directory.path.name}",
-            flagged=report.flagged,
+            viewer=relative_link(site.root, args.html),
         )
         atomic.write_text(args.html, page)
     if args.json:
@@ -251,7 +254,6 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from evalrepro.compare import NotComparable, compare_runs, load_run, print_comparison_report
-    from evalrepro.metrics import compute_metrics
     from evalrepro.report_html import render_comparison_html
 
     try:
@@ -273,12 +275,28 @@ def cmd_compare(args: argparse.Namespace) -> int:
         )
         return EXIT_CHECK_FAILED
     if args.html is not None:
+        from evalrepro.report import build_run_report
+        from evalrepro.view import relative_link, write_view
+
         runs = [load_run(path) for path in args.runs]
-        metrics = [compute_metrics(r.lockfile, r.results, r.path) for r in runs]
+        reports = [
+            build_run_report(
+                r.path,
+                r.lockfile,
+                r.results,
+                confidence=args.confidence,
+                n_resamples=args.n_resamples,
+                seed=args.seed,
+            )
+            for r in runs
+        ]
+        # Each instance's cell links to its trial in that run's viewer: (re)write them.
+        viewers = [
+            relative_link(write_view(r.path, run_report, r.results).root, args.html)
+            for r, run_report in zip(runs, reports, strict=True)
+        ]
         page = render_comparison_html(
-            metrics[0],
-            [(m, pair.resolved) for m, pair in zip(metrics[1:], report.pairs, strict=True)],
-            title="evalrepro comparison",
+            report, reports, title="evalrepro comparison", viewers=viewers
         )
         atomic.write_text(args.html, page)
     if args.json:
@@ -289,6 +307,27 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(render_comparison_latex(report), end="")
     else:
         print_comparison_report(make_console(), report)
+    return EXIT_OK
+
+
+# --- view ----------------------------------------------------------------------------
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    from evalrepro.view import view_run
+
+    site = view_run(
+        args.run,
+        args.output,
+        confidence=args.confidence,
+        n_resamples=args.n_resamples,
+        seed=args.seed,
+    )
+    removed = f"; {site.removed} stale pages removed" if site.removed else ""
+    make_console().print(
+        f"trial viewer: {escape(str(site.index))} ({site.pages} trial pages{removed})",
+        highlight=False,
+    )
     return EXIT_OK
 
 
@@ -498,6 +537,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _statistics_arguments(compare)
     compare.set_defaults(handler=cmd_compare)
+
+    view = sub.add_parser(
+        "view",
+        help="a static site of a run's trials: patch, eval script, test log, tests (no server)",
+        description="Write index.html (every trial, filtered by outcome and reason) and one "
+        "page per trial (trials/<label>.html) into DIR. Links are relative: the site reads "
+        "the same from a copied folder. Logs and patches are shown cut to their first and "
+        "last KiB, escaped, control characters made visible.",
+    )
+    view.add_argument("run", type=Path, metavar="RUN_DIR")
+    view.add_argument(
+        "--output", type=Path, metavar="DIR", help="where to write the site (default: RUN_DIR/view)"
+    )
+    _statistics_arguments(view)
+    view.set_defaults(handler=cmd_view)
 
     verify = sub.add_parser(
         "verify",

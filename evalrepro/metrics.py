@@ -83,6 +83,14 @@ class RunMetrics(Record):
         return values
 
 
+def evidence_of(run_dir: Path, results: dict[str, TrialResult]) -> dict[str, bool]:
+    """Per trial id: every artifact of every attempt still has its recorded digest."""
+    return {
+        trial_id: all(a.matches(run_dir) for attempt in r.attempts for a in attempt.artifacts)
+        for trial_id, r in results.items()
+    }
+
+
 def _rate(count: int, planned: int, confidence: float) -> Interval:
     low, high = wilson_interval(count, planned, confidence)
     estimate = count / planned if planned else 0.0
@@ -97,6 +105,7 @@ def compute_metrics(
     confidence: float = 0.95,
     n_resamples: int = 10_000,
     seed: int = 0,
+    evidence: dict[str, bool] | None = None,
 ) -> RunMetrics:
     planned = len(lockfile.trials)
     outcomes = Counter(result.score.outcome for result in results.values())
@@ -109,10 +118,8 @@ def compute_metrics(
         result = results.get(trial.trial_id)
         bucket[result.score.outcome if result else "missing"] += 1
 
-    complete_evidence = sum(
-        all(a.matches(run_dir) for attempt in result.attempts for a in attempt.artifacts)
-        for result in results.values()
-    )
+    evidence = evidence if evidence is not None else evidence_of(run_dir, results)
+    complete_evidence = sum(evidence.get(trial_id, False) for trial_id in results)
     retry_reasons = Counter(
         attempt.reason
         for result in results.values()

@@ -23,7 +23,7 @@ from evalrepro.digest import sha256_bytes
 from evalrepro.execute import TrialResult
 from evalrepro.gate import RuleVerdict
 from evalrepro.lockfile import LOCKFILE_NAME, Lockfile
-from evalrepro.metrics import RunMetrics, compute_metrics
+from evalrepro.metrics import RunMetrics, compute_metrics, evidence_of
 from evalrepro.record import Record
 from evalrepro.score import Outcome
 from evalrepro.stats import Interval
@@ -273,11 +273,18 @@ def build_run_report(
     seed: int = 0,
     evidence_problems: list[str] | None = None,
 ) -> RunReport:
+    evidence = evidence_of(run_dir, results)  # every artifact hashed once
     metrics = compute_metrics(
-        lockfile, results, run_dir, confidence=confidence, n_resamples=n_resamples, seed=seed
+        lockfile,
+        results,
+        run_dir,
+        confidence=confidence,
+        n_resamples=n_resamples,
+        seed=seed,
+        evidence=evidence,
     )
     verdicts = lockfile.gate.evaluate(metrics.values())
-    rows = trial_rows(run_dir, lockfile, results)
+    rows = trial_rows(run_dir, lockfile, results, evidence=evidence)
     finished = [results[t.trial_id] for t in lockfile.trials if t.trial_id in results]
     timing = run_timing(run_dir, finished, [row.timing for row in rows if row.timing])
     return RunReport(
@@ -355,8 +362,13 @@ def _sessions(run_dir: Path) -> list[dict]:
 
 
 def trial_rows(
-    run_dir: Path, lockfile: Lockfile, results: dict[str, TrialResult]
+    run_dir: Path,
+    lockfile: Lockfile,
+    results: dict[str, TrialResult],
+    *,
+    evidence: dict[str, bool] | None = None,
 ) -> list[TrialRow]:
+    evidence = evidence if evidence is not None else evidence_of(run_dir, results)
     repos = {instance.instance_id: instance.repo for instance in lockfile.dataset.instances}
     rows = []
     for trial in lockfile.trials:
@@ -391,9 +403,7 @@ def trial_rows(
                 detail=result.score.detail,
                 attempts=len(result.attempts),
                 timing=trial_timing(run_dir, result),
-                evidence_complete=all(
-                    a.matches(run_dir) for attempt in result.attempts for a in attempt.artifacts
-                ),
+                evidence_complete=evidence[trial.trial_id],
             )
         )
     return rows

@@ -1,25 +1,47 @@
-"""Report as one self-contained HTML page: a run (``render_run_html``) or a comparison of
-runs, every run against the first (``render_comparison_html``).
+"""Reports as self-contained HTML pages: a run (``render_run_html``) or a comparison of
+runs, every run against the first (``render_comparison_html``); the trial viewer
+(``evalrepro.view``) is drawn by the same templates.
 
-The page needs nothing but a browser: inline CSS, plots as inline SVG written here (no
+A page needs nothing but a browser: Jinja2 templates (``evalrepro/templates/``,
+autoescaped, ``StrictUndefined``) with the CSS inline, plots as inline SVG drawn here (no
 plotting library, no scripts, no fonts or images to fetch), and a Content-Security-Policy
-that forbids loading anything, so a page mailed or archived years later still shows the
-same thing. Every value from a run (repo names, reasons, labels) is escaped. Rates are
-shown as percent with one decimal, differences in percentage points (pp), and always
-with their interval; rates are over planned trials, as everywhere in evalrepro.
+that forbids loading or running anything and allows exactly the page's own stylesheet
+(by its hash), so a page mailed or archived years later shows the same thing, and text
+from a run can never become markup, a script or a style. Every value from a run (ids,
+repo names, reasons, test names, logs) is escaped, and control characters, bidi overrides
+and lone surrogates are shown as visible marks (``visible``).
+
+Presentation reads records (``RunReport``, ``ComparisonReport``, ``InstanceOutcomes``)
+and computes no statistic: rates are shown as percent with one decimal, differences in
+percentage points (pp), each with the interval and method its record holds; rates are
+over planned trials, as everywhere in evalrepro. Missing trials (no outcome) get no
+interval; a rate of 0 keeps its interval, whose upper bound is informative.
 """
 
 from __future__ import annotations
 
-import html
+import base64
+import hashlib
 import math
+import re
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cache
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
 
-from evalrepro.gate import RuleVerdict
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup, escape
+
+from evalrepro.compare import ComparisonReport, InstanceOutcomes, RunCell
 from evalrepro.metrics import RepoBreakdown, RunMetrics
-from evalrepro.report import FlaggedTrial
+from evalrepro.report import Provenance, RunReport, TrialRow, provenance_line, seconds
 from evalrepro.score import JUDGEMENT, Outcome
-from evalrepro.stats import Comparison, Interval, wilson_interval
+from evalrepro.stats import Comparison, Interval, level_label
+
+TEMPLATES = Path(__file__).parent / "templates"
 
 # Blue / light orange / dark red / grey: told apart with the common colour-vision
 # deficiencies, and every chart also labels its segments in text.
@@ -29,11 +51,65 @@ _OUTCOME_COLOURS = {
     "invalid": "#b2182b",
     "missing": "#bdbdbd",
 }
-_OUTCOME_TEXT = {"resolved": "#fff", "unresolved": "#000", "invalid": "#fff", "missing": "#000"}
-_OUTCOMES = tuple(_OUTCOME_COLOURS)
+_ON_DARK = {"resolved", "invalid"}
+OUTCOMES = tuple(_OUTCOME_COLOURS)
 _REASON_OUTCOME = {reason: outcome.value for reason, outcome, *_ in JUDGEMENT} | {
     "tests_passed": Outcome.RESOLVED.value,
     "tests_failed": Outcome.UNRESOLVED.value,
+}
+#: Score reasons as a reader says them; the code is shown beside the words.
+REASON_LABELS = {
+    "tests_passed": "tests passed",
+    "tests_failed": "tests failed",
+    "infrastructure_error": "infrastructure error",
+    # An empty patch is the target's answer (unresolved), never an invalid trial.
+    "patch_empty": "empty patch",
+    "patch_unsafe": "unsafe patch",
+    "patch_rejected": "patch does not apply",
+    "patch_invalid": "invalid patch",
+    "test_reset_failed": "test reset failed",
+    "test_infrastructure_changed": "test infrastructure changed",
+    "suspect_patch": "suspect patch",
+    "timeout": "timeout",
+    "limit_memory": "memory limit",
+    "limit_pids": "process limit",
+    "limit_disk": "disk limit",
+    "limit_output": "output limit",
+    "sandbox_died": "sandbox died",
+    "not_run": "not run",
+    "runner_exit_abnormal": "runner exit abnormal",
+    "log_unparseable": "log unparseable",
+}
+#: Provenance fields as the block labels them (a field missing here shows by its name).
+PROVENANCE_LABELS = {
+    "evalrepro_version": "evalrepro (this report)",
+    "harness_version": "harness that ran the trials",
+    "harness_commit": "harness commit",
+    "lockfile_digest": "lockfile (sha256 of its bytes)",
+    "experiment": "experiment",
+    "target_id": "target",
+    "dataset": "dataset",
+    "instances": "instances",
+    "planned_trials": "planned trials",
+    "gate": "gate",
+    "gate_rules": "gate rules",
+    "runtime": "runtime",
+    "sessions": "sessions",
+    "started_at": "started",
+    "finished_at": "finished",
+    "generated_at": "report generated",
+    "confidence": "interval level",
+    "n_resamples": "bootstrap resamples",
+    "seed": "seed",
+}
+_COMPARISON_LABELS = {
+    "confidence": "family-wise level",
+    "comparison_confidence": "each comparison at",
+    "correction": "multiple-comparison correction",
+    "n_resamples": "bootstrap resamples",
+    "seed": "seed",
+    "method": "bootstrap method (per-instance rates)",
+    "multiple_comparisons_note": "note",
 }
 # Okabe-Ito, for runs on a comparison page; marker shapes repeat the distinction.
 _RUN_COLOURS = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#000000")
@@ -45,54 +121,54 @@ _CHAR_WIDTH = 7.0
 _EN_DASH, _MINUS = "\u2013", "\u2212"  # typography: ranges, and "B minus A"
 _MAX_LABEL_CHARS = 34
 
-_CSS = """
-:root { color-scheme: light; }
-body { margin: 0; background: #fff; color: #1a1a1a;
-  font: 15px/1.45 system-ui, -apple-system, "Segoe UI", "DejaVu Sans", "Liberation Sans",
-  sans-serif; }
-main { max-width: 1080px; margin: 0 auto; padding: 24px 28px 48px; }
-h1 { font-size: 26px; margin: 0 0 4px; overflow-wrap: anywhere; }
-h2 { font-size: 19px; margin: 32px 0 8px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
-.subtitle { color: #555; margin: 0 0 16px; overflow-wrap: anywhere; }
-.note { color: #444; margin: 6px 0 12px; }
-.cards { display: flex; flex-wrap: wrap; gap: 10px; margin: 12px 0; }
-.card { flex: 1 1 150px; border: 1px solid #ddd; border-top: 5px solid #999;
-  border-radius: 4px; padding: 8px 12px; }
-.card .label { font-size: 13px; color: #555; text-transform: uppercase; letter-spacing: .04em; }
-.card .count { font-size: 26px; font-weight: 600; font-variant-numeric: tabular-nums; }
-.card .rate { font-variant-numeric: tabular-nums; }
-.card .ci { font-size: 13px; color: #555; font-variant-numeric: tabular-nums; }
-table { border-collapse: collapse; margin: 8px 0 12px; font-variant-numeric: tabular-nums; }
-th, td { border-bottom: 1px solid #e3e3e3; padding: 5px 10px; text-align: left;
-  vertical-align: top; overflow-wrap: anywhere; }
-th { background: #f5f5f5; font-weight: 600; }
-td.num, th.num { text-align: right; white-space: nowrap; }
-.verdict { font-weight: 600; }
-.pass { color: #1a6b2d; }
-.fail { color: #b2182b; }
-.badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 13px;
-  font-weight: 600; color: #fff; }
-.badge.pass { background: #1a6b2d; color: #fff; }
-.badge.fail { background: #b2182b; color: #fff; }
-figure { margin: 12px 0 20px; }
-figcaption { color: #444; font-size: 14px; margin-top: 4px; }
-svg { display: block; max-width: 100%; height: auto; }
-svg text { font: 12px "DejaVu Sans", "Liberation Sans", system-ui, sans-serif; fill: #1a1a1a; }
-svg .small { font-size: 11px; fill: #555; }
-svg .strong { font-weight: 600; }
-table.comparison { table-layout: fixed; width: 100%; }
-table.comparison th:first-child { width: 15em; }
-details { margin: 4px 0 12px; }
-summary { cursor: pointer; color: #333; }
-code { font-size: 13px; background: #f3f3f3; padding: 0 3px; border-radius: 3px; }
-"""
+
+# --- text from a run, made visible ------------------------------------------------------
+
+# C0 controls but tab and newline, DEL, C1 controls, bidi overrides and isolates, other
+# invisible format characters, lone surrogates (a JSON string can hold one; UTF-8 cannot).
+_HIDDEN = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e"
+    "\u2060-\u206f\ufeff\ufff9-\ufffb\ud800-\udfff]"
+)
 
 
-# --- formatting ------------------------------------------------------------------------
+_C0 = (
+    "NUL SOH STX ETX EOT ENQ ACK BEL BS HT LF VT FF CR SO SI DLE DC1 DC2 DC3 DC4 NAK SYN ETB "
+    "CAN EM SUB ESC FS GS RS US"
+).split()
+
+
+def _mark(match: re.Match[str]) -> str:
+    # Guillemets and a name: in every font (the Control Pictures block is in few).
+    code = ord(match.group())
+    if code < 0x20:
+        return f"\u00ab{_C0[code]}\u00bb"
+    if code == 0x7F:
+        return "\u00abDEL\u00bb"
+    return f"\u00abU+{code:04X}\u00bb"
+
+
+def visible(text: str) -> str:
+    """``text`` with every character that would hide, reorder or break what is shown
+    replaced by a visible mark (tab and newline kept)."""
+    return _HIDDEN.sub(_mark, text)
+
+
+def clip(text: object, limit: int = 200) -> str:
+    """At most ``limit`` characters, cut in the middle: ids differ at both ends."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    tail = (limit - 1) // 3
+    return text[: limit - 1 - tail] + "\u2026" + text[-tail:]
 
 
 def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
+    """Escaped for HTML and SVG text and attributes, hidden characters made visible."""
+    return str(escape(visible(str(value))))
+
+
+# --- formatting ------------------------------------------------------------------------
 
 
 def _one_decimal(value: float) -> float:
@@ -100,54 +176,199 @@ def _one_decimal(value: float) -> float:
     return round(value, 1) + 0.0
 
 
-def _pct(fraction: float) -> str:
+def pct(fraction: float) -> str:
     return f"{_one_decimal(fraction * 100):.1f}%"
 
 
-def _pp(difference: float) -> str:
+def pp(difference: float) -> str:
     return f"{_one_decimal(difference * 100):+.1f} pp"
 
 
-def _level(confidence: float) -> str:
-    return f"{confidence * 100:g}% CI"
+def points(difference: float) -> str:
+    return f"{_one_decimal(difference * 100):.1f}"
 
 
-def _rate_range(interval: Interval) -> str:
-    return f"{_one_decimal(interval.low * 100):.1f}{_EN_DASH}{_pct(interval.high)}"
+def level(confidence: float) -> str:
+    return f"{level_label(confidence)} CI"
 
 
-def _difference_range(interval: Interval) -> str:
-    low, high = (f"{_one_decimal(v * 100):.1f}" for v in (interval.low, interval.high))
-    return f"{low} to {high} pp"
+def rate_range(interval: Interval) -> str:
+    return f"{_one_decimal(interval.low * 100):.1f}{_EN_DASH}{pct(interval.high)}"
 
 
-def _num(value: float) -> str:
-    return f"{value:.4g}"
+def difference_range(interval: Interval) -> str:
+    return f"{points(interval.low)} to {points(interval.high)} pp"
 
 
-def _p_value(p: float) -> str:
+def p_value(p: float) -> str:
     return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def _truncate(label: str, limit: int = _MAX_LABEL_CHARS) -> str:
-    """Cut in the middle: repos like "org/long-name-01" differ at both ends."""
-    if len(label) <= limit:
-        return label
-    tail = (limit - 1) // 2
-    return label[: limit - 1 - tail] + "…" + label[-tail:]
+def size(count: int) -> str:
+    """Bytes as people read them: 812 bytes, 48.0 KiB, 52.4 MiB."""
+    if count < 1024:
+        return f"{count} byte" + ("" if count == 1 else "s")
+    value = float(count)
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        value /= 1024
+        if value < 1024 or unit == "TiB":
+            return f"{value:.1f} {unit}"
+    raise AssertionError("unreachable")
 
 
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" + ("" if count == 1 else "s")
+def when(moment: datetime | None) -> str:
+    return "-" if moment is None else f"{moment:%Y-%m-%d %H:%M:%S} UTC"
 
 
-def _label_width(labels: Iterable[str]) -> float:
-    longest = max((len(_truncate(label)) for label in labels), default=4)
-    return longest * _CHAR_WIDTH + 16
+def thousands(count: int | None) -> str:
+    return "-" if count is None else f"{count:,}"
 
 
-def _share(part: int, whole: int) -> float:
-    return part / whole if whole else 0.0
+def usd(amount: float | None) -> str:
+    return "-" if amount is None else f"${amount:,.2f}"
+
+
+def reason_label(reason: str) -> str:
+    return REASON_LABELS.get(reason, reason)
+
+
+def reason_code(reason: str) -> str:
+    """The code to show beside the words, when the words are more than the code spelt out."""
+    return "" if reason_label(reason).replace(" ", "_") == reason else reason
+
+
+def _is_fraction(metric: str) -> bool:
+    return (
+        metric.endswith("_rate") or metric == "evidence_completeness" or metric.startswith("pass@")
+    )
+
+
+def gate_value(value: float, metric: str) -> str:
+    return pct(value) if _is_fraction(metric) else f"{value:g}"
+
+
+def provenance_rows(p: Provenance) -> list[tuple[str, str, str]]:
+    """(field, label, value) for every field of the record, in its order."""
+    rows = []
+    for name in type(p).model_fields:
+        value = getattr(p, name)
+        if isinstance(value, datetime):
+            shown = when(value)
+        elif name == "confidence":
+            shown = level_label(value)
+        elif isinstance(value, list):
+            shown = "; ".join(str(v) for v in value) or "-"
+        elif value is None or value == "":
+            shown = "not known" if name != "harness_commit" else "none (an installed release)"
+        else:
+            shown = str(value)
+        rows.append((name, PROVENANCE_LABELS.get(name, name.replace("_", " ")), shown))
+    return rows
+
+
+def comparison_settings(report: ComparisonReport) -> list[tuple[str, str, str]]:
+    """(field, label, value) for every setting the comparison record holds."""
+    rows = []
+    for name in type(report).model_fields:
+        value = getattr(report, name)
+        # Records inside it (pairs, runs, instances) have sections of their own.
+        if name in {"record", "schema_version"} or not isinstance(value, str | int | float):
+            continue
+        shown = level_label(value) if "confidence" in name else str(value)
+        rows.append((name, _COMPARISON_LABELS.get(name, name.replace("_", " ")), shown))
+    return rows
+
+
+def has_usage(rows: Iterable[TrialRow]) -> bool:
+    return any(
+        row.timing is not None
+        and (row.timing.cost_usd is not None or row.timing.input_tokens is not None)
+        for row in rows
+    )
+
+
+# --- links into the trial viewer --------------------------------------------------------
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,199}")
+
+
+def trial_page(folder: str) -> str:
+    """A trial's page in the viewer, relative to the viewer's folder:
+    ``trials/<label>.html``. A label that is no safe file name (an instance id with a
+    slash, spaces, control characters, or too long) is cleaned, and made unique again by
+    a digest of the label."""
+    label = folder.removeprefix("trials/")
+    if _SAFE_NAME.fullmatch(label):
+        return f"trials/{label}.html"
+    cleaned = re.sub(r"[^A-Za-z0-9._+-]", "_", label)[:80].lstrip(".") or "trial"
+    digest = hashlib.sha256(label.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"trials/{cleaned}~{digest}.html"
+
+
+def href(*parts: str) -> str:
+    """A relative link from path parts (already relative), each percent-encoded."""
+    joined = "/".join(part.strip("/") for part in parts if part)
+    return quote(joined, safe="/~")
+
+
+# --- the Jinja environment ---------------------------------------------------------------
+
+
+def _finalize(value: Any) -> Any:
+    # Every value a template prints goes through here, then through autoescaping.
+    if isinstance(value, Markup) or not isinstance(value, str):
+        return value
+    return visible(value)
+
+
+@cache
+def environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=StrictUndefined,
+        finalize=_finalize,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        auto_reload=False,
+    )
+    env.filters.update(
+        pct=pct,
+        pp=pp,
+        points=points,
+        level=level,
+        rate_range=rate_range,
+        difference_range=difference_range,
+        p_value=p_value,
+        seconds=seconds,
+        size=size,
+        when=when,
+        thousands=thousands,
+        usd=usd,
+        clip=clip,
+        reason_label=reason_label,
+        reason_code=reason_code,
+        gate_value=gate_value,
+        provenance_rows=provenance_rows,
+        has_usage=has_usage,
+    )
+    return env
+
+
+@cache
+def _base_css() -> str:
+    return (TEMPLATES / "style.css").read_text(encoding="utf-8")
+
+
+def render_page(template: str, *, title: str, extra_css: str = "", **context: Any) -> str:
+    """A page of ``template``; its stylesheet is allowed by hash, nothing else is."""
+    css = _base_css() + extra_css
+    digest = base64.b64encode(hashlib.sha256(css.encode("utf-8")).digest()).decode("ascii")
+    return (
+        environment()
+        .get_template(template)
+        .render(title=title, css=Markup(css), style_hash=f"sha256-{digest}", **context)
+    )
 
 
 # --- SVG -------------------------------------------------------------------------------
@@ -209,6 +430,18 @@ def _marker(shape: str, x: float, y: float, size: float, fill: str, opacity: flo
     return f'<polygon points="{points}" {paint}/>'
 
 
+def _whisker(x_low: float, x_high: float, y: float, colour: str, css: str) -> list[str]:
+    """A horizontal interval: a line with end caps."""
+    width = ' stroke-width="1.5"'
+    return [
+        f'<g class="{css}">',
+        _line(x_low, y, x_high, y, colour, width),
+        _line(x_low, y - 5, x_low, y + 5, colour, width),
+        _line(x_high, y - 5, x_high, y + 5, colour, width),
+        "</g>",
+    ]
+
+
 def _legend(
     items: Sequence[tuple[str, str]], x0: float, y: float, width: float
 ) -> tuple[list[str], float]:
@@ -243,24 +476,42 @@ def _nice_step(span: float, ticks: int = 6) -> float:
     return 10 * magnitude
 
 
+def _truncate(label: str, limit: int = _MAX_LABEL_CHARS) -> str:
+    """Cut in the middle: repos like "org/long-name-01" differ at both ends."""
+    if len(label) <= limit:
+        return label
+    tail = (limit - 1) // 2
+    return label[: limit - 1 - tail] + "\u2026" + label[-tail:]
+
+
+def _label_width(labels: Iterable[str]) -> float:
+    longest = max((len(_truncate(label)) for label in labels), default=4)
+    return longest * _CHAR_WIDTH + 16
+
+
+def _share(part: int, whole: int) -> float:
+    return part / whole if whole else 0.0
+
+
 # --- plots -----------------------------------------------------------------------------
 
 
 def _outcomes_svg(per_repo: dict[str, RepoBreakdown], total: RepoBreakdown) -> str:
     """Stacked horizontal bars of outcomes per repo (share of that repo's planned trials),
-    led by the whole run when there is more than one repo."""
-    rows = [(repo, breakdown) for repo, breakdown in per_repo.items()]
+    led by the whole run when there is more than one repo; a whisker on the resolved
+    share shows its interval (none when nothing resolved)."""
+    rows = list(per_repo.items())
     if len(rows) > 1:
         rows.insert(0, (f"all {len(rows)} repos", total))
     label_w = _label_width(repo for repo, _ in rows)
     summaries = [
-        f"{c.resolved}/{c.planned} resolved ({_pct(_share(c.resolved, c.planned))})"
-        for _, c in rows
+        f"{c.resolved}/{c.planned} resolved ({pct(_share(c.resolved, c.planned))})" for _, c in rows
     ]
     # Bold text (the first row) is wider: 8px a character.
-    bar_w, right_w, row_h, bar_h = 500.0, max(len(t) for t in summaries) * 8.0 + 16, 22.0, 16.0
+    bar_w, right_w, row_h, bar_h = 500.0, max(len(t) for t in summaries) * 8.0 + 16, 24.0, 16.0
     width = label_w + bar_w + right_w
-    legend = [(_OUTCOME_COLOURS[o], o) for o in _OUTCOMES]
+    legend = [(_OUTCOME_COLOURS[o], o) for o in OUTCOMES]
+    legend.append(("#000", f"resolved share, {level(total.rate.confidence)}"))
     body, top = _legend(legend, label_w, 12, width)
     gap = 8.0 if len(rows) > 1 else 0.0  # sets the whole run apart from its repos
     bottom = top + row_h * len(rows) + gap
@@ -270,14 +521,15 @@ def _outcomes_svg(per_repo: dict[str, RepoBreakdown], total: RepoBreakdown) -> s
         y = top + index * row_h + (gap if index else 0.0)
         whole = counts.planned
         parts = ", ".join(
-            f"{o} {getattr(counts, o)} ({_pct(_share(getattr(counts, o), whole))})"
-            for o in _OUTCOMES
+            f"{o} {getattr(counts, o)} ({pct(_share(getattr(counts, o), whole))})" for o in OUTCOMES
         )
+        if counts.resolved:
+            parts += f"; resolved {level(counts.rate.confidence)} {rate_range(counts.rate)}"
         bold = " strong" if index == 0 and len(rows) > 1 else ""
         body.append(f'<g class="repo-row"><title>{_e(repo)}: {whole} planned; {_e(parts)}</title>')
         body.append(_text(label_w - 8, y + row_h / 2, _truncate(repo), anchor="end", css=bold))
         x = label_w
-        for outcome in _OUTCOMES:
+        for outcome in OUTCOMES:
             count = getattr(counts, outcome)
             w = bar_w * _share(count, whole)
             if count:
@@ -285,12 +537,16 @@ def _outcomes_svg(per_repo: dict[str, RepoBreakdown], total: RepoBreakdown) -> s
                 bar_y = y + (row_h - bar_h) / 2
                 body.append(_rect(x, bar_y, w, bar_h, colour, css=f"segment {outcome}"))
                 if w >= len(str(count)) * _CHAR_WIDTH + 6:
+                    on_dark = "on-dark" if outcome in _ON_DARK else ""
                     body.append(
-                        f'<text x="{_f(x + w / 2)}" y="{_f(y + row_h / 2)}" text-anchor="middle" '
-                        f'dominant-baseline="middle" style="fill:{_OUTCOME_TEXT[outcome]}">'
-                        f"{count}</text>"
+                        _text(x + w / 2, y + row_h / 2, str(count), anchor="middle", css=on_dark)
                     )
             x += w
+        # 0 resolved keeps its whisker: from 0 to how high the rate could be at this n.
+        if whole:
+            low = label_w + bar_w * counts.rate.low
+            high = label_w + bar_w * counts.rate.high
+            body += _whisker(low, high, y + row_h / 2 + bar_h / 2 + 1, "#000", "resolved-ci")
         if not whole:
             body.append(_text(label_w + 4, y + row_h / 2, "no planned trials", css="small"))
         body.append(_text(label_w + bar_w + 10, y + row_h / 2, summaries[index], css=bold.strip()))
@@ -301,7 +557,8 @@ def _outcomes_svg(per_repo: dict[str, RepoBreakdown], total: RepoBreakdown) -> s
         height,
         "Outcomes per repository",
         "Stacked bars: share of each repository's planned trials that resolved, stayed "
-        "unresolved, were invalid or are missing (no result).",
+        "unresolved, were invalid or are missing (no result); a whisker below each bar "
+        "spans the interval of its resolved share.",
         body,
     )
 
@@ -310,27 +567,27 @@ def _failure_modes_svg(reasons: dict[str, int], missing: int, planned: int) -> s
     """Bars of score reasons for trials that did not resolve (plus missing trials), as
     counts and share of planned trials; None when there are none."""
     rows = [
-        (reason, count, _REASON_OUTCOME.get(reason, "other"))
+        (reason_label(reason), reason, count, _REASON_OUTCOME.get(reason, "other"))
         for reason, count in reasons.items()
         if _REASON_OUTCOME.get(reason) != "resolved" and count > 0
     ]
-    rows.sort(key=lambda row: (-row[1], row[0]))
+    rows.sort(key=lambda row: (-row[2], row[1]))
     if missing:
-        rows.append(("missing (no result)", missing, "missing"))
+        rows.append(("missing (no result)", "missing", missing, "missing"))
     if not rows:
         return None
-    label_w = _label_width(reason for reason, _, _ in rows)
+    label_w = _label_width(label for label, *_ in rows)
     bar_w, right_w, row_h, bar_h = 440.0, 200.0, 24.0, 16.0
     width = label_w + bar_w + right_w
-    largest = max(count for _, count, _ in rows)
+    largest = max(count for _, _, count, _ in rows)
     legend = [(_OUTCOME_COLOURS[o], o) for o in ("unresolved", "invalid", "missing")]
     body, top = _legend(legend, label_w, 12, width)
     height = top + row_h * len(rows) + 8
-    for index, (reason, count, outcome) in enumerate(rows):
+    for index, (label, code, count, outcome) in enumerate(rows):
         y = top + index * row_h
-        share = f"{count} ({_pct(_share(count, planned))} of planned)"
-        body.append(f'<g class="reason-row"><title>{_e(reason)}: {share}</title>')
-        body.append(_text(label_w - 8, y + row_h / 2, _truncate(reason), anchor="end"))
+        share = f"{count} ({pct(_share(count, planned))} of planned)"
+        body.append(f'<g class="reason-row"><title>{_e(label)} ({_e(code)}): {share}</title>')
+        body.append(_text(label_w - 8, y + row_h / 2, _truncate(label), anchor="end"))
         w = bar_w * count / largest
         colour = _OUTCOME_COLOURS.get(outcome, "#999")
         bar_y = y + (row_h - bar_h) / 2
@@ -367,16 +624,16 @@ def _pass_at_k_svg(pass_at_k: dict[str, Interval]) -> str:
 
     for index, (name, interval) in enumerate(pass_at_k.items()):
         x = left + col_w * (index + 0.5)
-        title = f"{name}: {_pct(interval.estimate)} ({_level(interval.confidence)} "
-        title += f"{_rate_range(interval)}, {interval.method})"
+        title = f"{name}: {pct(interval.estimate)} ({level(interval.confidence)} "
+        title += f"{rate_range(interval)}, {interval.method})"
         body.append(f'<g class="k-point"><title>{_e(title)}</title>')
-        body.append(
-            _line(x, y_of(interval.low), x, y_of(interval.high), "#2166ac", ' stroke-width="2"')
-        )
-        for end in (interval.low, interval.high):
-            body.append(_line(x - 7, y_of(end), x + 7, y_of(end), "#2166ac", ' stroke-width="2"'))
+        if interval.high > 0:  # nothing resolved at all: no whisker
+            stroke = ' stroke-width="2"'
+            body.append(_line(x, y_of(interval.low), x, y_of(interval.high), "#2166ac", stroke))
+            for end in (interval.low, interval.high):
+                body.append(_line(x - 7, y_of(end), x + 7, y_of(end), "#2166ac", stroke))
         body.append(_marker("circle", x, y_of(interval.estimate), 10, "#2166ac"))
-        body.append(_text(x + 10, y_of(interval.estimate), _pct(interval.estimate), css="strong"))
+        body.append(_text(x + 10, y_of(interval.estimate), pct(interval.estimate), css="strong"))
         body.append(_text(x, bottom + 14, name, anchor="middle"))
         body.append("</g>")
     body.append(_text(left, height - 10, "k = samples drawn per instance", css="small"))
@@ -392,8 +649,8 @@ def _pass_at_k_svg(pass_at_k: dict[str, Interval]) -> str:
 
 
 def _forest_svg(rows: list[tuple[str, Comparison]], base_label: str) -> str:
-    """Forest plot: per compared run, B - A with its paired bootstrap interval (and the
-    cluster bootstrap beside it), a zero line, a +-MDE band and pp ticks."""
+    """Forest plot: per compared run, B - A with its interval (and the cluster bootstrap
+    beside it), a zero line, a +-MDE band and pp ticks."""
     values = [0.0]
     for _, c in rows:
         values += [c.difference.low, c.difference.high, c.difference.estimate]
@@ -415,10 +672,10 @@ def _forest_svg(rows: list[tuple[str, Comparison]], base_label: str) -> str:
         return label_w + plot_w * (fraction * 100 - low) / (high - low)
 
     confidence = rows[0][1].confidence if rows else 0.95
-    legend = [("#222", f"difference, paired bootstrap {_level(confidence)}")]
+    legend = [("#222", f"difference B {_MINUS} A, {level(confidence)}")]
     if clustered:
         legend.append(("#8c8c8c", "cluster bootstrap (repos)"))
-    legend.append(("#f0f0f0", "±MDE (80% power)"))
+    legend.append(("#f0f0f0", "\u00b1MDE (80% power)"))
     body, top = _legend(legend, label_w, 12, width)
     top += 4
     axis_y = top + row_h * len(rows) + 4
@@ -437,17 +694,20 @@ def _forest_svg(rows: list[tuple[str, Comparison]], base_label: str) -> str:
         d = c.difference
         mde = c.minimum_detectable_difference
         title = (
-            f"{label} - {base_label}: {_pp(d.estimate)} ({_level(d.confidence)} "
-            f"{_difference_range(d)}, {d.method}); MDE {_one_decimal(mde * 100):.1f} pp"
+            f"{label} - {base_label}: {pp(d.estimate)} ({level(d.confidence)} "
+            f"{difference_range(d)}, {d.method}); MDE {points(mde)} pp"
         )
         body.append(f'<g class="forest-row"><title>{_e(title)}</title>')
         body.append(_rect(x_of(-mde), y + 3, x_of(mde) - x_of(-mde), row_h - 6, "#f0f0f0"))
         body.append(_text(label_w - 8, mid, _truncate(label), anchor="end"))
-        body.append(_line(x_of(d.low), mid, x_of(d.high), mid, "#222", ' stroke-width="2"'))
-        for end in (d.low, d.high):
-            body.append(_line(x_of(end), mid - 6, x_of(end), mid + 6, "#222", ' stroke-width="2"'))
+        if d.method != "degenerate":
+            body.append(_line(x_of(d.low), mid, x_of(d.high), mid, "#222", ' stroke-width="2"'))
+            for end in (d.low, d.high):
+                body.append(
+                    _line(x_of(end), mid - 6, x_of(end), mid + 6, "#222", ' stroke-width="2"')
+                )
         body.append(_marker("square", x_of(d.estimate), mid, 10, "#222"))
-        estimate = f"{_pp(d.estimate)} ({_difference_range(d).removesuffix(' pp')})"
+        estimate = f"{pp(d.estimate)} ({difference_range(d).removesuffix(' pp')})"
         body.append(_text(label_w + plot_w + 10, mid, estimate, css="strong"))
         if c.cluster is not None:
             k = c.cluster
@@ -465,13 +725,13 @@ def _forest_svg(rows: list[tuple[str, Comparison]], base_label: str) -> str:
             body.append(_marker("diamond", x_of(k.estimate), cy, 8, "#8c8c8c"))
             flag = ", few" if k.too_few_clusters else ""
             cluster_text = (
-                f"{_difference_range(k).removesuffix(' pp')} ({k.n_clusters} clusters{flag})"
+                f"{difference_range(k).removesuffix(' pp')} ({k.n_clusters} clusters{flag})"
             )
             body.append(_text(label_w + plot_w + 10, cy, cluster_text, css="small"))
         body.append("</g>")
     body.append(_line(label_w, axis_y, label_w + plot_w, axis_y, "#555"))
-    body.append(_text(label_w, axis_y + 30, "← A better", css="small"))
-    body.append(_text(label_w + plot_w, axis_y + 30, "B better →", anchor="end", css="small"))
+    body.append(_text(label_w, axis_y + 30, "\u2190 A better", css="small"))
+    body.append(_text(label_w + plot_w, axis_y + 30, "B better \u2192", anchor="end", css="small"))
     body.append(
         _text(
             label_w + plot_w / 2,
@@ -486,9 +746,9 @@ def _forest_svg(rows: list[tuple[str, Comparison]], base_label: str) -> str:
         height,
         "Forest plot of resolve-rate differences",
         f"One row per compared run B against {base_label} (A): the difference B - A in "
-        "percentage points as a square with its paired bootstrap interval, the cluster "
-        "bootstrap interval beneath it, a vertical line at zero and a shaded band of plus or "
-        "minus the minimum detectable difference.",
+        "percentage points as a square with its interval, the cluster bootstrap interval "
+        "beneath it, a vertical line at zero and a shaded band of plus or minus the minimum "
+        "detectable difference.",
         body,
     )
 
@@ -520,8 +780,8 @@ def _repo_rates_svg(runs: list[tuple[str, RunMetrics]]) -> str:
             counts = metrics.per_repo.get(repo)
             if counts is None or not counts.planned:
                 continue
-            rate = counts.resolved_rate
-            parts.append(f"{label}: {counts.resolved}/{counts.planned} ({_pct(rate)})")
+            rate = counts.rate.estimate
+            parts.append(f"{label}: {counts.resolved}/{counts.planned} ({pct(rate)})")
             shape, colour = _RUN_SHAPES[index % 4], _RUN_COLOURS[index % 7]
             # Each run a little lower than the last, so equal rates stay visible.
             dodge = (index - (len(runs) - 1) / 2) * min(4.0, 14 / max(len(runs), 1))
@@ -543,21 +803,7 @@ def _repo_rates_svg(runs: list[tuple[str, RunMetrics]]) -> str:
     )
 
 
-# --- sections --------------------------------------------------------------------------
-
-
-def _page(title: str, sections: list[str]) -> str:
-    return (
-        "<!DOCTYPE html>\n"
-        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        # Nothing may be fetched: the page must look the same offline and years later.
-        '<meta http-equiv="Content-Security-Policy" '
-        "content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        '<meta name="generator" content="evalrepro">\n'
-        f"<title>{_e(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n<main>\n"
-        f"<h1>{_e(title)}</h1>\n" + "\n".join(sections) + "\n</main>\n</body>\n</html>\n"
-    )
+# --- pages -----------------------------------------------------------------------------
 
 
 def _total(metrics: RunMetrics) -> RepoBreakdown:
@@ -567,345 +813,117 @@ def _total(metrics: RunMetrics) -> RepoBreakdown:
         unresolved=metrics.unresolved,
         invalid=metrics.invalid,
         missing=metrics.missing,
+        rate=metrics.resolved_rate,
     )
 
 
-def _cards(metrics: RunMetrics) -> str:
-    confidence = metrics.resolved_rate.confidence
-    low, high = wilson_interval(metrics.missing, metrics.planned, confidence)
-    missing_rate = Interval(
-        estimate=_share(metrics.missing, metrics.planned),
-        low=low,
-        high=high,
-        method="wilson",
-        confidence=confidence,
-    )
-    rates = {
-        "resolved": metrics.resolved_rate,
-        "unresolved": metrics.unresolved_rate,
-        "invalid": metrics.invalid_rate,
-        "missing": missing_rate,
+def relative_problems(problems: Iterable[str], run_dir: str | Path) -> list[str]:
+    """Evidence problems with the run directory's own path left out: a page shows paths
+    inside the run, never where the run happened to sit."""
+    prefix = str(run_dir).rstrip("/") + "/"
+    return [problem.replace(prefix, "") for problem in problems]
+
+
+def _trial_links(viewer: str | None) -> Callable[[TrialRow], str | None]:
+    def link(row: TrialRow) -> str | None:
+        return None if viewer is None else href(viewer, trial_page(row.folder))
+
+    return link
+
+
+def run_sections(report: RunReport) -> dict[str, Any]:
+    """The plots and lines of a run's headline, for the run page and the viewer's index."""
+    m = report.metrics
+    return {
+        "provenance_line": provenance_line(report.provenance),
+        "problems": relative_problems(report.evidence_problems, report.run),
+        "outcomes_svg": Markup(_outcomes_svg(m.per_repo, _total(m))) if m.per_repo else "",
+        "failure_svg": Markup(svg)
+        if (svg := _failure_modes_svg(m.reasons, m.missing, m.planned))
+        else "",
+        "pass_at_k_svg": Markup(_pass_at_k_svg(m.pass_at_k)) if m.pass_at_k else "",
     }
-    cards = [
-        '<div class="card" style="border-top-color:#555"><div class="label">planned</div>'
-        f'<div class="count">{metrics.planned}</div><div class="rate">trials</div>'
-        f'<div class="ci">{_plural(metrics.samples, "sample")} per instance</div></div>'
-    ]
-    for outcome, interval in rates.items():
-        cards.append(
-            f'<div class="card {outcome}" style="border-top-color:{_OUTCOME_COLOURS[outcome]}">'
-            f'<div class="label">{outcome}</div>'
-            f'<div class="count">{getattr(metrics, outcome)}</div>'
-            f'<div class="rate">{_pct(interval.estimate)} of planned</div>'
-            f'<div class="ci">{_level(interval.confidence)} {_rate_range(interval)}</div></div>'
-        )
-    return '<div class="cards">' + "".join(cards) + "</div>"
 
 
-def _summary(metrics: RunMetrics) -> str:
-    level = _level(metrics.resolved_rate.confidence)
-    retry = ", ".join(f"{_e(reason)} {count}" for reason, count in metrics.retry_reasons.items())
-    facts = [
-        (
-            "Evidence completeness",
-            f"{_pct(metrics.evidence_completeness)} of planned trials "
-            "have every artifact with its recorded digest",
-        ),
-        (
-            "Attempts",
-            f"{_plural(metrics.attempts, 'attempt')}; "
-            f"{_plural(metrics.retried_trials, 'trial')} retried"
-            + (f" ({retry})" if retry else ""),
-        ),
-    ]
-    if metrics.sample_rate is not None:
-        rate = metrics.sample_rate
-        facts.append(
-            (
-                "Mean per-sample resolve rate",
-                f"{_pct(rate.estimate)} ({level} {_rate_range(rate)}, bootstrap over instances)",
-            )
-        )
-    rows = "".join(f'<tr><th scope="row">{name}</th><td>{value}</td></tr>' for name, value in facts)
-    return (
-        '<section id="summary"><h2>Summary</h2>'
-        f'<p class="subtitle">experiment <code>{_e(metrics.experiment)}</code>, target '
-        f"<code>{_e(metrics.target_id)}</code></p>"
-        + _cards(metrics)
-        + f'<p class="note"><strong>Rates are over planned trials</strong> ({metrics.planned}): '
-        "a missing trial (no result) counts in no outcome but stays in the denominator. "
-        f"Intervals are {level}s (Wilson score).</p>"
-        f"<table>{rows}</table></section>"
+def render_run_html(report: RunReport, *, title: str, viewer: str | None = None) -> str:
+    """One run's report: outcomes with intervals, gate, per-repo outcomes and rates,
+    failure modes, flagged trials, pass@k (multi-sample targets), time and cost, every
+    trial, and the provenance. ``viewer``: the run's trial viewer folder relative to
+    where the page is written (a link per trial), or None for no links."""
+    return render_page(
+        "run.html",
+        title=title,
+        report=report,
+        viewer=viewer,
+        trial_href=_trial_links(viewer),
+        **run_sections(report),
     )
 
 
-def _is_fraction(metric: str) -> bool:
-    return (
-        metric.endswith("_rate") or metric == "evidence_completeness" or metric.startswith("pass@")
-    )
+@dataclass(frozen=True)
+class _Run:
+    label: str
+    report: RunReport
 
 
-def _gate(gate: list[RuleVerdict]) -> str:
-    if not gate:
-        return '<section id="gate"><h2>Gate</h2><p class="note">No gate rules.</p></section>'
-    failed = sum(not verdict.passed for verdict in gate)
-    overall = (
-        '<span class="badge pass">passed</span> every rule holds'
-        if not failed
-        else f'<span class="badge fail">failed</span> {failed} of {_plural(len(gate), "rule")} fail'
-    )
-    rows = []
-    for verdict in gate:
-        rule = verdict.rule
-        show = _pct if _is_fraction(rule.metric) else (lambda v: f"{v:g}")
-        measured = "not measured" if verdict.value is None else show(verdict.value)
-        status = "pass" if verdict.passed else "fail"
-        rows.append(
-            f"<tr><td><code>{_e(rule.metric)}</code></td><td>{_e(rule.op)} "
-            f'{show(rule.threshold)}</td><td class="num">{measured}</td>'
-            f'<td class="verdict {status}">{status}</td></tr>'
-        )
-    return (
-        f'<section id="gate"><h2>Gate</h2><p>{overall}</p>'
-        '<table><thead><tr><th scope="col">metric</th><th scope="col">rule</th>'
-        '<th scope="col" class="num">measured</th><th scope="col">verdict</th></tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table></section>"
-    )
-
-
-def _per_repo_table(per_repo: dict[str, RepoBreakdown]) -> str:
-    head = "".join(f'<th scope="col" class="num">{name}</th>' for name in ("planned", *_OUTCOMES))
-    rows = "".join(
-        f'<tr><th scope="row">{_e(repo)}</th><td class="num">{b.planned}</td>'
-        + "".join(f'<td class="num">{getattr(b, o)}</td>' for o in _OUTCOMES)
-        + "</tr>"
-        for repo, b in per_repo.items()
-    )
-    return (
-        f"<details><summary>Per-repository counts as a table ({len(per_repo)} repos)</summary>"
-        f'<table><thead><tr><th scope="col">repository</th>{head}</tr></thead>'
-        f"<tbody>{rows}</tbody></table></details>"
-    )
-
-
-def _outcomes_section(metrics: RunMetrics) -> str:
-    if not metrics.per_repo:
-        chart = '<p class="note">No planned trials.</p>'
-    else:
-        chart = (
-            f"<figure>{_outcomes_svg(metrics.per_repo, _total(metrics))}<figcaption>Share of "
-            "each repository's planned trials by outcome; counts inside the bars.</figcaption>"
-            f"</figure>{_per_repo_table(metrics.per_repo)}"
-        )
-    return f'<section id="outcomes"><h2>Outcomes per repository</h2>{chart}</section>'
-
-
-def _failure_section(metrics: RunMetrics) -> str:
-    svg = _failure_modes_svg(metrics.reasons, metrics.missing, metrics.planned)
-    if svg is None:
-        finished = metrics.planned - metrics.missing
-        text = (
-            "No failure modes: every finished trial resolved."
-            if finished
-            else ("No finished trials, so no score reasons.")
-        )
-        body = f'<p class="note">{text}</p>'
-    else:
-        body = (
-            f"<figure>{svg}<figcaption>Score reasons of trials that did not resolve, in trials "
-            "and as a share of planned trials.</figcaption></figure>"
-        )
-    return f'<section id="failure-modes-section"><h2>Failure modes</h2>{body}</section>'
-
-
-def _pass_at_k_section(metrics: RunMetrics) -> str:
-    if not metrics.pass_at_k:
-        return ""
-    return (
-        '<section id="pass-at-k-section"><h2>pass@k</h2>'
-        f"<figure>{_pass_at_k_svg(metrics.pass_at_k)}<figcaption>Unbiased pass@k averaged over "
-        "instances; whiskers are bootstrap intervals over instances (never over samples)."
-        "</figcaption></figure></section>"
-    )
-
-
-def _flagged_section(flagged: Sequence[FlaggedTrial]) -> str:
-    if not flagged:
-        return ""
-    rows = "".join(
-        f'<tr><th scope="row">{_e(f.instance_id)} (sample {f.sample_index})</th>'
-        f"<td>{_e(f.outcome)} ({_e(f.reason)})</td>"
-        f"<td>{'<br>'.join(_e(s) for s in f.suspects) or '-'}</td>"
-        f"<td>{'<br>'.join(_e(p) for p in f.protected) or '-'}</td>"
-        f"<td>{_e(f.runner_exit or '-')}</td></tr>"
-        for f in flagged
-    )
-    return (
-        '<section id="flagged-section"><h2>Flagged trials</h2><p class="note">Patches that '
-        "reach into the test framework, change test infrastructure, or whose runner left "
-        "without its normal shutdown: look at them, whatever their score.</p>"
-        '<table><thead><tr><th scope="col">trial</th><th scope="col">outcome (reason)</th>'
-        '<th scope="col">suspect code</th><th scope="col">test infrastructure changed</th>'
-        f'<th scope="col">runner exit</th></tr></thead><tbody>{rows}</tbody></table></section>'
-    )
-
-
-def render_run_html(
-    metrics: RunMetrics,
-    gate: list[RuleVerdict],
-    *,
-    title: str,
-    flagged: Sequence[FlaggedTrial] = (),
-) -> str:
-    """One run's report: outcomes with intervals, gate, per-repo outcomes, failure modes,
-    flagged trials and, for multi-sample targets, pass@k."""
-    return _page(
-        title,
-        [
-            _summary(metrics),
-            _gate(gate),
-            _outcomes_section(metrics),
-            _failure_section(metrics),
-            _flagged_section(flagged),
-            _pass_at_k_section(metrics),
-        ],
-    )
-
-
-# --- comparison ------------------------------------------------------------------------
-
-
-def _run_labels(runs: Sequence[RunMetrics]) -> list[str]:
+def run_labels(reports: Sequence[RunReport]) -> list[str]:
     """ "experiment (target)" as compare.py names runs; numbered when two would share one."""
-    labels = [f"{m.experiment} ({m.target_id})" for m in runs]
+    labels = [f"{r.provenance.experiment} ({r.provenance.target_id})" for r in reports]
     return [
         f"{label} #{index + 1}" if labels.count(label) > 1 else label
         for index, label in enumerate(labels)
     ]
 
 
-def _runs_table(runs: list[tuple[str, RunMetrics]]) -> str:
-    head = "".join(
-        f'<th scope="col" class="num">{name}</th>'
-        for name in ("planned", *_OUTCOMES, "resolved rate (CI)", "evidence")
-    )
-    rows = []
-    for index, (label, m) in enumerate(runs):
-        role = "A" if index == 0 else "B"
-        rate = f"{_pct(m.resolved_rate.estimate)} ({_rate_range(m.resolved_rate)})"
-        rows.append(
-            f'<tr><th scope="row">{role}: {_e(label)}</th><td class="num">{m.planned}</td>'
-            + "".join(f'<td class="num">{getattr(m, o)}</td>' for o in _OUTCOMES)
-            + f'<td class="num">{rate}</td>'
-            + f'<td class="num">{_pct(m.evidence_completeness)}</td></tr>'
-        )
-    return (
-        f'<table><thead><tr><th scope="col">run</th>{head}</tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table>"
-    )
-
-
-def _cluster_cell(c: Comparison) -> str:
-    k = c.cluster
-    if k is None:
-        return "not computed"
-    if k.method == "degenerate":
-        text = f"{_pp(k.estimate)}, no spread across {_plural(k.n_clusters, 'cluster')}"
-    else:
-        text = f"{_difference_range(k)} ({k.n_clusters} clusters)"
-    if k.too_few_clusters:
-        text += f'<br><span class="note">{_e(k.note)}</span>'
-    return text
-
-
-def _comparison_table(rows: list[tuple[str, Comparison]], base_label: str) -> str:
-    def difference(c: Comparison) -> str:
-        d = c.difference
-        if d.method == "degenerate":
-            return f"{_pp(d.estimate)} (all paired differences equal, no interval)"
-        interval = f"{_level(d.confidence)} {_difference_range(d)}, {_e(d.method)}"
-        return f"<strong>{_pp(d.estimate)}</strong> ({interval})"
-
-    def discordant(c: Comparison) -> str:
-        if c.mcnemar is None:
-            return "n/a (per-instance rates, not 0/1)"
-        return f"A only {c.mcnemar.a_only}, B only {c.mcnemar.b_only}"
-
-    def se(c: Comparison) -> str:
-        boot = c.difference.standard_error
-        text = f"{_one_decimal(c.standard_error * 100):.1f} pp analytic"
-        return text + (f", {_one_decimal(boot * 100):.1f} pp bootstrap" if boot is not None else "")
-
-    lines: list[tuple[str, Callable[[Comparison], str]]] = [
-        ("instances (n)", lambda c: str(c.n)),
-        ("resolve rate A", lambda c: f"{_pct(c.rate_a.estimate)} ({_rate_range(c.rate_a)})"),
-        ("resolve rate B", lambda c: f"{_pct(c.rate_b.estimate)} ({_rate_range(c.rate_b)})"),
-        (f"difference B {_MINUS} A", difference),
-        ("discordant pairs", discordant),
-        ("McNemar exact p", lambda c: "n/a" if c.mcnemar is None else _p_value(c.mcnemar.p_value)),
-        (
-            "minimum detectable difference (80% power)",
-            lambda c: f"{_one_decimal(c.minimum_detectable_difference * 100):.1f} pp",
-        ),
-        ("outcome correlation", lambda c: f"{c.correlation:.2f}"),
-        ("standard error of the difference", se),
-        ("cluster bootstrap (sensitivity)", _cluster_cell),
-        ("verdict", lambda c: f'<span class="verdict">{_e(c.verdict())}</span>'),
-    ]
-    head = "".join(f'<th scope="col">B: {_e(label)}</th>' for label, _ in rows)
-    body = "".join(
-        f'<tr><th scope="row">{name}</th>'
-        + "".join(f"<td>{cell(c)}</td>" for _, c in rows)
-        + "</tr>"
-        for name, cell in lines
-    )
-    return (
-        f'<table class="comparison"><thead><tr><th scope="col">against A</th>{head}'
-        f"</tr></thead><tbody>{body}</tbody></table>"
-    )
-
-
 def render_comparison_html(
-    base: RunMetrics, others: list[tuple[RunMetrics, Comparison]], *, title: str
+    comparison: ComparisonReport,
+    runs: Sequence[RunReport],
+    instances: Sequence[InstanceOutcomes] | None = None,
+    *,
+    title: str,
+    viewers: Sequence[str | None] | None = None,
 ) -> str:
-    """Runs compared with the first (A = ``base``, B = each other run): the runs side by
-    side, a forest plot of the differences, the statistics behind each, and each
-    repository's resolve rate per run."""
-    labels = _run_labels([base, *(metrics for metrics, _ in others)])
-    runs = list(zip(labels, [base, *(metrics for metrics, _ in others)], strict=True))
-    pairs = [(label, c) for label, (_, c) in zip(labels[1:], others, strict=True)]
-    sections = [
-        '<section id="runs"><h2>Runs</h2>'
-        f'<p class="note">A = <strong>{_e(labels[0])}</strong>; every other run is B in a '
-        "comparison against A. <strong>Rates are over planned trials</strong>; missing trials "
-        "stay in the denominator.</p>" + _runs_table(runs) + "</section>"
+    """Runs compared with the first (A = ``runs[0]``, B = each other run, one pair of
+    ``comparison`` each): the runs side by side, a forest plot of the differences, the
+    statistics behind each, each repository's resolve rate per run, each instance's
+    outcome per run (discordant first; the record's own, unless ``instances`` is given),
+    the comparison's settings and every run's provenance (the record's, where it holds
+    them). ``viewers``: each run's viewer folder relative to the page, for links."""
+    if instances is None:
+        instances = comparison.instances
+    if len(comparison.runs) == len(runs):
+        paired = zip(runs, comparison.runs, strict=True)
+        runs = [r.model_copy(update={"provenance": p}) for r, p in paired]
+    labels = run_labels(runs)
+    pairs = list(zip(labels[1:], comparison.pairs, strict=True))
+    links = list(viewers) if viewers is not None else [None] * len(runs)
+
+    def cell_href(index: int, cell: RunCell) -> str | None:
+        viewer = links[index]
+        return None if viewer is None else href(viewer, trial_page(cell.folder))
+
+    compared = [(label, pair.resolved) for label, pair in pairs]
+    by_k = [
+        (label, name, c)
+        for label, pair in pairs
+        for name, c in pair.by_k.items()
+        if name != "pass@1"
     ]
-    if not pairs:
-        sections.append('<p class="note">No runs to compare against.</p>')
-        return _page(title, sections)
-    note = ""
-    if len(pairs) > 1:
-        confidence = pairs[0][1].confidence
-        each = 1 - (1 - confidence) / len(pairs)
-        note = (
-            f'<p class="note">{len(pairs)} comparisons, each at {_level(confidence)}: for a '
-            f"family-wise {confidence:.0%}, read each at {each:.2%} (Bonferroni).</p>"
-        )
-    sections.append(
-        '<section id="differences"><h2>Differences in resolve rate</h2>'
-        f"<figure>{_forest_svg(pairs, labels[0])}<figcaption>Squares: B {_MINUS} A over the "
-        "instances both runs share, with the paired bootstrap interval over instances. "
-        "Dashed: the same difference resampling whole repositories (a sensitivity check). "
-        "Shaded: ± the "
-        "minimum difference this n detects with 80% power.</figcaption></figure>"
-        + note
-        + _comparison_table(pairs, labels[0])
-        + "</section>"
+    metrics = [(label, report.metrics) for label, report in zip(labels, runs, strict=True)]
+    return render_page(
+        "comparison.html",
+        title=title,
+        comparison=comparison,
+        runs=[_Run(label, report) for label, report in zip(labels, runs, strict=True)],
+        pairs=pairs,
+        outcomes=OUTCOMES,
+        by_k=by_k,
+        settings=comparison_settings(comparison),
+        forest_svg=Markup(_forest_svg(compared, labels[0])) if compared else "",
+        repo_rates_svg=Markup(_repo_rates_svg(metrics))
+        if any(m.per_repo for _, m in metrics)
+        else "",
+        instances=instances,
+        discordant=sum(row.discordant for row in instances),
+        cell_href=cell_href,
     )
-    if any(metrics.per_repo for _, metrics in runs):
-        sections.append(
-            '<section id="per-repo"><h2>Resolve rate per repository</h2>'
-            f"<figure>{_repo_rates_svg(runs)}<figcaption>Each repository's resolved trials over "
-            "its planned trials, one marker per run.</figcaption></figure></section>"
-        )
-    return _page(title, sections)

@@ -33,6 +33,7 @@ from pydantic import ValidationError
 from evalrepro import __version__, atomic
 from evalrepro.errors import UserError, validation_message
 from evalrepro.execute import TrialResult
+from evalrepro.files import read_regular_file
 from evalrepro.lockfile import LOCKFILE_NAME, Lockfile, differences, read_lockfile
 from evalrepro.report import RunResults, aggregate
 from evalrepro.score import score
@@ -172,6 +173,9 @@ class RunDirectory:
         if not self.trials_dir.exists():
             return survey
         for folder in sorted(self.trials_dir.iterdir()):
+            if folder.is_symlink():
+                survey.problem(folder, f"{folder}: a symbolic link where a trial folder belongs")
+                continue
             if folder.name not in planned or not folder.is_dir():
                 survey.problem(folder, f"{folder}: a trial folder that is not in the run's plan")
                 continue
@@ -290,10 +294,15 @@ def _check_consistent(result: TrialResult, path: Path) -> None:
         raise UserError(f"{path}: the trial's score is not its last attempt's (edited?)")
 
 
+#: Largest trial result read (a result with thousands of tests is a few MB).
+MAX_RESULT_BYTES = 64 << 20
+
+
 def read_result(path: Path) -> TrialResult:
     try:
-        return TrialResult.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        data = read_regular_file(path, MAX_RESULT_BYTES, "trial result")
+        return TrialResult.model_validate(json.loads(data.decode("utf-8")))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise UserError(f"{path}: unreadable trial result ({error})") from None
     except ValidationError as error:
         raise UserError(f"{path}: not a trial result: {validation_message(error)}") from None

@@ -27,7 +27,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evalrepro import atomic
 from evalrepro.backends.base import BuildFailure, ImageChain
+from evalrepro.errors import UserError
 from evalrepro.execute import TrialResult
+from evalrepro.files import read_regular_file
 from evalrepro.record import Record
 from evalrepro.supervision import SupervisorReport
 
@@ -139,12 +141,19 @@ class RunTiming(BaseModel):
         return sum(self.build_seconds.values())
 
 
+#: Largest supervisor.json read for its clocks.
+_MAX_REPORT_BYTES = 16 << 20
+
+
 def _supervisor_report(run_dir: Path, attempt_artifacts: list) -> SupervisorReport | None:
+    """The attempt's supervisor.json, if its recorded artifact is intact (a changed one
+    tells nothing trustworthy about time either)."""
     for artifact in attempt_artifacts:
-        if artifact.path.endswith("/supervisor.json"):
+        if artifact.path.endswith("/supervisor.json") and artifact.matches(run_dir):
             try:
-                return SupervisorReport.model_validate_json((run_dir / artifact.path).read_bytes())
-            except (OSError, ValidationError):
+                data = read_regular_file(run_dir / artifact.path, _MAX_REPORT_BYTES)
+                return SupervisorReport.model_validate_json(data)
+            except (UserError, ValidationError):
                 return None
     return None
 

@@ -2,8 +2,10 @@
 
 A run killed with SIGKILL at any moment loses no finished trial and, resumed, runs each
 unfinished one exactly once; a resume with another plan is refused, naming what differs;
-one process at a time; corrupt or hand-edited files are refused, never used; results.json
-is rebuilt from the trial results alone; a committed lockfile runs as it is, or not at all.
+one process at a time; corrupt or hand-edited files are refused by resume, verify and
+compare, never used, and listed by report (which counts them against evidence
+completeness); results.json is rebuilt from the trial results alone; a committed
+lockfile runs as it is, or not at all.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from evalrepro.cli import main
+from evalrepro.cli import EXIT_GATE_FAILED, EXIT_OK, main
+from evalrepro.errors import UserError
 from evalrepro.execute import container_prefix, read_trial_result
 from evalrepro.lockfile import read_lockfile
 from evalrepro.rundir import RunDirectory
@@ -321,11 +324,14 @@ def test_a_second_process_is_refused_while_one_holds_the_directory(gold_copy):
 
 
 def report_error(run_dir: Path, capsys) -> str:
-    """``evalrepro report RUN``, in process: its one-line error."""
-    assert main(["report", str(run_dir)]) == 2
-    lines = capsys.readouterr().err.splitlines()
-    assert len(lines) == 1, lines
-    return lines[0]
+    """The one evidence problem ``report`` lists (in process), which every strict reader
+    (resume, verify, compare: ``RunDirectory.completed``) refuses with, word for word."""
+    assert main(["report", str(run_dir), "--json"]) in (EXIT_OK, EXIT_GATE_FAILED)
+    (problem,) = json.loads(capsys.readouterr().out)["evidence_problems"]
+    with pytest.raises(UserError) as refused:
+        RunDirectory(run_dir).completed(read_lockfile(run_dir / "lockfile.lock.json"))
+    assert str(refused.value) == problem
+    return "evalrepro: error: " + problem
 
 
 def test_a_truncated_trial_result_is_refused(gold_copy, capsys):
@@ -343,7 +349,7 @@ def test_a_trial_folder_moved_to_another_trials_label_is_refused(gold_copy, caps
     assert f"{two / 'result.json'}: holds trial" in message and "moved or copied" in message
 
 
-def test_a_changed_artifact_is_refused_by_report_and_by_resume(gold_copy, capsys):
+def test_a_changed_artifact_is_listed_by_report_and_refused_by_resume(gold_copy, capsys):
     log = trial_folder(gold_copy, "demo__textkit-3") / "attempt-1" / "test_output.txt"
     log.write_text(log.read_text() + "PASSED tests/test_wrap.py::test_forged\n")
     message = report_error(gold_copy, capsys)
