@@ -25,7 +25,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from evalrepro.backends import get_backend
+from evalrepro.backend import Backend
 from evalrepro.config import compose
 from evalrepro.execute import Executor
 from evalrepro.plan import build_plan
@@ -54,12 +54,12 @@ def median_seconds(action, repeat: int) -> float:
 
 def overhead(repeat: int, cache: Path) -> None:
     config = noop_config()
-    backend = get_backend(config.environment, cache)
+    backend = Backend.open(config.environment, cache)
     backend.check()
-    plan = build_plan(config, backend, cache)
+    plan = build_plan(config, backend.builder, cache)
     planned = next(p for p in plan.trials if p.sample.repo == "demo/calc")
     image = planned.image.image.tag
-    env = {**os.environ, "CONTAINERS_CONF": backend.env["CONTAINERS_CONF"]}
+    env = {**os.environ, "CONTAINERS_CONF": backend.runtime.env["CONTAINERS_CONF"]}
     bare = median_seconds(
         lambda: subprocess.run(
             ["podman", "run", "--rm", "--network", "none", image, "true"],

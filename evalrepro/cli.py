@@ -193,7 +193,11 @@ def cmd_lock(args: argparse.Namespace) -> int:
     config = compose(args.overrides, args.config_dir)
     output = args.output or Path("lockfiles") / f"{config.name}.lock.json"
     lock_experiment(
-        config, make_console(), output=output, cache_dir=args.cache_dir or default_cache_dir()
+        config,
+        make_console(),
+        output=output,
+        cache_dir=args.cache_dir or default_cache_dir(),
+        update=args.update,
     )
     return 0
 
@@ -492,7 +496,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--output",
         type=Path,
         metavar="FILE",
-        help="where to write it (default: lockfiles/<experiment>.lock.json)",
+        help="where to write it (default: lockfiles/<experiment>.lock.json); a lockfile "
+        "already there keeps its pinned inputs",
+    )
+    lock.add_argument(
+        "--update",
+        action="store_true",
+        help="resolve every pinned input again (newer Debian packages, wheels)",
     )
     _cache_argument(lock)
     lock.set_defaults(handler=cmd_lock)

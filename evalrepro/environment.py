@@ -7,6 +7,7 @@ only declares what the user can set.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -22,8 +23,14 @@ class BaseImageSpec(BaseModel):
 
     #: The Debian suite of the base image (its python3 unless a spec names another).
     suite: str = "bookworm"
-    #: The Debian mirror mmdebstrap installs from.
+    #: The Debian mirror the base's packages are resolved against (at lock time) and
+    #: fetched from; the image's apt points to it.
     mirror: str = "http://deb.debian.org/debian"
+    #: An archive that keeps every version (a snapshot.debian.org URL such as
+    #: ``https://snapshot.debian.org/archive/debian/20250520T000000Z``): pinned packages
+    #: the mirror no longer has are fetched from it, checked by hash. Not part of any
+    #: image's identity. null: the mirror only.
+    archive: str | None = Field(default=None, pattern=r"^(?:https?|file)://[^\s'\"\[\]]+$")
     #: Debian packages of the base image (python3, git and patch are required).
     packages: list[str] = Field(
         default_factory=lambda: ["python3", "python3-venv", "git", "patch", "ca-certificates"]
@@ -95,10 +102,84 @@ class BuildSettings(BaseModel):
     ca_bundle: str | None = "/etc/ssl/certs/ca-certificates.crt"
 
 
+class ContainerfileBuilderConfig(BaseModel):
+    """Layers built by ``podman build`` from evalrepro's Containerfiles, the base by
+    mmdebstrap."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    kind: Literal["containerfile"] = "containerfile"
+
+
+class NixBuilderConfig(BaseModel):
+    """Images built by Nix from inputs pinned by hash (no nixpkgs), loaded into podman."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    kind: Literal["nix"] = "nix"
+    #: A Debian archive that keeps old versions (snapshot.debian.org at a date on or after
+    #: the lock): each .deb's URL in the lockfile is there, where Nix fetches it on a
+    #: machine with internet (evalrepro tries the mirror and ``base.archive`` first).
+    #: null: the mirror's own URL (which drops old versions).
+    archive: str | None = "https://snapshot.debian.org/archive/debian/20261201T000000Z"
+    #: The Python package index the env layer's wheels are pinned from.
+    index_url: str = "https://pypi.org/simple"
+
+
+#: An image reference pinned by manifest digest: registry host (with a '.' or a port, or
+#: localhost), repository path, no tag.
+_PINNED_REFERENCE = re.compile(
+    r"^(?P<repository>(?:localhost(?::\d+)?|[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)+(?::\d+)?|[a-zA-Z0-9-]+:\d+)"
+    r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)+)@(?P<digest>sha256:[0-9a-f]{64})$"
+)
+
+
+def parse_pinned_reference(reference: str) -> tuple[str, str] | None:
+    """``registry/name@sha256:<hex>`` -> (repository, manifest digest); None if not one."""
+    match = _PINNED_REFERENCE.match(reference)
+    return (match["repository"], match["digest"]) if match else None
+
+
+class PrebuiltImageConfig(BaseModel):
+    """Images someone else built, pulled by digest (e.g. SWE-bench's published images).
+
+    Each image is used as is: it must hold what the trial supervisor needs (see
+    ``evalrepro.builders.image``): the tree at ``/testbed`` owned by uid 1000, the
+    harness's git store at ``/opt/evalrepro/repo.git``, ``/usr/bin/python3``, git, patch.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    kind: Literal["image"] = "image"
+    #: Instance id -> its image, pinned by manifest digest, with its registry named:
+    #: ``registry.example/name@sha256:<64 hex>`` (no tag; a short name is refused, since
+    #: machines resolve short names differently).
+    images: dict[str, str] = Field(default_factory=dict)
+    #: Verify TLS when pulling (a registry on 127.0.0.1 without TLS needs false).
+    tls_verify: bool = True
+
+    @field_validator("images")
+    @classmethod
+    def _pinned_by_digest(cls, images: dict[str, str]) -> dict[str, str]:
+        for instance_id, reference in images.items():
+            if parse_pinned_reference(reference) is None:
+                raise ValueError(
+                    f"instance {instance_id}: {reference!r} is not an image pinned by digest "
+                    "(write registry.example/name@sha256:<64 hex>: a registry host, no tag)"
+                )
+        return images
+
+
+BuilderConfig = Annotated[
+    ContainerfileBuilderConfig | NixBuilderConfig | PrebuiltImageConfig,
+    Field(discriminator="kind"),
+]
+
+
 class PodmanEnvironment(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: Literal["podman"] = "podman"
+    #: How images are made: ``containerfile`` (default), ``nix`` or ``image``; a name
+    #: alone (``environment.builder=nix``) selects the kind with its defaults.
+    builder: BuilderConfig = Field(default_factory=ContainerfileBuilderConfig)
     #: The base image (a Debian root filesystem).
     base: BaseImageSpec = Field(default_factory=BaseImageSpec)
     #: How images are built (not part of any image's identity).
@@ -116,6 +197,11 @@ class PodmanEnvironment(BaseModel):
     #: Let the code under test create user namespaces (a browser's sandbox needs them).
     #: Off by default: in one it could mount a tmpfs that the memory watchdog never sees.
     allow_user_namespaces: bool = False
+
+    @field_validator("builder", mode="before")
+    @classmethod
+    def _builder_by_name(cls, value: object) -> object:
+        return {"kind": value} if isinstance(value, str) else value
 
 
 class RecordedEnvironment(BaseModel):

@@ -27,19 +27,28 @@ def validation_message(error: ValidationError, *, most: int = 3) -> str:
 #: kind into an error's location (``environment.podman.timeout``); users wrote no such key.
 UNION_TAGS = frozenset(
     {"podman", "recorded", "gold", "predictions", "logs", "local", "archive", "remote", "demo"}
+    | {"containerfile", "nix", "image"}  # builders
     | {"source", "sources"}  # a repo's sources: one, or a list of them
 )
+#: (model, field) pairs whose field name is also a kind's tag: always kept.
+_FIELDS_NAMED_AS_TAGS = frozenset({("base", "archive"), ("nix", "archive")})
 #: Fields whose keys are the user's own names.
 _KEYED = frozenset({"repos", "instance_repos", "specs"})
 
 
 def _problem(detail: Any) -> str:
     parts = list(detail["loc"])
-    # A tag is dropped, unless it stands where a key of the user's does (a repo named demo).
+    # A tag is dropped, unless it stands where a key of the user's does (a repo named demo)
+    # or is a field that shares a tag's name (the base image's ``archive``).
     parts = [
         part
         for index, part in enumerate(parts)
-        if not (part in UNION_TAGS and index > 0 and parts[index - 1] not in _KEYED)
+        if not (
+            part in UNION_TAGS
+            and index > 0
+            and parts[index - 1] not in _KEYED
+            and (parts[index - 1], part) not in _FIELDS_NAMED_AS_TAGS
+        )
     ]
     where = ".".join(str(part) for part in parts) or "record"
     if detail["type"] == "missing":

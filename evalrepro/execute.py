@@ -10,7 +10,6 @@ a result and is never retried. The number of trials never changes.
 
 from __future__ import annotations
 
-import json
 import secrets
 import threading
 from collections.abc import Callable
@@ -21,15 +20,16 @@ from typing import Literal
 
 from evalrepro import atomic
 from evalrepro.artifact import Artifact
-from evalrepro.backends.base import AttemptRequest, AttemptRun, Backend, BuildFailure
 from evalrepro.digest import sha256_bytes
 from evalrepro.environment import Limits
+from evalrepro.images import BuildFailure
 from evalrepro.observation import Observation, observe_attempt
 from evalrepro.parsers import LogParser
 from evalrepro.patchcheck import check_patch, patch_bytes
 from evalrepro.plan import PlannedTrial
 from evalrepro.protection import ResolvedProtection
-from evalrepro.record import Record
+from evalrepro.record import Record, read_record
+from evalrepro.runtimes.base import AttemptRequest, AttemptRun, Runtime
 from evalrepro.sample import Sample
 from evalrepro.score import Score, score
 from evalrepro.supervision import (
@@ -57,7 +57,8 @@ class TrialResult(Record):
     """The outcome of one trial: its final score and every attempt it took."""
 
     record: Literal["TrialResult"] = "TrialResult"
-    schema_version: int = 2
+    #: 3: the trial key holds the harness code digest.
+    schema_version: int = 3
     trial: Trial
     instance_id: str
     target_id: str
@@ -78,7 +79,7 @@ Starter = Callable[[PlannedTrial, int], None]
 class Executor:
     def __init__(
         self,
-        backend: Backend,
+        runtime: Runtime,
         run_dir: Path,
         *,
         timeout: int,
@@ -88,7 +89,7 @@ class Executor:
         allow_user_namespaces: bool = False,
     ) -> None:
         self.allow_user_namespaces = allow_user_namespaces
-        self.backend = backend
+        self.runtime = runtime
         self.run_dir = run_dir
         self.timeout = timeout
         self.limits = limits or Limits()
@@ -177,7 +178,7 @@ class Executor:
             )
         elif check.problem is None:
             # Empty and unsafe patches are the target's answer: scored, never run.
-            run = self.backend.run(
+            run = self.runtime.run(
                 AttemptRequest(
                     image_tag=planned.image.image.tag,
                     attempt_dir=folder,
@@ -248,4 +249,4 @@ def container_prefix(run_dir: Path) -> str:
 
 
 def read_trial_result(path: Path) -> TrialResult:
-    return TrialResult.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    return read_record(path, TrialResult)

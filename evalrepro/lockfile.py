@@ -17,7 +17,6 @@ the one comparison behind resume, ``run --lockfile`` and ``verify``.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,14 +24,22 @@ from omegaconf import OmegaConf
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evalrepro import __version__, atomic
-from evalrepro.backends.base import BuildFailure, ImageChain, ImageRecord
 from evalrepro.config import PACKAGE_DIR, ExperimentConfig
 from evalrepro.digest import sha256_json
 from evalrepro.environment import Limits
 from evalrepro.errors import UserError, validation_message
 from evalrepro.gate import Gate
+from evalrepro.harness import code_digest
+from evalrepro.images import (
+    BuildFailure,
+    ImageChain,
+    ImageRecord,
+    PinnedInput,
+    inputs_digest,
+    layer_key,
+)
 from evalrepro.plan import Plan
-from evalrepro.record import Record
+from evalrepro.record import Record, read_record
 from evalrepro.sample import DEFINING_FIELDS
 from evalrepro.trial import TrialKey, trial_label
 
@@ -45,10 +52,8 @@ class _Frozen(BaseModel):
 
 class Harness(_Frozen):
     version: str
-    #: The git commit of a development checkout (None for an installed release).
-    commit: str | None = None
-    #: True when evalrepro runs from a source checkout (pip install -e).
-    editable: bool = False
+    #: sha256 over the code that can change a result (``evalrepro.harness``).
+    code_digest: str
 
 
 class LockedInstance(_Frozen):
@@ -88,17 +93,27 @@ class LockedTarget(_Frozen):
 
 
 class LockedImage(_Frozen):
+    """An image layer as its builder recorded it: its pinned inputs and what came out."""
+
+    builder: str
     layer: str
     key: str
     inputs_digest: str
+    inputs: list[PinnedInput]
     parent_key: str | None
     tag: str
     image_digest: str
     package_manifest_digest: str | None = None
 
+    def record(self) -> ImageRecord:
+        """The record a builder reads back to rebuild exactly this layer."""
+        return ImageRecord(**self.model_dump())
+
 
 class LockedEnvironment(_Frozen):
     kind: str
+    #: The builder kind that made the images ("" for recorded logs).
+    builder: str = ""
     #: sha256 over the canonical JSON of the environment config.
     digest: str
     #: None for an environment evalrepro did not run (a regrade's recorded logs).
@@ -119,6 +134,8 @@ class LockedTrial(_Frozen):
 
 class Lockfile(Record):
     record: Literal["Lockfile"] = "Lockfile"
+    #: 2: images are builder-owned records with their pinned inputs.
+    schema_version: int = 2
     experiment: str
     harness: Harness
     #: The resolved config; paths inside evalrepro's package are written ${pkg:...}.
@@ -154,6 +171,15 @@ class Lockfile(Record):
         environment = {k: v for k, v in self.config.get("environment", {}).items() if k != "build"}
         expect("environment.digest", self.environment.digest, sha256_json(environment))
 
+        for image in self.environment.images:
+            where = f"image {short_digest(image.key)} ({image.builder} {image.layer})"
+            expect(f"{where}: inputs_digest", image.inputs_digest, inputs_digest(image.inputs))
+            expect(
+                f"{where}: key",
+                image.key,
+                layer_key(image.builder, image.layer, image.inputs, image.parent_key),
+            )
+
         instances = {i.instance_id: i for i in self.dataset.instances}
         images = {image.key for image in self.environment.images}
         for trial in self.trials:
@@ -167,6 +193,11 @@ class Lockfile(Record):
                 found.append(f"trial {label}: test spec differs from the instance's")
             if key.harness_version != self.harness.version:
                 found.append(f"trial {label}: harness {key.harness_version}")
+            if key.harness_digest != self.harness.code_digest:
+                found.append(
+                    f"trial {label}: harness code {short_digest(key.harness_digest)} is not "
+                    f"the lockfile's {short_digest(self.harness.code_digest)}"
+                )
             if key.target_id != self.target.target_id:
                 found.append(f"trial {label}: target '{key.target_id}'")
             if trial.image_key and trial.image_key not in images:
@@ -177,10 +208,10 @@ class Lockfile(Record):
         return found
 
     def identity(self) -> dict[str, Any]:
-        """The lockfile but its development provenance: equal for one config locked again
-        in the same place. (Whether two lockfiles measure the same thing, wherever their
-        data lives, is :func:`differences`'s question.)"""
-        return self.model_dump(mode="json", exclude={"harness": {"commit", "editable"}})
+        """Everything the lockfile holds: equal for one config locked again anywhere.
+        (Whether two lockfiles measure the same thing, wherever their data lives, is
+        :func:`differences`'s question.)"""
+        return self.model_dump(mode="json")
 
     def dumps(self) -> str:
         return json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
@@ -206,17 +237,9 @@ class Lockfile(Record):
 
 
 def harness() -> Harness:
-    checkout = PACKAGE_DIR.parent
-    if not (checkout / ".git").exists() or not (checkout / "pyproject.toml").exists():
-        return Harness(version=__version__)
-    done = subprocess.run(
-        ["git", "-C", str(checkout), "rev-parse", "HEAD"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    commit = done.stdout.strip() if done.returncode == 0 else None
-    return Harness(version=__version__, commit=commit, editable=True)
+    """The harness as a lockfile holds it: what can change a result, nothing of where it
+    came from (a session's ``run.json`` says which checkout and commit ran)."""
+    return Harness(version=__version__, code_digest=code_digest())
 
 
 def portable(value: Any) -> Any:
@@ -264,8 +287,13 @@ def build_lockfile(config: ExperimentConfig, plan: Plan) -> Lockfile:
             failures[f"{planned.image.layer}:{planned.image.key}"] = planned.image.model_copy(
                 update={"below": []}
             )
-    layer_order = {"base": 0, "env": 1, "history": 2, "instance": 3}
     environment = config.environment
+
+    def depth(record: ImageRecord) -> int:
+        # Base layers first, then each layer after the one below it: any builder's chain.
+        below = images.get(record.parent_key) if record.parent_key else None
+        return 0 if below is None else depth(below) + 1
+
     return Lockfile(
         experiment=config.name,
         harness=harness(),
@@ -286,13 +314,14 @@ def build_lockfile(config: ExperimentConfig, plan: Plan) -> Lockfile:
         ),
         environment=LockedEnvironment(
             kind=environment.kind,
+            builder=plan.builder or environment.builder.kind,
             digest=sha256_json(environment.model_dump(mode="json", exclude={"build"})),
             limits=environment.limits,
             timeout=environment.timeout,
             network=environment.network,
             images=[
                 LockedImage(**record.model_dump(exclude={"built", "build_seconds"}))
-                for record in sorted(images.values(), key=lambda r: (layer_order[r.layer], r.key))
+                for record in sorted(images.values(), key=lambda r: (depth(r), r.key))
             ],
             build_failures=[failures[key] for key in sorted(failures)],
         ),
@@ -316,16 +345,9 @@ def read_lockfile(path: Path, *, checked: bool = True) -> Lockfile:
     """
     if path.is_dir():
         path = path / LOCKFILE_NAME
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such lockfile") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UserError(f"{path}: not a readable lockfile ({error})") from None
-    try:
-        lockfile = Lockfile.model_validate(data)
-    except ValidationError as error:
-        raise UserError(f"{path}: not a valid lockfile: {validation_message(error)}") from None
+    if not path.exists():
+        raise UserError(f"{path}: no such lockfile")
+    lockfile = read_record(path, Lockfile)
     problems = lockfile.problems() if checked else []
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
@@ -367,6 +389,12 @@ def differences(a: Lockfile, b: Lockfile, *, same_target: bool = True) -> list[D
 
     if a.harness.version != b.harness.version:
         add("harness", f"harness version {a.harness.version} vs {b.harness.version}")
+    if a.harness.code_digest != b.harness.code_digest:
+        add(
+            "harness",
+            f"harness code (parsers, grading, scoring, in-container scripts) "
+            f"{short_digest(a.harness.code_digest)} vs {short_digest(b.harness.code_digest)}",
+        )
 
     ours = {i.instance_id: i for i in a.dataset.instances}
     theirs = {i.instance_id: i for i in b.dataset.instances}
@@ -444,6 +472,7 @@ _COMPARED_ELSEWHERE = (
     "environment.timeout",
     "environment.network",
     "environment.kind",
+    "environment.builder.",  # compared through the images' records (builder, inputs)
     "environment.max_workers",  # how many trials run at once, not what they measure
 )
 
@@ -503,16 +532,40 @@ def _image_differences(a: Lockfile, b: Lockfile) -> list[Difference]:
 
 
 def _why(one: LockedImage, two: LockedImage) -> str:
-    """Which part of a layer's key differs: what a reader can act on."""
+    """What differs between two layers, by input: what a reader can act on."""
     if one.key == two.key:
-        return "same build inputs, other bytes"
-    if one.inputs_digest != two.inputs_digest:
-        return (
-            f"build inputs {short_digest(one.inputs_digest)} vs {short_digest(two.inputs_digest)}"
-        )
+        return "same build inputs, other bytes: the build is not reproducible here"
+    if one.builder != two.builder:
+        return f"built by {one.builder} vs {two.builder}"
+    changed = input_differences(one.inputs, two.inputs)
+    if changed:
+        more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+        return "; ".join(changed[:3]) + more
     if one.parent_key != two.parent_key:
         return "same inputs, built on another layer below"
-    return "same inputs, another Containerfile or harness build recipe"
+    return "same inputs, another layer name or order"
+
+
+def input_differences(ours: list[PinnedInput], theirs: list[PinnedInput]) -> list[str]:
+    """Each input that differs, by kind and name: "wheel pytest 8.3.4 vs 8.3.5"."""
+    mine = {(i.kind, i.name): i for i in ours}
+    other = {(i.kind, i.name): i for i in theirs}
+    found = []
+    for key in sorted(mine.keys() | other.keys()):
+        one, two = mine.get(key), other.get(key)
+        if one is None or two is None:
+            present = one or two
+            assert present is not None
+            side = "first" if one else "second"
+            found.append(f"{present.label} only in the {side}")
+        elif one.digest != two.digest or one.version != two.version:
+            if one.version != two.version:
+                found.append(f"{one.kind} {one.name} {one.version} vs {two.version}")
+            else:
+                found.append(
+                    f"{one.label}: {short_digest(one.digest)} vs {short_digest(two.digest)}"
+                )
+    return found
 
 
 def short_digest(digest: str) -> str:

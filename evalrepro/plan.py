@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalrepro import __version__
-from evalrepro.backends.base import Backend, BuildFailure, ImageChain
+from evalrepro.builders.base import Builder
 from evalrepro.config import ExperimentConfig
 from evalrepro.errors import UserError
+from evalrepro.harness import code_digest
+from evalrepro.images import BuildFailure, ImageChain, ImageRecord
 from evalrepro.parsers import LogParser
 from evalrepro.repos import resolve_sources
 from evalrepro.sample import Sample, load_samples
@@ -43,6 +45,8 @@ class PlannedTrial:
 class Plan:
     target_id: str
     trials: list[PlannedTrial]
+    #: The kind of the builder that made (or found) the images.
+    builder: str = ""
 
     @property
     def images(self) -> list[ImageChain | BuildFailure]:
@@ -98,7 +102,14 @@ def planned_predictions(
     return planned
 
 
-def build_plan(config: ExperimentConfig, backend: Backend, cache_dir: Path) -> Plan:
+def build_plan(
+    config: ExperimentConfig,
+    builder: Builder,
+    cache_dir: Path,
+    locked: list[ImageRecord] | None = None,
+) -> Plan:
+    """The trials of ``config``, with every image built; ``locked``: the image records of
+    a lockfile being run again, for a builder that builds exactly what it pinned."""
     dataset = config.dataset
     samples = dataset.load()
     predictions = config.target.patches(samples)
@@ -120,9 +131,13 @@ def build_plan(config: ExperimentConfig, backend: Backend, cache_dir: Path) -> P
     )
     checkouts = {instance_id: resolved.checkout(instance_id) for instance_id in resolved.keys}
     buildable = [spec for spec in specs.values() if spec.instance_id in checkouts]
-    images: dict[str, ImageChain | BuildFailure] = dict(backend.prepare(buildable, checkouts))
+    images: dict[str, ImageChain | BuildFailure] = dict(
+        builder.prepare(buildable, checkouts, locked)
+    )
     for instance_id, reason in resolved.unavailable.items():
-        images[instance_id] = BuildFailure(layer="history", key="", reason=f"repo source: {reason}")
+        images[instance_id] = BuildFailure(
+            builder=builder.kind, layer="history", key="", reason=f"repo source: {reason}"
+        )
 
     trials = []
     for sample, prediction in wanted:
@@ -138,6 +153,7 @@ def build_plan(config: ExperimentConfig, backend: Backend, cache_dir: Path) -> P
             else f"unbuilt:{image.layer}:{image.key}",
             test_spec_digest=spec.digest(),
             harness_version=__version__,
+            harness_digest=code_digest(),
             sample_index=index,
         )
         trials.append(
@@ -150,4 +166,4 @@ def build_plan(config: ExperimentConfig, backend: Backend, cache_dir: Path) -> P
                 image=image,
             )
         )
-    return Plan(target_id=target, trials=trials)
+    return Plan(target_id=target, trials=trials, builder=builder.kind)

@@ -1,20 +1,68 @@
-"""Base class of every record evalrepro writes to disk.
+"""Base class of every record evalrepro writes to disk, the registry of them, and the one
+reader.
 
 Each record carries ``record`` (its model's name, so a reader knows which model parses
 it) and ``schema_version``, pinned per model by its default: a record of another schema
 version (a newer evalrepro's, or an edit) is refused with a message that says so.
 Unknown fields are rejected too, so that a typo never passes silently.
+
+Every ``Record`` subclass with a ``record`` name registers itself (:func:`records`), so
+that the list of what evalrepro persists, and in which schema version, is one table
+(the README's "Records"). :func:`read_record` is how a file of one is read: a regular
+file (never through a link), at most ``limit`` bytes, a JSON object naming that record
+and its pinned schema version, then the model's own validation; anything else is one
+:class:`RecordError` line naming the file.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+import importlib
+import json
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
+
+from evalrepro.errors import UserError, validation_message
+from evalrepro.files import read_regular_file
+
+
+class RecordError(UserError):
+    """A record file that cannot be read as the record it should be."""
+
+
+_REGISTRY: dict[str, type[Record]] = {}
 
 
 class Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     schema_version: int = 1
+
+    #: The largest file of this record that :func:`read_record` reads by default.
+    max_bytes: ClassVar[int] = 64 << 20
+    #: Files written before records named themselves are read as this record.
+    unnamed_ok: ClassVar[bool] = False
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        name = cls.record_name()
+        if name is None:
+            return
+        known = _REGISTRY.get(name)
+        if known is not None and known.__qualname__ != cls.__qualname__:
+            raise TypeError(f"two records named {name}: {known.__module__} and {cls.__module__}")
+        _REGISTRY[name] = cls
+
+    @classmethod
+    def record_name(cls) -> str | None:
+        field = cls.model_fields.get("record")
+        return field.default if field is not None else None
+
+    @classmethod
+    def pinned_version(cls) -> int:
+        return cls.model_fields["schema_version"].default
 
     @field_validator("schema_version")
     @classmethod
@@ -26,3 +74,67 @@ class Record(BaseModel):
                 "evalrepro reads"
             )
         return value
+
+
+R = TypeVar("R", bound=Record)
+
+
+#: The modules that define records: the one list of where every persisted record lives.
+RECORD_MODULES = (
+    "evalrepro.compare",
+    "evalrepro.execute",
+    "evalrepro.lockfile",
+    "evalrepro.metrics",
+    "evalrepro.observation",
+    "evalrepro.regrade",
+    "evalrepro.report",
+    "evalrepro.rundir",
+    "evalrepro.score",
+    "evalrepro.sessions",
+    "evalrepro.supervision",
+    "evalrepro.testspec",
+    "evalrepro.timing",
+    "evalrepro.trial",
+    "evalrepro.view",
+)
+
+
+def records() -> dict[str, type[Record]]:
+    """Every record evalrepro writes, by name."""
+    for module in RECORD_MODULES:
+        importlib.import_module(module)
+    return dict(sorted(_REGISTRY.items()))
+
+
+def read_record(path: Path, model: type[R], *, limit: int | None = None) -> R:
+    """``path`` as a ``model`` record, or one RecordError line saying why not."""
+    name = model.record_name() or model.__name__
+    data = read_regular_file(path, limit or model.max_bytes, name)
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        raise RecordError(f"{path}: not a readable {name} record ({error})") from None
+    return parse_record(raw, model, where=str(path))
+
+
+def parse_record(raw: object, model: type[R], *, where: str) -> R:
+    """An already-decoded JSON value as a ``model`` record (for records inside others)."""
+    name = model.record_name() or model.__name__
+    if not isinstance(raw, dict):
+        raise RecordError(f"{where}: not a {name} record (a JSON {type(raw).__name__})")
+    kind = raw.get("record", name if model.unnamed_ok else None)
+    if kind is None:
+        raise RecordError(f"{where}: not a {name} record (it names no record)")
+    if kind != name:
+        what = f"a {kind} record" if kind in _REGISTRY else f"an unknown record {kind!r}"
+        raise RecordError(f"{where}: {what}, not a {name}")
+    version, pinned = raw.get("schema_version", 1), model.pinned_version()
+    if version != pinned:
+        raise RecordError(
+            f"{where}: {name} schema version {version!r}; this evalrepro reads version "
+            f"{pinned} (written by another evalrepro, or edited)"
+        )
+    try:
+        return model.model_validate(raw)
+    except ValidationError as error:
+        raise RecordError(f"{where}: not a valid {name}: {validation_message(error)}") from None

@@ -37,6 +37,7 @@ from evalrepro.errors import UserError
 from evalrepro.execute import TrialResult
 from evalrepro.files import read_regular_file
 from evalrepro.gate import Gate
+from evalrepro.harness import code_digest
 from evalrepro.lockfile import (
     LockedDataset,
     LockedEnvironment,
@@ -58,7 +59,7 @@ from evalrepro.observation import (
 from evalrepro.parsers import LogParser, get_parser
 from evalrepro.parsers.swebench_repos import SWEBENCH_REPO_PARSERS
 from evalrepro.patchcheck import patch_bytes
-from evalrepro.record import Record
+from evalrepro.record import Record, read_record
 from evalrepro.report import aggregate
 from evalrepro.rundir import RunDirectory
 from evalrepro.sample import Sample, load_samples
@@ -130,7 +131,7 @@ def read_foreign_log(path: Path) -> bytes:
 
 def observe_foreign(folder: Path, sample: Sample) -> Observation:
     """An attempt of a regrade, observed again from its artifacts alone."""
-    foreign = ForeignLog.model_validate_json((folder / "foreign.json").read_bytes())
+    foreign = read_record(folder / "foreign.json", ForeignLog)
     parser = get_parser(foreign.parser)
     patch = folder / PATCH_NAME
     if patch.is_file() and not read_regular_file(patch, MAX_PATCH_BYTES, "patch").strip():
@@ -240,6 +241,7 @@ def regrade(
             image_digest=RECORDED_IMAGE,
             test_spec_digest=recorded_spec_digest(sample, parsers[sample.instance_id], rules),
             harness_version=__version__,
+            harness_digest=code_digest(),
         )
         trials.append((sample, Trial.of(key)))
     lockfile = _lockfile(config, trials, predictions, parsers)

@@ -7,7 +7,6 @@ and every rate is over the planned trials, never over valid trials alone.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +25,7 @@ from evalrepro.lockfile import LOCKFILE_NAME, Lockfile
 from evalrepro.metrics import RunMetrics, compute_metrics, evidence_of
 from evalrepro.record import Record
 from evalrepro.score import Outcome
+from evalrepro.sessions import read_sessions
 from evalrepro.stats import Interval
 from evalrepro.timing import RunTiming, TrialTiming, run_timing, trial_timing
 from evalrepro.trial import trial_label
@@ -200,6 +200,7 @@ class Provenance(BaseModel):
     #: The evalrepro that made this report, and the harness that ran the trials.
     evalrepro_version: str
     harness_version: str
+    #: The commit of the development checkout that ran the trials (``run.json``).
     harness_commit: str | None
     #: sha256 over the bytes of the run's lockfile (``lockfile.lock.json``).
     lockfile_digest: str
@@ -318,10 +319,10 @@ def provenance(
     n_resamples: int,
     seed: int,
 ) -> Provenance:
-    sessions = _sessions(run_dir)
     runtimes = []
+    sessions = read_sessions(run_dir)
     for session in sessions:
-        backend = session.get("backend") or {}
+        backend = session.backend
         described = " ".join(str(backend[k]) for k in ("kind", "mode") if k in backend)
         if backend.get("podman"):
             described += f" ({backend['podman']})"
@@ -333,7 +334,9 @@ def provenance(
     return Provenance(
         evalrepro_version=__version__,
         harness_version=lockfile.harness.version,
-        harness_commit=lockfile.harness.commit,
+        harness_commit=next(
+            (s.evalrepro.commit for s in sessions if s.evalrepro and s.evalrepro.commit), None
+        ),
         lockfile_digest=sha256_bytes(lock_path.read_bytes()) if lock_path.is_file() else "",
         experiment=lockfile.experiment,
         target_id=lockfile.target.target_id,
@@ -351,14 +354,6 @@ def provenance(
         n_resamples=n_resamples,
         seed=seed,
     )
-
-
-def _sessions(run_dir: Path) -> list[dict]:
-    try:
-        sessions = json.loads((run_dir / "run.json").read_text())["sessions"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return []
-    return [s for s in sessions if isinstance(s, dict)] if isinstance(sessions, list) else []
 
 
 def trial_rows(

@@ -22,12 +22,12 @@ from rich.console import Console
 from rich.markup import escape
 
 from evalrepro import atomic
-from evalrepro.backends import get_backend
-from evalrepro.backends.base import Backend, BuildFailure, ImageChain
+from evalrepro.backend import Backend
 from evalrepro.config import ExperimentConfig
 from evalrepro.errors import UserError
 from evalrepro.execute import Executor
-from evalrepro.lockfile import Lockfile, build_lockfile, differences
+from evalrepro.images import BuildFailure, ImageChain, package_manifest_name
+from evalrepro.lockfile import Lockfile, build_lockfile, differences, read_lockfile
 from evalrepro.plan import Plan, build_plan
 from evalrepro.progress import TrialProgress
 from evalrepro.report import (
@@ -50,23 +50,48 @@ def default_cache_dir() -> Path:
 
 
 def plan_and_lock(
-    config: ExperimentConfig, console: Console, cache_dir: Path
+    config: ExperimentConfig,
+    console: Console,
+    cache_dir: Path,
+    pinned_by: Lockfile | None = None,
+    backend: Backend | None = None,
 ) -> tuple[Backend, Plan, Lockfile]:
-    backend = get_backend(config.environment, cache_dir)
+    """The plan with every image built, and its lockfile. ``pinned_by``: a lockfile whose
+    image records the builder rebuilds exactly (a builder that pins its inputs reuses
+    its pins instead of resolving them again; a layer it cannot rebuild is a failure
+    naming the input). ``backend``: one opened already (the config's, unless a test
+    brings its own)."""
+    backend = backend or Backend.open(config.environment, cache_dir)
+    locked = None
+    if pinned_by is not None and pinned_by.environment.builder == backend.builder.kind:
+        locked = [image.record() for image in pinned_by.environment.images]
     backend.check()
     console.print(f"[bold]{config.name}[/]: resolving the plan and its images ...")
     for advice in config.dataset.command_advice():
         console.print(f"[yellow]note[/]: {escape(advice)}", soft_wrap=True)
-    plan = build_plan(config, backend, cache_dir)
+    plan = build_plan(config, backend.builder, cache_dir, locked)
     _print_images(console, plan)
     return backend, plan, build_lockfile(config, plan)
 
 
 def lock_experiment(
-    config: ExperimentConfig, console: Console, *, output: Path, cache_dir: Path
+    config: ExperimentConfig,
+    console: Console,
+    *,
+    output: Path,
+    cache_dir: Path,
+    update: bool = False,
+    backend: Backend | None = None,
 ) -> Lockfile:
-    """Resolve the config into a lockfile, building every image; run no trial."""
-    _, _, lockfile = plan_and_lock(config, console, cache_dir)
+    """Resolve the config into a lockfile, building every image; run no trial.
+
+    An existing lockfile at ``output`` keeps its pins (as a package manager's lockfile
+    does): inputs are resolved again only where the config changed, or with ``update``.
+    """
+    previous = None
+    if output.is_file() and not update:
+        previous = read_lockfile(output, checked=False)
+    _, _, lockfile = plan_and_lock(config, console, cache_dir, previous, backend)
     if lockfile.environment.build_failures:
         failed = lockfile.environment.build_failures[0]
         raise UserError(
@@ -85,13 +110,17 @@ def run_experiment(
     run_dir: Path | None,
     cache_dir: Path,
     locked: Lockfile | None = None,
+    backend: Backend | None = None,
 ) -> RunOutcome:
     """Lock, then execute into ``run_dir``; with ``locked``, the plan must match it."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     directory = RunDirectory(run_dir or config.run.output_dir / f"{config.name}-{stamp}")
     # Held before planning: a second process is refused at once, not after the builds.
     with directory.exclusive():
-        backend, plan, lockfile = plan_and_lock(config, console, cache_dir)
+        # A resumed run rebuilds its own pins; a lockfile to run, its pins.
+        existing = directory.lockfile_path
+        pins = locked or (read_lockfile(existing) if existing.is_file() else None)
+        backend, plan, lockfile = plan_and_lock(config, console, cache_dir, pins, backend)
         try:
             if locked is not None:
                 found = differences(locked, lockfile, same_target=True)
@@ -104,7 +133,7 @@ def run_experiment(
                 lockfile, config.model_dump_json(indent=2) + "\n", backend.describe()
             )
             executor = Executor(
-                backend,
+                backend.runtime,
                 directory.path,
                 timeout=config.environment.timeout,
                 max_attempts=config.environment.max_attempts,
@@ -114,7 +143,7 @@ def run_experiment(
             )
             done = directory.completed(lockfile)
             # Before their folders go: a killed session's containers may still write there.
-            leftovers = backend.remove_leftovers(executor.container_prefix)
+            leftovers = backend.runtime.remove_leftovers(executor.container_prefix)
             removed = directory.remove_incomplete(lockfile)
             _write_image_artifacts(directory.path, plan, backend)
             record_builds(directory.path, plan.images)
@@ -154,8 +183,8 @@ def _write_image_artifacts(run_dir: Path, plan: Plan, backend: Backend) -> None:
         if not isinstance(image, ImageChain):
             continue
         base = image.layers[0]
-        manifest = backend.package_manifest(base)
-        target = run_dir / "images" / f"{base.tag.rsplit(':', 1)[1]}.packages.txt"
+        manifest = backend.builder.package_manifest(base)
+        target = run_dir / package_manifest_name(base.key)
         if manifest is not None and not target.exists():
             atomic.write_bytes(target, manifest.read_bytes())
 
@@ -183,7 +212,8 @@ def _print_images(console: Console, plan: Plan) -> None:
     )
     for failure in failures.values():
         console.print(
-            f"  [red]{failure.layer} layer failed[/]: {failure.reason}"
-            + (f" (log: {failure.build_log})" if failure.build_log else ""),
+            f"  [red]{escape(failure.layer)} layer failed[/]: {escape(failure.reason)}"
+            + (f" (log: {escape(failure.build_log)})" if failure.build_log else ""),
             highlight=False,
+            soft_wrap=True,
         )

@@ -17,27 +17,24 @@ Layout (see ``run.py``): ``lockfile.lock.json`` (the plan; never rewritten), ``r
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import platform
 import shutil
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from evalrepro import __version__, atomic
-from evalrepro.errors import UserError, validation_message
+from evalrepro.errors import UserError
 from evalrepro.execute import TrialResult
-from evalrepro.files import read_regular_file
+from evalrepro.harness import code_digest
 from evalrepro.lockfile import LOCKFILE_NAME, Lockfile, differences, read_lockfile
+from evalrepro.record import read_record
 from evalrepro.report import RunResults, aggregate
 from evalrepro.score import score
-from evalrepro.trial import trial_label
+from evalrepro.sessions import log_session
+from evalrepro.trial import TrialKey, trial_label
 
 
 @dataclass(frozen=True)
@@ -131,23 +128,8 @@ class RunDirectory:
             # The lockfile last: it is what makes the directory a run to resume.
             atomic.write_text(self.path / "config.json", config_json)
             lockfile.write(self.lockfile_path)
-        self._log_session(resuming, backend)
+        log_session(self.path, resumed=resuming, backend=backend)
         return resuming
-
-    def _log_session(self, resuming: bool, backend: dict[str, str]) -> None:
-        record = self.path / "run.json"
-        sessions = json.loads(record.read_text())["sessions"] if record.exists() else []
-        sessions.append(
-            {
-                "started_at": datetime.now(UTC).isoformat(),
-                "resumed": resuming,
-                "argv": sys.argv,
-                "host": platform.node(),
-                "user": os.environ.get("USER", str(os.getuid())),
-                "backend": backend,
-            }
-        )
-        atomic.write_text(record, json.dumps({"sessions": sessions}, indent=2) + "\n")
 
     # --- trials ----------------------------------------------------------------------
 
@@ -284,8 +266,8 @@ def _check_consistent(result: TrialResult, path: Path) -> None:
         if attempt.trial_id != trial.trial_id:
             raise UserError(f"{path}: attempt {attempt.number} is another trial's (edited?)")
         # A score is a function of its observation: an edited outcome shows here (under
-        # the harness that scored it; another version may judge by other rules).
-        if key.harness_version == __version__ and attempt.score != score(attempt.observation):
+        # the harness that scored it; other grading code may judge by other rules).
+        if _same_harness(key) and attempt.score != score(attempt.observation):
             raise UserError(
                 f"{path}: attempt {attempt.number}'s score {attempt.score.outcome} is not "
                 f"what its observation gives (edited?)"
@@ -299,10 +281,8 @@ MAX_RESULT_BYTES = 64 << 20
 
 
 def read_result(path: Path) -> TrialResult:
-    try:
-        data = read_regular_file(path, MAX_RESULT_BYTES, "trial result")
-        return TrialResult.model_validate(json.loads(data.decode("utf-8")))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UserError(f"{path}: unreadable trial result ({error})") from None
-    except ValidationError as error:
-        raise UserError(f"{path}: not a trial result: {validation_message(error)}") from None
+    return read_record(path, TrialResult, limit=MAX_RESULT_BYTES)
+
+
+def _same_harness(key: TrialKey) -> bool:
+    return key.harness_version == __version__ and key.harness_digest == code_digest()

@@ -18,7 +18,6 @@ no container and no supervisor: only its wall time is known.
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
@@ -26,11 +25,12 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evalrepro import atomic
-from evalrepro.backends.base import BuildFailure, ImageChain
 from evalrepro.errors import UserError
 from evalrepro.execute import TrialResult
 from evalrepro.files import read_regular_file
-from evalrepro.record import Record
+from evalrepro.images import BuildFailure, ImageChain
+from evalrepro.record import Record, read_record
+from evalrepro.sessions import read_sessions
 from evalrepro.supervision import SupervisorReport
 
 BUILDS_FILE = "images/builds.json"
@@ -78,8 +78,8 @@ def read_builds(run_dir: Path) -> ImageBuilds:
     if not path.is_file():
         return ImageBuilds()
     try:
-        return ImageBuilds.model_validate_json(path.read_bytes())
-    except ValidationError:
+        return read_record(path, ImageBuilds)
+    except UserError:
         # A report must not fail on a damaged timing record; it shows no build times.
         return ImageBuilds()
 
@@ -210,8 +210,5 @@ def run_timing(run_dir: Path, results: list[TrialResult], timings: list[TrialTim
 
 def _first_session(run_dir: Path) -> datetime | None:
     """When the run's first session started (``run.json``), or None if unknown."""
-    try:
-        sessions = json.loads((run_dir / "run.json").read_text())["sessions"]
-        return datetime.fromisoformat(sessions[0]["started_at"])
-    except (OSError, ValueError, KeyError, IndexError, TypeError):
-        return None
+    sessions = read_sessions(run_dir)
+    return sessions[0].started_at if sessions else None

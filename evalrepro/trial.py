@@ -32,6 +32,8 @@ class TrialKey(BaseModel):
     image_digest: str
     test_spec_digest: str
     harness_version: str
+    #: ``evalrepro.harness.code_digest()``: the code that can change a result.
+    harness_digest: str
     sample_index: int = Field(default=0, ge=0)
 
     def trial_id(self) -> str:
@@ -40,6 +42,8 @@ class TrialKey(BaseModel):
 
 class Trial(Record):
     record: Literal["Trial"] = "Trial"
+    #: 2: the key holds the harness code digest.
+    schema_version: int = 2
     trial_id: str
     key: TrialKey
 

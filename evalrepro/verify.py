@@ -22,13 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 from rich.table import Table
 
 from evalrepro.digest import sha256_bytes
-from evalrepro.errors import UserError, validation_message
+from evalrepro.errors import UserError
 from evalrepro.execute import ARTIFACTS, TrialResult, observe_folder
+from evalrepro.images import package_manifest_name
 from evalrepro.lockfile import (
     LOCKFILE_NAME,
     Difference,
@@ -38,6 +39,7 @@ from evalrepro.lockfile import (
     short_digest,
 )
 from evalrepro.parsers import LogParser, get_parser
+from evalrepro.record import read_record
 from evalrepro.report import RunResults, aggregate
 from evalrepro.rundir import RunDirectory
 from evalrepro.sample import Sample
@@ -253,7 +255,7 @@ def _check_image_manifests(check: RunCheck, directory: RunDirectory, lockfile: L
     for image in lockfile.environment.images:
         if image.package_manifest_digest is None:
             continue
-        manifest = directory.path / "images" / f"{image.tag.rsplit(':', 1)[1]}.packages.txt"
+        manifest = directory.path / package_manifest_name(image.key)
         where = _rel(directory, manifest)
         if not manifest.is_file():
             check.add("artifact", f"{where}: missing (the base image's package list)")
@@ -392,14 +394,9 @@ def _read(
     path: Path, model: type[RecordT], check: RunCheck, directory: RunDirectory
 ) -> RecordT | None:
     try:
-        return model.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        check.add("result", f"{_rel(directory, path)}: unreadable ({error})")
-    except ValidationError as error:
-        check.add(
-            "result",
-            f"{_rel(directory, path)}: not a {model.__name__}: {validation_message(error)}",
-        )
+        return read_record(path, model)
+    except UserError as error:
+        check.add("result", str(error).replace(str(path), _rel(directory, path), 1))
     return None
 
 

@@ -48,7 +48,7 @@ from evalrepro import atomic
 from evalrepro.artifact import Artifact
 from evalrepro.errors import UserError
 from evalrepro.execute import TrialResult
-from evalrepro.record import Record
+from evalrepro.record import Record, read_record
 from evalrepro.report import RunReport, TrialRow, build_run_report
 from evalrepro.report_html import (
     OUTCOMES,
@@ -771,8 +771,8 @@ def _checked_output(run_dir: Path, output: Path) -> Path:
 
 def _previous_pages(root: Path) -> list[str]:
     try:
-        manifest = ViewManifest.model_validate_json((root / MANIFEST).read_bytes())
-    except (OSError, ValidationError):
+        manifest = read_record(root / MANIFEST, ViewManifest)
+    except UserError:
         return []
     # Only plain page names inside trials/: the manifest is a file anyone could edit.
     return [p for p in manifest.pages if re.fullmatch(r"[^/\\\0]+\.html", p) and p[0] != "."]

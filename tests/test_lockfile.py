@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from evalrepro.backends import get_backend
-from evalrepro.backends.base import ImageRecord
+from evalrepro.backend import Backend
 from evalrepro.config import PACKAGE_DIR, compose
 from evalrepro.digest import sha256_bytes
 from evalrepro.lockfile import Lockfile, differences, read_lockfile
@@ -164,7 +163,7 @@ def test_locking_the_demo_again_gives_the_committed_lockfile(locked_twice):
     if fresh.identity() == committed.identity():
         return
     (base,) = [i for i in fresh.environment.images if i.layer == "base"]
-    backend = get_backend(fresh.experiment_config().environment, cache_dir())
-    manifest = backend.package_manifest(ImageRecord(**base.model_dump(), built=False))
+    backend = Backend.open(fresh.experiment_config().environment, cache_dir())
+    manifest = backend.builder.package_manifest(base.record())
     new_packages = manifest.read_text() if manifest else None
     pytest.fail(explain(committed, fresh, BASE_PACKAGES.read_text(), new_packages))

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from evalrepro.backends import get_backend
+from evalrepro.backend import Backend
 from evalrepro.execute import Executor
 from evalrepro.plan import build_plan
 from tests.podman_support import cache_dir, demo_config, needs_podman
@@ -18,9 +18,9 @@ pytestmark = needs_podman
 @pytest.fixture(scope="module")
 def plan():
     config = demo_config("model_b")
-    backend = get_backend(config.environment, cache_dir())
+    backend = Backend.open(config.environment, cache_dir())
     backend.check()
-    return backend, build_plan(config, backend, cache_dir())
+    return backend.runtime, build_plan(config, backend.builder, cache_dir())
 
 
 def executor(backend, run_dir, max_attempts=3):

@@ -15,14 +15,15 @@ import uuid
 
 import pytest
 
-from evalrepro.backends import get_backend
-from evalrepro.backends.base import AttemptRequest, BuildFailure, ImageChain
+from evalrepro.backend import Backend
 from evalrepro.environment import Limits
 from evalrepro.execute import read_trial_result
+from evalrepro.images import BuildFailure, ImageChain
 from evalrepro.lockfile import read_lockfile
 from evalrepro.plan import build_plan
 from evalrepro.report import build_run_report
 from evalrepro.rundir import RunDirectory
+from evalrepro.runtimes.base import AttemptRequest
 from evalrepro.supervision import TrialProgram, read_region
 from evalrepro.testspec import RepoSpec
 from tests.demo_expectations import (
@@ -89,7 +90,7 @@ def test_trial_containers_have_no_network_interface_but_loopback(demo_runs, tmp_
     (tmp_path / "program.json").write_text(program.model_dump_json())
     (tmp_path / "patch.diff").write_text(planned.prediction.model_patch)
     (tmp_path / "test.patch").write_text(planned.sample.test_patch)
-    backend = get_backend(demo_config("demo").environment, cache_dir())
+    backend = Backend.open(demo_config("demo").environment, cache_dir()).runtime
     request = AttemptRequest(
         planned.image.image.tag, tmp_path, f"evalrepro-net-{os.getpid()}", 30, 1 << 20
     )
@@ -141,9 +142,9 @@ def test_a_second_run_builds_nothing(demo_runs, tmp_path):
 
 
 def _layers_built(config):
-    backend = get_backend(config.environment, cache_dir())
+    backend = Backend.open(config.environment, cache_dir())
     backend.check()
-    plan = build_plan(config, backend, cache_dir())
+    plan = build_plan(config, backend.builder, cache_dir())
     chains = [p.image for p in plan.trials]
     assert not any(isinstance(chain, BuildFailure) for chain in chains)
     built = {

@@ -338,7 +338,7 @@ def test_a_truncated_trial_result_is_refused(gold_copy, capsys):
     result_file = trial_folder(gold_copy, "demo__calc-2") / "result.json"
     result_file.write_bytes(result_file.read_bytes()[:300])
     message = report_error(gold_copy, capsys)
-    assert f"{result_file}: unreadable trial result" in message
+    assert f"{result_file}: not a readable TrialResult record" in message
 
 
 def test_a_trial_folder_moved_to_another_trials_label_is_refused(gold_copy, capsys):

@@ -196,6 +196,7 @@ def trial_key(planned: Planned) -> TrialKey:
         image_digest="sha256:" + "1" * 64,
         test_spec_digest="sha256:" + "2" * 64,
         harness_version="0.2.0",
+        harness_digest="sha256:" + "3" * 64,
         sample_index=planned.sample_index,
     )
 
@@ -264,7 +265,7 @@ def build_run(run_dir: Path) -> tuple[Lockfile, dict[str, TrialResult]]:
     )
     lockfile = Lockfile(
         experiment="layout",
-        harness=Harness(version="0.2.0"),
+        harness=Harness(version="0.2.0", code_digest="sha256:" + "3" * 64),
         config={},
         config_digest=sha256_json({}),
         dataset=LockedDataset(

@@ -136,7 +136,9 @@ def test_a_changed_package_version_is_an_image_and_test_spec_difference(
     assert kinds(report["differences"]) == {"images", "test_spec"}
     images = [d["detail"] for d in report["differences"] if d["kind"] == "images"]
     assert images and all(
-        detail.startswith("demo__calc-") and "env layer" in detail and "(build inputs " in detail
+        detail.startswith("demo__calc-")
+        and "env layer" in detail
+        and "requirement evalrepro-nonce" in detail
         for detail in images
     )
     settings = [d["detail"] for d in report["differences"] if d["detail"].startswith("setting ")]
@@ -333,12 +335,12 @@ def test_a_path_that_is_neither_a_lockfile_nor_a_run_directory_is_one_line(
     )
     assert "not a run directory" in one_line_error(capsys, tmp_path, demo_lock)
     (tmp_path / "results.json").write_text("{}")
-    assert "not a valid lockfile" in one_line_error(capsys, tmp_path / "results.json", demo_lock)
+    assert "not a Lockfile record" in one_line_error(capsys, tmp_path / "results.json", demo_lock)
     assert "not a run directory" in one_line_error(capsys, demo_lock)
 
 
 def test_a_corrupt_lockfile_is_one_line(capsys, copy, demo_lock):
     lockfile = copy / LOCKFILE_NAME
     lockfile.write_text(lockfile.read_text()[:-200])
-    assert "not a readable lockfile" in one_line_error(capsys, copy)
-    assert "not a readable lockfile" in one_line_error(capsys, demo_lock, copy)
+    assert "not a readable Lockfile record" in one_line_error(capsys, copy)
+    assert "not a readable Lockfile record" in one_line_error(capsys, demo_lock, copy)

@@ -29,18 +29,13 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from evalrepro import __version__, supervision, testspec
-from evalrepro.backends.base import (
-    AttemptRequest,
-    AttemptRun,
-    Backend,
-    ImageChain,
-    ImageRecord,
-)
 from evalrepro.digest import sha256_bytes, sha256_json
 from evalrepro.environment import Limits
 from evalrepro.evalscript import compile_eval_script
 from evalrepro.execute import Executor
 from evalrepro.gate import Gate, GateRule
+from evalrepro.harness import code_digest
+from evalrepro.images import ImageChain, ImageRecord, inputs_digest, layer_key
 from evalrepro.lockfile import (
     Harness,
     LockedDataset,
@@ -57,8 +52,9 @@ from evalrepro.patchcheck import patch_bytes
 from evalrepro.plan import PlannedTrial
 from evalrepro.protection import ResolvedProtection
 from evalrepro.rundir import RunDirectory
+from evalrepro.runtimes.base import AttemptRequest, AttemptRun, Runtime
 from evalrepro.sample import Sample
-from evalrepro.sandbox.supervisor import FRAME, KIND_EVENT, KIND_LOG, KIND_OUTPUT, PROTOCOL
+from evalrepro.sandbox.supervisor import KIND_LOG, KIND_OUTPUT, PROTOCOL
 from evalrepro.supervision import (
     DoneEvent,
     GuardEvent,
@@ -74,6 +70,7 @@ from evalrepro.target import Prediction, Usage
 from evalrepro.timing import record_builds
 from evalrepro.trial import Trial, TrialKey
 from evalrepro.view import LOG, MANIFEST, view_run
+from tests.fake_backend import event, frame
 
 # --- hostile text ------------------------------------------------------------------------
 
@@ -152,14 +149,6 @@ class Case:
     usage: Usage | None = None
 
 
-def frame(kind: bytes, payload: bytes) -> bytes:
-    return FRAME.pack(kind, len(payload)) + payload
-
-
-def event(model) -> bytes:
-    return frame(KIND_EVENT, json.dumps(model.model_dump()).encode())
-
-
 def stream(case: Case) -> bytes:
     """The supervisor's framed stream of one attempt of ``case``."""
     parts = [
@@ -236,8 +225,8 @@ def stream(case: Case) -> bytes:
     return b"".join(parts)
 
 
-class StreamBackend(Backend):
-    """A backend whose sandbox is the stream of each trial's case."""
+class StreamBackend(Runtime):
+    """A runtime whose sandbox is the stream of each trial's case."""
 
     kind = "podman"
 
@@ -246,9 +235,6 @@ class StreamBackend(Backend):
 
     def check(self) -> None:
         pass
-
-    def prepare(self, specs, checkouts):  # pragma: no cover - the plan is made here
-        raise NotImplementedError
 
     def run(self, request: AttemptRequest) -> AttemptRun:
         case = self.cases[request.attempt_dir.parent.name]
@@ -271,9 +257,11 @@ PROTECTION = ResolvedProtection(
 IMAGE = ImageChain(
     layers=[
         ImageRecord(
+            builder="containerfile",
             layer="instance",
-            key="sha256:" + "a" * 64,
-            inputs_digest="sha256:" + "b" * 64,
+            inputs=[],
+            key=layer_key("containerfile", "instance", [], None),
+            inputs_digest=inputs_digest([]),
             tag="localhost/evalrepro-instance:calc",
             parent_key=None,
             image_digest="sha256:" + "c" * 64,
@@ -337,6 +325,7 @@ def build_run(run_dir: Path, cases: list[Case], *, target_id: str = "org/model-v
             image_digest=IMAGE.image.image_digest,
             test_spec_digest=spec.digest(),
             harness_version=__version__,
+            harness_digest=code_digest(),
             sample_index=case.sample_index,
         )
         prediction = Prediction(
@@ -366,7 +355,7 @@ def build_run(run_dir: Path, cases: list[Case], *, target_id: str = "org/model-v
     samples = max(case.sample_index for case in cases) + 1
     lockfile = Lockfile(
         experiment="viewer",
-        harness=Harness(version=__version__),
+        harness=Harness(version=__version__, code_digest=code_digest()),
         config={},
         config_digest=sha256_json({}),
         dataset=LockedDataset(
@@ -384,19 +373,13 @@ def build_run(run_dir: Path, cases: list[Case], *, target_id: str = "org/model-v
         ),
         environment=LockedEnvironment(
             kind="podman",
+            builder="containerfile",
             digest=sha256_json({}),
             limits=Limits(),
             timeout=600,
             network="none",
             images=[
-                LockedImage(
-                    layer=layer.layer,
-                    key=layer.key,
-                    inputs_digest=layer.inputs_digest,
-                    parent_key=layer.parent_key,
-                    tag=layer.tag,
-                    image_digest=layer.image_digest,
-                )
+                LockedImage(**layer.model_dump(exclude={"built", "build_seconds"}))
                 for layer in IMAGE.layers
             ],
         ),

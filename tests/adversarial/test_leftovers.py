@@ -2,7 +2,7 @@
 
 ``podman build`` killed with its parent leaves the processes of its ``RUN`` step running
 (measured here: they are orphaned, not killed). evalrepro runs every build under a
-keeper (``evalrepro.backends.tether``) that stops the whole tree when evalrepro dies.
+keeper (``evalrepro.builders.tether``) that stops the whole tree when evalrepro dies.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import time
 import uuid
 from pathlib import Path
 
-from evalrepro.backends import get_backend
+from evalrepro.backend import Backend
 from evalrepro.config import builtin_config_dir
 from tests.podman_support import cache_dir, demo_config, needs_podman
 
@@ -82,7 +82,7 @@ def test_sigkill_during_a_build_stops_the_build_and_the_next_start_cleans_up(tmp
         assert building <= set(staging.iterdir())  # evalrepro had no chance to clean up
 
         # The next start of the backend removes the dead build's staging folder.
-        get_backend(demo_config("demo").environment, cache_dir()).check()
+        Backend.open(demo_config("demo").environment, cache_dir()).check()
         assert not building & set(staging.iterdir())
     finally:
         run.kill()

@@ -1,0 +1,84 @@
+"""The harness in trial identity: its version and a digest of the code that can change a
+result, so that a change to grading gives new trial ids without a version bump."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from rich.console import Console
+
+from evalrepro.config import compose
+from evalrepro.harness import PACKAGE_DIR, code_digest, code_files
+from evalrepro.lockfile import differences
+from evalrepro.run import lock_experiment
+from tests.fake_backend import Tests, fake_backend
+
+
+def package_copy(tmp_path: Path) -> Path:
+    copy = tmp_path / "evalrepro"
+    shutil.copytree(PACKAGE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    return copy
+
+
+def test_the_digest_covers_parsers_grading_scoring_and_the_in_container_scripts():
+    files = code_files()
+    for path in (
+        "parsers/pytest.py",
+        "grading.py",
+        "score.py",
+        "evalscript.py",
+        "sandbox/supervisor.py",
+        "sandbox/guard.py",
+    ):
+        assert path in files
+    for presentation in ("report.py", "cli.py", "view.py", "builders/containerfile.py"):
+        assert presentation not in files
+
+
+def test_a_changed_parser_changes_the_digest_and_a_changed_report_does_not(tmp_path):
+    copy = package_copy(tmp_path)
+    before = code_digest(copy)
+    (copy / "report.py").write_text((copy / "report.py").read_text() + "\n# a comment\n")
+    assert code_digest(copy) == before
+    parser = copy / "parsers" / "pytest.py"
+    parser.write_text(parser.read_text() + "\nSTRICT = True\n")
+    assert code_digest(copy) != before
+
+
+def test_verify_names_a_harness_code_change_and_the_trial_ids_move(tmp_path):
+    config = compose(["+experiment=demo"])
+
+    def lock(name: str):
+        return lock_experiment(
+            config,
+            Console(file=open("/dev/null", "w")),
+            output=tmp_path / name,
+            cache_dir=tmp_path / "cache",
+            backend=fake_backend(lambda instance_id, patch: Tests()),
+        )
+
+    first = lock("a.lock.json")
+    other = "sha256:" + "e" * 64
+    # The same lockfile as a harness with other grading code would have made it.
+    moved = first.model_copy(
+        update={
+            "harness": first.harness.model_copy(update={"code_digest": other}),
+            "trials": [
+                t.model_copy(update={"key": t.key.model_copy(update={"harness_digest": other})})
+                for t in first.trials
+            ],
+        }
+    )
+    found = [d for d in differences(first, moved) if d.kind == "harness"]
+    assert found and "harness code" in found[0].detail and "grading" in found[0].detail
+    # Its trial ids are now stale: the lockfile's own check names the harness code.
+    problems = moved.problems()
+    assert any("trial_id" in p for p in problems)
+    fixed = moved.model_copy(
+        update={
+            "trials": [t.model_copy(update={"trial_id": t.key.trial_id()}) for t in moved.trials]
+        }
+    )
+    assert not fixed.problems()
+    assert {t.trial_id for t in fixed.trials}.isdisjoint({t.trial_id for t in first.trials})

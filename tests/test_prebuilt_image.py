@@ -1,0 +1,319 @@
+"""Prebuilt images pinned by digest, pulled for real from a registry on 127.0.0.1.
+
+The test starts Debian's ``docker-registry`` on a free port of 127.0.0.1, with its
+storage in a temporary folder, and pushes images made here: one on top of the demo's
+calc-1 instance image (so that a real trial runs in it), one without Python. Nothing
+leaves the machine.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from evalrepro.backend import Backend
+from evalrepro.builders.image import PrebuiltImageBuilder
+from evalrepro.errors import UserError
+from evalrepro.images import BuildFailure, ImageChain, PinnedInput
+from evalrepro.lockfile import read_lockfile
+from evalrepro.plan import build_plan
+from evalrepro.run import lock_experiment
+from evalrepro.rundir import RunDirectory
+from tests.podman_support import cache_dir, demo_config, needs_podman, run_demo
+
+INSTANCE = "demo__calc-1"
+REGISTRY = shutil.which("docker-registry")
+needs_registry = [
+    *needs_podman,
+    pytest.mark.skipif(
+        REGISTRY is None and not os.environ.get("CI"),
+        reason="docker-registry is not installed (scripts/setup installs it)",
+    ),
+]
+
+
+def with_marks(test):
+    for mark in reversed(needs_registry):
+        test = mark(test)
+    return test
+
+
+def image_config(reference: str, *overrides: str):
+    return demo_config(
+        "demo",
+        f"dataset.instance_ids=[{INSTANCE}]",
+        "environment.builder[kind]=image",
+        "environment.builder[tls_verify]=false",
+        f"environment.builder.images[{INSTANCE}]={reference}",
+        *overrides,
+    )
+
+
+def prepare(reference: str, locked=None):
+    """The image builder's prepare for the calc-1 instance: (its chain or failure, builder)."""
+    config = image_config(reference)
+    backend = Backend.open(config.environment, cache_dir())
+    backend.check()
+    (sample,) = config.dataset.load()
+    spec = config.dataset.test_spec(sample)
+    return backend.builder.prepare([spec], {}, locked)[INSTANCE], backend
+
+
+# --- the registry and the images in it -------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory):
+    """``host:port`` of a docker-registry on 127.0.0.1, and its storage folder."""
+    folder = tmp_path_factory.mktemp("registry")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    address = f"127.0.0.1:{port}"
+    (folder / "config.yml").write_text(
+        "version: 0.1\nlog:\n  level: warn\n"
+        f"storage:\n  filesystem:\n    rootdirectory: {folder / 'storage'}\n"
+        f"http:\n  addr: {address}\n"
+    )
+    log = (folder / "registry.log").open("wb")
+    process = subprocess.Popen(
+        [REGISTRY or "docker-registry", "serve", str(folder / "config.yml")],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://{address}/v2/", timeout=1) as answer:
+                    if answer.status == 200:
+                        break
+            except OSError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"docker-registry did not start: {folder / 'registry.log'}")
+            time.sleep(0.1)
+        yield address, folder / "storage"
+    finally:
+        process.terminate()
+        process.wait(10)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def runtime():
+    backend = Backend.open(demo_config("demo").environment, cache_dir())
+    backend.check()
+    return backend.runtime
+
+
+@pytest.fixture(scope="module")
+def instance_tag():
+    """The demo's calc-1 instance image (built by the demo's own builder if missing)."""
+    config = demo_config("demo", f"dataset.instance_ids=[{INSTANCE}]")
+    backend = Backend.open(config.environment, cache_dir())
+    backend.check()
+    (planned,) = build_plan(config, backend.builder, cache_dir()).trials
+    assert isinstance(planned.image, ImageChain), planned.image
+    return planned.image.image.tag
+
+
+@pytest.fixture(scope="module")
+def pushed(registry, runtime, tmp_path_factory):
+    """push(containerfile text, name) -> the pinned reference of an image made from it,
+    pushed to the registry and then removed from the store (so that it must be pulled)."""
+    address, _ = registry
+    made = []
+
+    def push(containerfile: str, name: str, files: dict[str, bytes] | None = None) -> str:
+        context = tmp_path_factory.mktemp("context")
+        for file, data in (files or {}).items():
+            (context / file).write_bytes(data)
+        label = uuid.uuid4().hex[:12]
+        (context / "Containerfile").write_text(f"{containerfile}\nLABEL evalrepro.test={label}\n")
+        local = f"localhost/evalrepro-imgtest-{name}:{label}"
+        runtime.podman("build", "--pull=never", "--tag", local, str(context))
+        digest_file = context / "digest"
+        remote = f"{address}/evalrepro/{name}"
+        runtime.podman(
+            "push", "--tls-verify=false", "--digestfile", str(digest_file), local, remote
+        )
+        runtime.podman("rmi", local)
+        reference = f"{remote}@{digest_file.read_text().strip()}"
+        made.append(reference)
+        return reference
+
+    yield push
+    for reference in made:
+        runtime.podman("rmi", "--force", reference, check=False)
+
+
+@pytest.fixture(scope="module")
+def demo_reference(pushed, instance_tag):
+    return pushed(f"FROM {instance_tag}", "demo-calc")
+
+
+def inspect(runtime, reference: str) -> dict:
+    (found,) = json.loads(runtime.podman("image", "inspect", "--format", "json", reference).stdout)
+    return found
+
+
+def other_digit(reference: str) -> str:
+    """The reference with the last hex digit of its digest changed."""
+    return reference[:-1] + ("0" if reference[-1] != "0" else "1")
+
+
+# --- pulled by digest -------------------------------------------------------------------
+
+
+@with_marks
+def test_an_image_pinned_by_digest_is_pulled_and_both_digests_are_recorded(demo_reference, runtime):
+    chain, _ = prepare(demo_reference)
+    assert isinstance(chain, ImageChain), chain
+    (record,) = chain.layers
+    repository, manifest_digest = demo_reference.split("@")
+    assert record.builder == "image" and record.built and record.tag == demo_reference
+    assert record.inputs == [
+        PinnedInput(kind="image", name=repository, digest=manifest_digest, source=demo_reference)
+    ]
+    found = inspect(runtime, demo_reference)
+    # The manifest digest is what was asked for; the Id (config digest) is what runs.
+    assert record.image_digest == f"sha256:{found['Id']}" != manifest_digest
+    assert demo_reference in found["RepoDigests"]
+    assert record.package_manifest_digest is not None  # a Debian image: its dpkg list
+
+    again, _ = prepare(demo_reference)
+    assert isinstance(again, ImageChain) and not again.image.built  # in the store: no pull
+    assert again.image.image_digest == record.image_digest
+
+
+@with_marks
+def test_a_trial_runs_in_the_pulled_image_and_the_lockfile_pins_its_id(
+    demo_reference, runtime, tmp_path
+):
+    results, text = run_demo(image_config(demo_reference), tmp_path / "run")
+    (line,) = results.trials
+    assert line.instance_id == INSTANCE and line.outcome == "resolved", text
+    lockfile = read_lockfile(RunDirectory(tmp_path / "run").lockfile_path)
+    assert lockfile.environment.builder == "image"
+    (image,) = lockfile.environment.images
+    assert image.tag == demo_reference
+    assert image.image_digest == f"sha256:{inspect(runtime, demo_reference)['Id']}"
+
+
+# --- refused ----------------------------------------------------------------------------
+
+
+@with_marks
+def test_a_digest_the_registry_does_not_have_is_refused_naming_the_instance(
+    demo_reference, tmp_path
+):
+    wrong = other_digit(demo_reference)
+    failure, _ = prepare(wrong)
+    assert isinstance(failure, BuildFailure)
+    assert failure.reason.startswith(f"instance {INSTANCE}: pulling {wrong} failed: ")
+    assert "\n" not in failure.reason
+    # evalrepro lock refuses, in one line.
+    with pytest.raises(UserError) as refused:
+        lock_experiment(
+            image_config(wrong),
+            _quiet_console(),
+            output=tmp_path / "wrong.lock.json",
+            cache_dir=cache_dir(),
+        )
+    message = str(refused.value)
+    assert "\n" not in message and INSTANCE in message and wrong in message
+    assert not (tmp_path / "wrong.lock.json").exists()
+
+
+@with_marks
+def test_a_registry_serving_other_bytes_under_the_digest_is_refused(pushed, registry):
+    victim = pushed("FROM scratch\nCOPY hello /hello", "tampered", {"hello": b"victim\n"})
+    other = pushed("FROM scratch\nCOPY hello /hello", "tampered", {"hello": b"other\n"})
+    _, storage = registry
+    blobs = storage / "docker" / "registry" / "v2" / "blobs" / "sha256"
+
+    def blob(reference: str) -> Path:
+        digest = reference.rsplit("@sha256:", 1)[1]
+        return blobs / digest[:2] / digest / "data"
+
+    # The registry now answers the victim's digest with the other image's manifest.
+    shutil.copy(blob(other), blob(victim))
+    failure, _ = prepare(victim)
+    assert isinstance(failure, BuildFailure)
+    assert failure.reason.startswith(f"instance {INSTANCE}: pulling {victim} failed: ")
+    assert "does not match" in failure.reason  # podman's own check of the manifest's bytes
+
+
+@with_marks
+def test_an_id_other_than_the_locked_one_is_refused_naming_both_digests(demo_reference):
+    chain, _ = prepare(demo_reference)
+    assert isinstance(chain, ImageChain), chain
+    pulled = chain.image.image_digest
+    forged = "sha256:" + "0" * 64
+    with pytest.raises(UserError) as refused:
+        prepare(demo_reference, locked=[chain.image.model_copy(update={"image_digest": forged})])
+    message = str(refused.value)
+    assert "\n" not in message
+    assert f"instance {INSTANCE}" in message and pulled in message and forged in message
+    # The locked Id itself is accepted.
+    same, _ = prepare(demo_reference, locked=[chain.image])
+    assert isinstance(same, ImageChain) and same.image.image_digest == pulled
+
+
+@with_marks
+def test_an_image_without_python3_is_refused_before_any_trial(pushed):
+    reference = pushed("FROM scratch\nCOPY hello /hello", "nopython", {"hello": b"hi\n"})
+    failure, _ = prepare(reference)
+    assert isinstance(failure, BuildFailure)
+    assert failure.reason == (
+        f"instance {INSTANCE}: {reference} has no /usr/bin/python3 to run the supervisor "
+        "with (command not found)"
+    )
+
+
+# --- config (no podman) -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "reference",
+    [
+        "127.0.0.1:5000/evalrepro/demo:latest",  # a tag, not a digest
+        "evalrepro/demo@sha256:" + "a" * 64,  # no registry: a short name
+        "127.0.0.1:5000/evalrepro/demo@sha256:abc",  # not a whole digest
+        "127.0.0.1:5000/evalrepro/demo:1@sha256:" + "a" * 64,  # a tag and a digest
+    ],
+)
+def test_a_reference_not_pinned_by_digest_is_a_one_line_config_error(reference):
+    with pytest.raises(UserError) as refused:
+        image_config(reference)
+    message = str(refused.value)
+    assert "\n" not in message and f"instance {INSTANCE}" in message and reference in message
+
+
+def test_an_instance_without_an_image_is_a_one_line_error_naming_it():
+    config = demo_config(
+        "demo",
+        "dataset.instance_ids=[demo__calc-1,demo__calc-2]",
+        "environment.builder[kind]=image",
+        f"environment.builder.images[demo__calc-1]=127.0.0.1:1/x@sha256:{'a' * 64}",
+    )
+    specs = [config.dataset.test_spec(sample) for sample in config.dataset.load()]
+    builder = PrebuiltImageBuilder(config.environment, None, cache_dir())  # type: ignore[arg-type]
+    with pytest.raises(UserError, match=r"no image for instance demo__calc-2; "):
+        builder.prepare(specs, {})
+
+
+def _quiet_console() -> Console:
+    return Console(file=io.StringIO(), width=200)

@@ -1,0 +1,93 @@
+"""Every record evalrepro writes: one registry, a pinned schema version each, one reader
+that refuses what it cannot trust (another schema, another record, a link, a huge file)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from evalrepro.errors import UserError
+from evalrepro.record import Record, read_record, records
+from evalrepro.sessions import RunSessions
+
+
+def test_every_record_is_registered_with_a_pinned_schema_version():
+    known = records()
+    for name in (
+        "Lockfile",
+        "TrialResult",
+        "Attempt",
+        "RunResults",
+        "RunReport",
+        "RunSessions",
+        "ImageBuilds",
+        "ComparisonReport",
+        "SupervisorReport",
+        "TrialProgram",
+    ):
+        assert name in known
+    for name, model in known.items():
+        assert issubclass(model, Record) and model.record_name() == name
+        assert isinstance(model.pinned_version(), int)
+
+
+def write(path, value) -> None:
+    path.write_text(json.dumps(value))
+
+
+def test_a_record_of_another_schema_version_is_refused_naming_both(tmp_path):
+    path = tmp_path / "run.json"
+    write(path, {"record": "RunSessions", "schema_version": 9, "sessions": []})
+    with pytest.raises(
+        UserError, match=r"RunSessions schema version 9; this evalrepro reads version 1"
+    ):
+        read_record(path, RunSessions)
+
+
+def test_another_record_or_an_unknown_one_is_refused(tmp_path):
+    path = tmp_path / "x.json"
+    write(path, {"record": "Lockfile", "schema_version": 2})
+    with pytest.raises(UserError, match="a Lockfile record, not a RunSessions"):
+        read_record(path, RunSessions)
+    write(path, {"record": "Mystery"})
+    with pytest.raises(UserError, match="unknown record 'Mystery'"):
+        read_record(path, RunSessions)
+    write(path, [1, 2])
+    with pytest.raises(UserError, match="not a RunSessions record"):
+        read_record(path, RunSessions)
+
+
+def test_links_fifos_and_huge_files_are_not_read(tmp_path):
+    real = tmp_path / "real.json"
+    write(real, {"record": "RunSessions", "sessions": []})
+    assert read_record(real, RunSessions).sessions == []
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    with pytest.raises(UserError, match="cannot read"):
+        read_record(link, RunSessions)
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    with pytest.raises(UserError, match="not a regular file"):
+        read_record(fifo, RunSessions)
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * (2 << 20))
+    with pytest.raises(UserError, match="larger than 1 MiB"):
+        read_record(big, RunSessions, limit=1 << 20)
+
+
+def test_an_invalid_record_is_one_line_naming_the_field(tmp_path):
+    path = tmp_path / "run.json"
+    write(path, {"record": "RunSessions", "sessions": [{"started_at": "yesterday"}]})
+    with pytest.raises(UserError) as error:
+        read_record(path, RunSessions)
+    assert "\n" not in str(error.value) and "sessions" in str(error.value)
+
+
+def test_the_readme_lists_every_record_with_its_schema_version():
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    rows = dict(re.findall(r"^\| `(\w+)` \| (\d+) \|", readme, flags=re.M))
+    assert {name: str(model.pinned_version()) for name, model in records().items()} == rows
