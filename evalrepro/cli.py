@@ -17,6 +17,7 @@ from omegaconf import OmegaConf
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from evalrepro import __version__, atomic
 from evalrepro.config import compose
@@ -108,15 +109,18 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
 def _print_grade(console: Console, observation: Observation, result: Score) -> None:
     console.print(
-        f"[bold]{observation.instance_id}[/] parsed with [bold]{observation.parser}[/]: "
+        f"[bold]{escape(observation.instance_id)}[/] parsed with "
+        f"[bold]{escape(observation.parser)}[/]: "
         f"{len(observation.status_map)} tests, parser status {observation.parser_status}, "
         f"read by {observation.log_rules or 'strict'} rules"
-        + (f" ({observation.parser_detail})" if observation.parser_detail else "")
+        + (f" ({escape(observation.parser_detail)})" if observation.parser_detail else ""),
+        highlight=False,
     )
     if observation.status_map:
         table = Table("test", "status", title="status map", title_justify="left")
         for test, status in observation.status_map.items():
-            table.add_row(test, status, style=_STATUS_STYLE.get(status, ""))
+            # Test ids are text from a log (parametrized ids hold "[/...]"): never markup.
+            table.add_row(Text(test), Text(status), style=_STATUS_STYLE.get(status, ""))
         console.print(table)
     if observation.tests is not None:
         for label, group in (
@@ -128,8 +132,9 @@ def _print_grade(console: Console, observation: Observation, result: Score) -> N
     colour = {"resolved": "green", "unresolved": "yellow", "invalid": "red"}[result.outcome]
     console.print(
         f"score: [bold {colour}]{result.outcome}[/] ({result.reason}"
-        + (f": {result.detail}" if result.detail else "")
-        + ")"
+        + (f": {escape(result.detail)}" if result.detail else "")
+        + ")",
+        highlight=False,
     )
 
 
@@ -139,7 +144,7 @@ _STATUS_STYLE = {"PASSED": "green", "FAILED": "red", "ERROR": "red", "SKIPPED": 
 def _print_group(console: Console, label: str, group: TestGroup) -> None:
     console.print(f"{label}: {len(group.success)}/{group.total} ok")
     for test in group.failure:
-        console.print(f"  [red]x[/] {test}", markup=True, highlight=False)
+        console.print(f"  [red]x[/] {escape(test)}", highlight=False)
 
 
 # --- config --------------------------------------------------------------------------

@@ -156,3 +156,42 @@ def test_a_missing_log_file_is_one_line(graded_files, tmp_path):
     done = grade(files, "--instance-id", "demo__pf-1", log=tmp_path / "absent.txt")
     assert done.returncode == 2
     assert "--log" in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_text_output_prints_test_ids_full_of_rich_markup_as_they_are(tmp_path):
+    """Parametrized pytest ids hold paths in brackets ("[/tmp/x]"), and a log may hold
+    anything: printed as text in the status map and the failure list, never as markup."""
+    ids = [
+        "tests/test_io.py::test_read[/tmp/data]",
+        "tests/test_io.py::test_style[[bold red]boom[/]]",
+        "tests/test_io.py::test_close[/]",
+    ]
+    region = "\n".join([f"PASSED {ids[0]}", f"FAILED {ids[1]} - x", f"FAILED {ids[2]} - y"])
+    instance = {
+        "instance_id": "demo__[bold]m[/bold]-1",
+        "repo": "demo/m",
+        "base_commit": "abc",
+        "test_patch": "",
+        "FAIL_TO_PASS": ids[1:],
+        "PASS_TO_PASS": ids[:1],
+        "log_parser": "pytest",
+    }
+    dataset = tmp_path / "instances.jsonl"
+    dataset.write_text(json.dumps(instance) + "\n")
+    log = tmp_path / "test_output.txt"
+    log.write_text(wrap(region, 1))
+    done = evalrepro(
+        "grade",
+        "--instance",
+        str(dataset),
+        "--log",
+        str(log),
+        "--instance-id",
+        instance["instance_id"],
+    )
+    assert done.returncode == 0, done.stderr
+    out = " ".join(done.stdout.split())
+    assert "demo__[bold]m[/bold]-1" in out
+    for test_id in ids:
+        assert test_id in out or test_id in done.stdout.replace("\n", "")
+    assert f"x {ids[1]}" in out and f"x {ids[2]}" in out
