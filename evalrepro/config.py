@@ -166,7 +166,7 @@ def compose(overrides: list[str], config_dir: Path | None = None) -> ExperimentC
     try:
         return ExperimentConfig.model_validate(data)
     except ValidationError as error:
-        raise UserError(f"config: {validation_message(error)}") from None
+        raise UserError(f"config: {validation_message(error, model=ExperimentConfig)}") from None
 
 
 def _yaml_problem(error: yaml.YAMLError) -> str:

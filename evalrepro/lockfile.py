@@ -230,7 +230,9 @@ class Lockfile(Record):
         try:
             return ExperimentConfig.model_validate(resolved)
         except ValidationError as error:
-            raise UserError(f"lockfile config: {validation_message(error)}") from None
+            raise UserError(
+                f"lockfile config: {validation_message(error, model=ExperimentConfig)}"
+            ) from None
 
 
 # --- making one ------------------------------------------------------------------------

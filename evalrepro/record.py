@@ -137,4 +137,6 @@ def parse_record(raw: object, model: type[R], *, where: str) -> R:
     try:
         return model.model_validate(raw)
     except ValidationError as error:
-        raise RecordError(f"{where}: not a valid {name}: {validation_message(error)}") from None
+        raise RecordError(
+            f"{where}: not a valid {name}: {validation_message(error, model=model)}"
+        ) from None

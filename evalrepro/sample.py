@@ -104,7 +104,7 @@ def load_samples(path: Path) -> list[Sample]:
         try:
             sample = Sample.model_validate(raw)
         except ValidationError as error:
-            raise UserError(f"{where}: {validation_message(error)}") from None
+            raise UserError(f"{where}: {validation_message(error, model=Sample)}") from None
         if sample.instance_id in seen:
             raise UserError(
                 f"{where}: duplicate instance_id '{sample.instance_id}' "

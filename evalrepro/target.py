@@ -150,7 +150,7 @@ def load_predictions(
         try:
             prediction = Prediction.model_validate(raw)
         except ValidationError as error:
-            raise UserError(f"{where}: {validation_message(error)}") from None
+            raise UserError(f"{where}: {validation_message(error, model=Prediction)}") from None
         if prediction.instance_id not in known:
             raise UserError(f"{where}: prediction for unknown instance '{prediction.instance_id}'")
         key = (prediction.instance_id, prediction.sample_index)

@@ -136,28 +136,33 @@ def event(model) -> bytes:
     return frame(KIND_EVENT, json.dumps(model.model_dump()).encode())
 
 
-def supervisor_stream(output: bytes, tests: Tests, changed: list[str]) -> bytes:
-    """The framed stream of one attempt: start, patch, reset, guard, tests, done."""
+def supervisor_stream(
+    output: bytes,
+    *,
+    exit_code: int,
+    changed: list[str],
+    rejected: bool = False,
+    harness_log: str = "$ git apply --verbose /evalrepro/patch.diff\n",
+    reject_detail: str = "error: patch failed",
+) -> bytes:
+    """The framed stream of one attempt: start, patch, reset, guard, tests, done (the
+    test output in frames of 1 MiB, as the supervisor sends it)."""
     parts = [
         event(StartEvent(event="start", protocol=PROTOCOL, python="3.11.2", uid=0, pid=1)),
-        frame(KIND_LOG, b"$ git apply --verbose /evalrepro/patch.diff\n"),
+        frame(KIND_LOG, harness_log.encode()),
     ]
-    if tests.rejected:
-        parts.append(
-            event(
-                PatchEvent(
-                    event="patch",
-                    status="rejected",
-                    method=None,
-                    changed=[],
-                    changed_total=0,
-                    detail="error: patch failed",
-                    seconds=0.02,
-                )
-            )
+    if rejected:
+        patch = PatchEvent(
+            event="patch",
+            status="rejected",
+            method=None,
+            changed=[],
+            changed_total=0,
+            detail=reject_detail,
+            seconds=0.02,
         )
-        return b"".join([*parts, event(DoneEvent(event="done"))])
-    exit_code = tests.exit_code if tests.exit_code is not None else int(bool(tests.failed))
+        return b"".join([*parts, event(patch), event(DoneEvent(event="done"))])
+    step = 1 << 20
     parts += [
         event(
             PatchEvent(
@@ -180,7 +185,7 @@ def supervisor_stream(output: bytes, tests: Tests, changed: list[str]) -> bytes:
                 event="tests_started", user_namespace=True, new_user_namespaces="refused"
             )
         ),
-        frame(KIND_OUTPUT, output),
+        *(frame(KIND_OUTPUT, output[i : i + step]) for i in range(0, len(output), step)),
         event(
             TestsFinishedEvent(
                 event="tests_finished",
@@ -298,7 +303,10 @@ class FakeRuntime(Runtime):
         output = OUTPUT[self.parsers[instance_id]](tests)
         changed = sorted({line[6:] for line in patch.splitlines() if line.startswith("+++ b/")})
         reader = StreamReader(request.attempt_dir / "test_output.txt", request.output_limit)
-        reader.feed(supervisor_stream(output, tests, changed))
+        exit_code = tests.exit_code if tests.exit_code is not None else int(bool(tests.failed))
+        reader.feed(
+            supervisor_stream(output, exit_code=exit_code, changed=changed, rejected=tests.rejected)
+        )
         report: SupervisorReport = reader.finish(RuntimeFacts(exit_code=0, seconds=0.2))
         return AttemptRun(report=report, limits={"memory": "fake"})
 

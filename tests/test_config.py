@@ -7,6 +7,7 @@ import pytest
 
 from evalrepro.cli import main
 from evalrepro.config import builtin_config_dir, compose
+from evalrepro.errors import UserError
 
 EXPERIMENTS = sorted(p.stem for p in (builtin_config_dir() / "experiment").glob("*.yaml"))
 
@@ -102,3 +103,22 @@ def test_a_missing_config_dir_is_an_error(capsys, tmp_path):
     code, _, err = run_cli(capsys, "config", "--config-dir", str(tmp_path / "nope"))
     assert code == 2
     assert "no such directory" in err
+
+
+@pytest.mark.parametrize(
+    ("override", "where"),
+    [
+        # A field whose name is also a kind's tag (a repo source of kind "archive").
+        ("environment.base.archive=ftp://x", "field 'environment.base.archive'"),
+        # The union tags pydantic adds (podman, nix, archive) are not what the user wrote.
+        ("environment.builder={kind: nix, archive: 1}", "field 'environment.builder.archive'"),
+        (
+            "dataset.repos={demo/calc: {kind: archive}}",
+            "missing field 'dataset.repos.demo/calc.path'",
+        ),
+    ],
+)
+def test_a_config_error_names_the_field_as_written_without_union_tags(override, where):
+    with pytest.raises(UserError) as error:
+        compose(["+experiment=demo", override])
+    assert where in str(error.value)

@@ -258,7 +258,7 @@ def test_the_tree_export_is_the_commit_as_committed(two_repos, tmp_path):
 def test_a_bad_source_config_names_the_field_as_the_user_wrote_it(repos, expected):
     with pytest.raises(ValidationError) as error:
         SourceConfig.model_validate({"repos": repos})
-    assert validation_message(error.value).startswith(expected)
+    assert validation_message(error.value, model=SourceConfig).startswith(expected)
 
 
 def test_one_source_stays_one_source_in_the_config_dump():

@@ -28,7 +28,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from evalrepro import __version__, supervision, testspec
+from evalrepro import __version__, testspec
 from evalrepro.digest import sha256_bytes, sha256_json
 from evalrepro.environment import Limits
 from evalrepro.evalscript import compile_eval_script
@@ -54,15 +54,8 @@ from evalrepro.protection import ResolvedProtection
 from evalrepro.rundir import RunDirectory
 from evalrepro.runtimes.base import AttemptRequest, AttemptRun, Runtime
 from evalrepro.sample import Sample
-from evalrepro.sandbox.supervisor import KIND_LOG, KIND_OUTPUT, PROTOCOL
 from evalrepro.supervision import (
-    DoneEvent,
-    GuardEvent,
-    PatchEvent,
-    Peak,
-    ResetEvent,
     RuntimeFacts,
-    StartEvent,
     StreamReader,
     SupervisorReport,
 )
@@ -70,7 +63,7 @@ from evalrepro.target import Prediction, Usage
 from evalrepro.timing import record_builds
 from evalrepro.trial import Trial, TrialKey
 from evalrepro.view import LOG, MANIFEST, view_run
-from tests.fake_backend import event, frame
+from tests.fake_backend import supervisor_stream
 
 # --- hostile text ------------------------------------------------------------------------
 
@@ -151,78 +144,14 @@ class Case:
 
 def stream(case: Case) -> bytes:
     """The supervisor's framed stream of one attempt of ``case``."""
-    parts = [
-        event(StartEvent(event="start", protocol=PROTOCOL, python="3.11.2", uid=0, pid=1)),
-        frame(KIND_LOG, case.harness_log.encode()),
-    ]
-    if case.rejected:
-        parts.append(
-            event(
-                PatchEvent(
-                    event="patch",
-                    status="rejected",
-                    method=None,
-                    changed=[],
-                    changed_total=0,
-                    detail="error: patch failed: calc/core.py:1",
-                    seconds=0.02,
-                )
-            )
-        )
-        return b"".join([*parts, event(DoneEvent(event="done"))])
-    parts += [
-        event(
-            PatchEvent(
-                event="patch",
-                status="applied",
-                method="git_apply",
-                changed=["calc/core.py"],
-                changed_total=1,
-                seconds=0.03,
-            )
-        ),
-        event(
-            ResetEvent(
-                event="reset",
-                ok=True,
-                reason=None,
-                detail="",
-                test_files=1,
-                verified=1,
-                seconds=0.01,
-            )
-        ),
-        event(GuardEvent(event="guard", sites=["/usr/lib/python3/dist-packages"])),
-        event(
-            supervision.TestsStartedEvent(
-                event="tests_started", user_namespace=True, new_user_namespaces="refused"
-            )
-        ),
-    ]
-    step = 1 << 20
-    parts += [
-        frame(KIND_OUTPUT, case.output[i : i + step]) for i in range(0, len(case.output), step)
-    ]
-    parts.append(
-        event(
-            supervision.TestsFinishedEvent(
-                event="tests_finished",
-                exit_code=case.exit_code,
-                signal=None,
-                seconds=0.12,
-                output_bytes=len(case.output),
-                output_truncated=False,
-                stopped=None,
-                runner_exit="clean",
-                runner_detail="",
-                replaced=[],
-                changed_during_run=[],
-                peak=Peak(memory=30 << 20, pids=3, disk=4096),
-            )
-        )
+    return supervisor_stream(
+        case.output,
+        exit_code=case.exit_code,
+        changed=["calc/core.py"],
+        rejected=case.rejected,
+        harness_log=case.harness_log,
+        reject_detail="error: patch failed: calc/core.py:1",
     )
-    parts.append(event(DoneEvent(event="done")))
-    return b"".join(parts)
 
 
 class StreamBackend(Runtime):

@@ -101,6 +101,7 @@ class ContainerfileBuilder(Builder):
     def __init__(self, config: PodmanEnvironment, runtime: PodmanRuntime, cache_dir: Path) -> None:
         self.config = config
         self.runtime = runtime
+        self._store: dict[str, str] = {}
         self.cache_dir = cache_dir
         self.files = runtime.files
         self._layers: dict[str, ImageRecord | BuildFailure] = {}
@@ -119,6 +120,9 @@ class ContainerfileBuilder(Builder):
         chains: dict[str, ImageChain | BuildFailure] = {}
         bases: dict[str, ImageRecord | BuildFailure] = {}
         locked = [record for record in locked or [] if record.builder == self.kind]
+        # One listing of the store answers "is this layer there?" for every layer (one
+        # inspect per layer costs 55-145 ms: minutes for SWE-bench's 2,300 layers).
+        self._store = self.runtime.image_ids()
         epoch = self.config.base.source_date_epoch
         for spec in specs:
             # A spec that names its Python gets the base of the Debian suite shipping it.
@@ -254,7 +258,8 @@ class ContainerfileBuilder(Builder):
         build_log = self.cache_dir / "builds" / f"{layer}-{key.removeprefix('sha256:')}.log"
         built, build_seconds = False, 0.0
         try:
-            image_id = self.runtime.image_id(tag)
+            listed = self._store.get(tag)
+            image_id = listed.removeprefix("sha256:") if listed else None
             if image_id is None:
                 started = time.monotonic()
                 self._build(containerfile, tag, parent, stage, build_log, network)

@@ -487,7 +487,12 @@ class NixBuilder(Builder):
                 results[id(layer)] = self._failure(failed, failed.failure or "")
             else:
                 wanted.setdefault(layer.key, layer)
-        loaded = {key: self.runtime.image_id(layer.tag) for key, layer in wanted.items()}
+        # One listing of podman's store for every image (not one inspect each).
+        store = self.runtime.image_ids()
+        loaded = {
+            key: (store[layer.tag].removeprefix("sha256:") if layer.tag in store else None)
+            for key, layer in wanted.items()
+        }
         to_build = [layer for key, layer in wanted.items() if loaded[key] is None]
         built: dict[tuple[str, str], float] = {}
         errors: dict[str, str] = {}
