@@ -7,6 +7,7 @@ Each subcommand is a function taking the parsed arguments and returning an exit 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import errno
 import json
 import sys
@@ -35,6 +36,8 @@ EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
 EXIT_USER_ERROR = 2
 EXIT_GATE_FAILED = 3
+#: reproduce: the plan made here is not the bundle's (an image differs); nothing ran.
+EXIT_NOT_REPRODUCIBLE = 4
 
 
 def make_console(*, stderr: bool = False) -> Console:
@@ -208,14 +211,25 @@ def cmd_lock(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from evalrepro.bundle import is_bundle, run_directory
+
+    if is_bundle(args.run):
+        if args.rebuild:
+            raise UserError(f"--rebuild: {args.run} is a bundle, whose records are not rewritten")
+        with run_directory(args.run) as run:
+            return _report(args, run, bundle=args.run)
+    return _report(args, args.run, bundle=None)
+
+
+def _report(args: argparse.Namespace, run: Path, *, bundle: Path | None) -> int:
     from evalrepro.lockfile import read_lockfile
     from evalrepro.report import build_run_report, markdown_run_report, print_run_report
     from evalrepro.report_html import render_run_html
     from evalrepro.rundir import RunDirectory
 
-    directory = RunDirectory(args.run)
+    directory = RunDirectory(run)
     if not directory.lockfile_path.exists():
-        raise UserError(f"{args.run}: not a run directory (no {directory.lockfile_path.name})")
+        raise UserError(f"{run}: not a run directory (no {directory.lockfile_path.name})")
     if args.rebuild:
         # Not while a run writes into the directory: its results.json would be overwritten.
         with directory.exclusive():
@@ -237,8 +251,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.html is not None:
         from evalrepro.view import relative_link, write_view
 
-        # The page links every trial to its viewer page: (re)write the viewer first.
-        site = write_view(directory.path, report, survey.results)
+        # The page links every trial to its viewer page: (re)write the viewer first
+        # (a bundle's beside the page: the bundle is unpacked only for this command).
+        view_dir = None if bundle is None else args.html.with_name(args.html.stem + "-view")
+        site = write_view(directory.path, report, survey.results, output=view_dir)
         page = render_run_html(
             report,
             title=f"evalrepro: {directory.path.name}",
@@ -257,17 +273,27 @@ def cmd_report(args: argparse.Namespace) -> int:
         console = make_console()
         print_run_report(console, report)
         if args.html is not None:
-            console.print(f"html report: {args.html}")
+            console.print(f"html report: {escape(str(args.html))}", highlight=False)
     return EXIT_OK if report.gate_passed else EXIT_GATE_FAILED
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from contextlib import ExitStack
+
+    from evalrepro.bundle import run_directory
+
+    with ExitStack() as stack:
+        runs = [stack.enter_context(run_directory(path)) for path in args.runs]
+        return _compare(args, runs)
+
+
+def _compare(args: argparse.Namespace, paths: list[Path]) -> int:
     from evalrepro.compare import NotComparable, compare_runs, load_run, print_comparison_report
     from evalrepro.report_html import render_comparison_html
 
     try:
         report = compare_runs(
-            args.runs,
+            paths,
             force=args.force,
             n_resamples=args.n_resamples,
             confidence=args.confidence,
@@ -277,7 +303,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     except NotComparable as refusal:
         console = make_console(stderr=True)
         for difference in refusal.differences:
-            console.print(f"  {difference.kind}: {difference.detail}", highlight=False)
+            console.print(f"  {difference.kind}: {escape(difference.detail)}", highlight=False)
         console.print(
             "[bold red]not comparable[/]: the runs measured different experiments "
             "(--force compares them anyway, marked not comparable)"
@@ -287,7 +313,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from evalrepro.report import build_run_report
         from evalrepro.view import relative_link, write_view
 
-        runs = [load_run(path) for path in args.runs]
+        runs = [load_run(path) for path in paths]
         reports = [
             build_run_report(
                 r.path,
@@ -299,10 +325,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
             )
             for r in runs
         ]
-        # Each instance's cell links to its trial in that run's viewer: (re)write them.
+        # Each instance's cell links to its trial in that run's viewer: (re)write them
+        # (a bundle's beside the page: the bundle is unpacked only for this command).
         viewers = [
-            relative_link(write_view(r.path, run_report, r.results).root, args.html)
-            for r, run_report in zip(runs, reports, strict=True)
+            relative_link(
+                write_view(
+                    r.path,
+                    run_report,
+                    r.results,
+                    output=None
+                    if given == r.path
+                    else args.html.with_name(f"{args.html.stem}-view-{number}"),
+                ).root,
+                args.html,
+            )
+            for number, (given, r, run_report) in enumerate(
+                zip(args.runs, runs, reports, strict=True), start=1
+            )
         ]
         page = render_comparison_html(
             report, reports, title="evalrepro comparison", viewers=viewers
@@ -323,15 +362,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_view(args: argparse.Namespace) -> int:
+    from evalrepro.bundle import is_bundle, run_directory
     from evalrepro.view import view_run
 
-    site = view_run(
-        args.run,
-        args.output,
-        confidence=args.confidence,
-        n_resamples=args.n_resamples,
-        seed=args.seed,
-    )
+    output = args.output
+    if output is None and is_bundle(args.run):
+        # A bundle is unpacked for this command only: its viewer goes beside it.
+        name = args.run.name.removesuffix(".tar.gz").removesuffix(".tgz").removesuffix(".tar")
+        output = args.run.with_name(name + "-view")
+    with run_directory(args.run) as run:
+        site = view_run(
+            run,
+            output,
+            confidence=args.confidence,
+            n_resamples=args.n_resamples,
+            seed=args.seed,
+        )
     removed = f"; {site.removed} stale pages removed" if site.removed else ""
     make_console().print(
         f"trial viewer: {escape(str(site.index))} ({site.pages} trial pages{removed})",
@@ -344,25 +390,119 @@ def cmd_view(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    from contextlib import ExitStack
+
+    from evalrepro.bundle import is_bundle, run_directory
     from evalrepro.verify import check_run, compare, print_comparison, print_run_check
 
     if len(args.paths) > 2:
-        raise UserError("verify takes two lockfiles or run directories, or one run directory")
+        raise UserError(
+            "verify takes two lockfiles, run directories or bundles, or one run or bundle"
+        )
     if len(args.paths) == 1:
         if args.same_target:
-            raise UserError("--same-target compares two lockfiles or run directories")
+            raise UserError("--same-target compares two lockfiles, run directories or bundles")
+        if is_bundle(args.paths[0]):
+            from evalrepro.bundle_verify import check_bundle, print_bundle_check
+
+            bundle_check = check_bundle(args.paths[0], allowed_signers=args.allowed_signers)
+            if args.json:
+                print(json.dumps(bundle_check.payload(), indent=2))
+            else:
+                print_bundle_check(make_console(), bundle_check)
+            return EXIT_OK if bundle_check.ok else EXIT_CHECK_FAILED
+        if args.allowed_signers is not None:
+            raise UserError("--allowed-signers checks a bundle's signature; this is a run")
         check = check_run(args.paths[0])
         if args.json:
             print(json.dumps(check.payload(), indent=2))
         else:
             print_run_check(make_console(), check)
         return 0 if check.ok else 1
-    comparison = compare(*args.paths, same_target=args.same_target)
+    with ExitStack() as stack:
+        first, second = (stack.enter_context(run_directory(path)) for path in args.paths)
+        comparison = compare(first, second, same_target=args.same_target)
+    # Named as given: a bundle's run was unpacked into a folder that is gone now.
+    comparison = dataclasses.replace(comparison, first=args.paths[0], second=args.paths[1])
     if args.json:
         print(json.dumps(comparison.payload(), indent=2))
     else:
         print_comparison(make_console(), comparison)
     return 0 if comparison.comparable else 1
+
+
+# --- bundle --------------------------------------------------------------------------
+
+
+def cmd_bundle(args: argparse.Namespace) -> int:
+    from evalrepro.bundle import write_bundle
+
+    run = Path(args.run)
+    output = args.output or run.resolve().with_name(run.resolve().name + ".bundle.tar.gz")
+    summary = write_bundle(
+        run,
+        output,
+        with_images=args.with_images,
+        with_inputs=args.with_inputs,
+        sign_key=args.sign,
+        cache_dir=args.cache_dir,
+    )
+    extras = [
+        "signed" if summary.signed else "",
+        "with images" if summary.images else "",
+        f"{summary.inputs} inputs",
+        f"{summary.deduplicated} duplicate files stored once" if summary.deduplicated else "",
+    ]
+    make_console().print(
+        Text(
+            f"bundle: {summary.path} ({_size(summary.bytes)}, {summary.files} files; "
+            + ", ".join(e for e in extras if e)
+            + ")"
+        ),
+        highlight=False,
+    )
+    return EXIT_OK
+
+
+def _size(count: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if count < 1024 or unit == "GiB":
+            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1024  # type: ignore[assignment]
+    return f"{count} B"
+
+
+# --- reproduce -----------------------------------------------------------------------
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from evalrepro.reproduce import print_reproduction, reproduce
+    from evalrepro.run import PlanMismatch, default_cache_dir
+
+    console = make_console()
+    try:
+        reproduction = reproduce(
+            args.bundle,
+            console,
+            run_dir=args.run_dir,
+            cache_dir=args.cache_dir or default_cache_dir(),
+            sample=args.sample,
+            seed=args.seed,
+            reruns=args.reruns,
+        )
+    except PlanMismatch as mismatch:
+        for difference in mismatch.differences:
+            console.print(Text(f"  {difference.kind}: {difference.detail}"), highlight=False)
+        console.print(
+            "[bold red]not reproducible here[/]: the plan made here is not the bundle's "
+            "(an image or a locked input differs); nothing ran"
+        )
+        return EXIT_NOT_REPRODUCIBLE
+    if args.json:
+        print(reproduction.model_dump_json(indent=2))
+    else:
+        print_reproduction(console, reproduction)
+    return EXIT_OK if reproduction.agreeing == len(reproduction.trials) else EXIT_CHECK_FAILED
 
 
 # --- regrade -------------------------------------------------------------------------
@@ -574,7 +714,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="With two lockfiles or run directories: exit 0 when they are comparable, "
         "1 otherwise, listing each difference by class. With one run directory: check its "
         "lockfile, results, artifact digests, aggregate and re-graded scores; exit 0 when all "
-        "hold.",
+        "hold. With a bundle (archive or unpacked folder): all of that on the run inside, and "
+        "its checksums, signature, RO-Crate, attestation and reports; offline, without podman "
+        "or Nix.",
     )
     verify.add_argument(
         "paths",
@@ -588,8 +730,73 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="a reproduction check: the targets must match too (default: they may differ)",
     )
+    verify.add_argument(
+        "--allowed-signers",
+        type=Path,
+        metavar="FILE",
+        help="a bundle must be signed by a key this file lists (ssh-keygen's ALLOWED SIGNERS)",
+    )
     verify.add_argument("--json", action="store_true", help="print one JSON object")
     verify.set_defaults(handler=cmd_verify)
+
+    bundle = sub.add_parser(
+        "bundle",
+        help="write a run as one archive a reviewer verifies offline and reproduces",
+        description="A deterministic .tar.gz holding a BagIt bag: the run directory, its "
+        "reports and trial viewer, the dataset and predictions files, an RO-Crate (Process "
+        "Run Crate) and an in-toto Test Result statement. The run must pass `verify RUN`.",
+    )
+    bundle.add_argument("run", type=Path, metavar="RUN_DIR")
+    bundle.add_argument(
+        "-o", "--output", type=Path, metavar="FILE", help="default: RUN_DIR.bundle.tar.gz"
+    )
+    bundle.add_argument(
+        "--with-images",
+        action="store_true",
+        help="add the images (OCI layout): a reviewer then needs no builder",
+    )
+    bundle.add_argument(
+        "--with-inputs",
+        action="store_true",
+        help="add every pinned build input (.debs, wheels): the images rebuild offline",
+    )
+    bundle.add_argument(
+        "--sign",
+        type=Path,
+        metavar="KEY",
+        help="sign the manifests with this SSH private key (ssh-keygen -Y sign)",
+    )
+    _cache_argument(bundle)
+    bundle.set_defaults(handler=cmd_bundle)
+
+    reproduce = sub.add_parser(
+        "reproduce",
+        help="run a bundle's trials again; say trial by trial whether they agree",
+        description="Verify the bundle, load its images (or rebuild them from the lockfile's "
+        "pins; a digest that differs stops it, naming the input), run all trials or a seeded "
+        "sample, and compare outcome, resolution and every test's status with the bundle. A "
+        "test that disagrees is classified: harness change, flaky, environment drift. Exit "
+        "0: all agree; 1: some disagree; 2: a user error; 4: not reproducible here (nothing "
+        "ran).",
+    )
+    reproduce.add_argument("bundle", type=Path, metavar="BUNDLE")
+    reproduce.add_argument(
+        "--sample", type=int, metavar="N", help="a random sample of N trials (default: all)"
+    )
+    reproduce.add_argument("--seed", type=int, default=0, metavar="S", help="the sample's seed")
+    reproduce.add_argument(
+        "--reruns",
+        type=int,
+        default=2,
+        metavar="K",
+        help="run a disagreeing trial K more times to tell flaky from drift (default 2)",
+    )
+    reproduce.add_argument(
+        "--run-dir", type=Path, metavar="DIR", help="default: runs/reproduce-<run>-<time>"
+    )
+    reproduce.add_argument("--json", action="store_true", help="print the Reproduction record")
+    _cache_argument(reproduce)
+    reproduce.set_defaults(handler=cmd_reproduce)
 
     regrade = sub.add_parser(
         "regrade",

@@ -15,9 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from hydra import compose as hydra_compose
-from hydra import initialize_config_dir
-from hydra.errors import HydraException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -75,6 +72,12 @@ def compose_raw(overrides: list[str], config_dir: Path | None = None) -> dict[st
     applied to the composed data, after Hydra's own. Relative paths (``instances``,
     ``path``) are resolved against ``config_dir``, or the working directory without one.
     """
+    # Hydra is imported here, where it composes: every command imports the models above,
+    # most never compose a config (report, verify, grade), and Hydra costs them ~0.1 s.
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.errors import HydraException
+
     hydra_overrides, literal = _split_overrides(overrides)
     search = []
     if config_dir is not None:

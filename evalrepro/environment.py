@@ -190,7 +190,7 @@ class PodmanEnvironment(BaseModel):
     timeout: int = Field(default=300, gt=0)
     #: Attempts per trial when the infrastructure fails; the plan's trial count is fixed.
     max_attempts: int = Field(default=2, ge=1, le=10)
-    #: Trials run at once.
+    #: Trials run at once (and independent image layers built at once, containerfile builder).
     max_workers: int = Field(default=2, ge=1)
     #: Trials run without network (the only choice).
     network: Literal["none"] = "none"

@@ -17,6 +17,7 @@ the one comparison behind resume, ``run --lockfile`` and ``verify``.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -170,6 +171,18 @@ class Lockfile(Record):
         )
         environment = {k: v for k, v in self.config.get("environment", {}).items() if k != "build"}
         expect("environment.digest", self.environment.digest, sha256_json(environment))
+        # Settings the lockfile holds twice, in the config and beside the images: an edit
+        # of one copy is an edit (the config's is the one its digest covers).
+        locked = self.environment.model_dump(mode="json", include={"kind", "limits", "timeout"})
+        locked["network"] = self.environment.network
+        for name, value in sorted(locked.items()):
+            if name in environment and environment[name] != value:
+                found.append(
+                    f"environment.{name} {_show(value)} but the config says "
+                    f"{_show(environment[name])}"
+                )
+        if "gate" in self.config and self.gate.model_dump(mode="json") != self.config["gate"]:
+            found.append("gate differs from the config's gate")
 
         for image in self.environment.images:
             where = f"image {short_digest(image.key)} ({image.builder} {image.layer})"
@@ -224,9 +237,18 @@ class Lockfile(Record):
         """The JSON Schema of a lockfile, as committed in ``lockfiles/lockfile.schema.json``."""
         return json.dumps(cls.model_json_schema(), indent=2, sort_keys=True) + "\n"
 
-    def experiment_config(self) -> ExperimentConfig:
-        """The config this lockfile was made from, with ${pkg:...} paths resolved here."""
+    def experiment_config(self, paths: Mapping[str, str] | None = None) -> ExperimentConfig:
+        """The config this lockfile was made from, with ${pkg:...} paths resolved here.
+
+        ``paths``: files elsewhere than the config says, by dotted key (a bundle's copy of
+        ``dataset.instances``); a config compares its files by digest, not by path."""
         resolved = OmegaConf.to_container(OmegaConf.create(self.config), resolve=True)
+        for dotted, path in (paths or {}).items():
+            *parents, leaf = dotted.split(".")
+            node: Any = resolved
+            for part in parents:
+                node = node[part]
+            node[leaf] = path
         try:
             return ExperimentConfig.model_validate(resolved)
         except ValidationError as error:

@@ -107,10 +107,11 @@ class TrialProgress:
             )
             return
         retries = len(result.attempts) - 1
+        # The instance id is the dataset's text: escaped, as every id printed here.
         self.console.print(
-            f"[{done}/{self.total}] {planned.sample.instance_id} (sample "
+            f"[{done}/{self.total}] {escape(planned.sample.instance_id)} (sample "
             f"{planned.prediction.sample_index}): {result.score.outcome} "
-            f"({result.score.reason}{f', {retries} retries' if retries else ''}) "
+            f"({escape(result.score.reason)}{f', {retries} retries' if retries else ''}) "
             f"| {self.summary()} | {elapsed:.0f}s, {rate}",
             highlight=False,
             soft_wrap=True,

@@ -81,6 +81,7 @@ R = TypeVar("R", bound=Record)
 
 #: The modules that define records: the one list of where every persisted record lives.
 RECORD_MODULES = (
+    "evalrepro.bundle",
     "evalrepro.compare",
     "evalrepro.execute",
     "evalrepro.lockfile",
@@ -88,6 +89,7 @@ RECORD_MODULES = (
     "evalrepro.observation",
     "evalrepro.regrade",
     "evalrepro.report",
+    "evalrepro.reproduce",
     "evalrepro.rundir",
     "evalrepro.score",
     "evalrepro.sessions",

@@ -21,6 +21,7 @@ Logs are read as files from elsewhere: regular files only, with a size cap.
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -75,6 +76,11 @@ PATCH_NAME = "patch.diff"
 MAX_PATCH_BYTES = 64 << 20
 #: What a recorded environment's trial ids use for the image nobody here built.
 RECORDED_IMAGE = "recorded:unknown"
+#: Logs graded at once, by threads of this one process. Each trial writes five records,
+#: each atomically with its own fsync, and the disk commits concurrent fsyncs together:
+#: 2,294 SWE-bench-sized logs take 15 s instead of 24 s one at a time
+#: (``benchmarks/grading_throughput.py``). Parsing holds the GIL; the waits do not.
+WRITERS = 8
 
 
 class ForeignLog(Record):
@@ -254,10 +260,15 @@ def regrade(
         results: dict[str, TrialResult] = {}
         differences: list[RegradeDifference] = []
         compared = 0
-        for sample, trial in trials:
-            result = _grade_one(
-                directory, logs_dir / sample.instance_id, sample, trial, parsers, rules
-            )
+
+        def grade(item: tuple[Sample, Trial]) -> TrialResult:
+            sample, trial = item
+            source = logs_dir / sample.instance_id
+            return _grade_one(directory, source, sample, trial, parsers, rules)
+
+        with ThreadPoolExecutor(WRITERS) as pool:
+            graded_results = list(pool.map(grade, trials))
+        for (sample, trial), result in zip(trials, graded_results, strict=True):
             results[trial.trial_id] = result
             report_file = logs_dir / sample.instance_id / "report.json"
             theirs = _their_verdict(report_file, sample.instance_id)

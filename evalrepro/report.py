@@ -104,15 +104,16 @@ def print_results(console: Console, results: RunResults) -> None:
         "outcome",
         "reason",
         "attempts",
-        title=f"{results.experiment}: {results.target_id}",
+        title=escape(f"{results.experiment}: {results.target_id}"),
         title_justify="left",
     )
     for line in results.trials:
+        # Ids and reasons come from records on disk: text, never markup.
         table.add_row(
-            line.instance_id,
+            escape(line.instance_id),
             str(line.sample_index),
             line.outcome,
-            line.reason,
+            escape(line.reason),
             str(line.attempts),
             style=_STYLE[line.outcome],
         )
@@ -139,7 +140,9 @@ def print_invalid_reasons(console: Console, results: RunResults) -> None:
         first = next((line for line in lines if line.detail), lines[0])
         count = f"{len(lines)} trial" + ("s" if len(lines) > 1 else "")
         example = f", e.g. {first.instance_id}: {first.detail}" if first.detail else ""
-        console.print(f"[red]invalid[/] {reason} ({count}){escape(example)}", soft_wrap=True)
+        console.print(
+            f"[red]invalid[/] {escape(reason)} ({count}){escape(example)}", soft_wrap=True
+        )
 
 
 # --- the full report: metrics, gate, SWE-bench's run-report fields ---------------------
@@ -273,7 +276,10 @@ def build_run_report(
     n_resamples: int = 10_000,
     seed: int = 0,
     evidence_problems: list[str] | None = None,
+    generated_at: datetime | None = None,
 ) -> RunReport:
+    """``generated_at``: the report's time (now, unless a bundle fixes it so that the
+    same run gives the same report)."""
     evidence = evidence_of(run_dir, results)  # every artifact hashed once
     metrics = compute_metrics(
         lockfile,
@@ -297,6 +303,7 @@ def build_run_report(
             confidence=confidence,
             n_resamples=n_resamples,
             seed=seed,
+            generated_at=generated_at,
         ),
         metrics=metrics,
         gate_name=lockfile.gate.name,
@@ -318,6 +325,7 @@ def provenance(
     confidence: float,
     n_resamples: int,
     seed: int,
+    generated_at: datetime | None = None,
 ) -> Provenance:
     runtimes = []
     sessions = read_sessions(run_dir)
@@ -349,7 +357,7 @@ def provenance(
         sessions=len(sessions),
         started_at=timing.started_at,
         finished_at=timing.finished_at,
-        generated_at=datetime.now(UTC),
+        generated_at=generated_at or datetime.now(UTC),
         confidence=confidence,
         n_resamples=n_resamples,
         seed=seed,
@@ -518,7 +526,7 @@ def print_run_report(console: Console, report: RunReport) -> None:
     m = report.metrics
     console.print(f"[dim]{escape(provenance_line(report.provenance))}[/]", highlight=False)
     console.print(
-        f"[bold]{m.experiment}[/] ({m.target_id}): {m.planned} planned trials: "
+        f"[bold]{escape(m.experiment)}[/] ({escape(m.target_id)}): {m.planned} planned trials: "
         f"[green]{m.resolved} resolved[/], [yellow]{m.unresolved} unresolved[/], "
         f"[red]{m.invalid} invalid[/]"
         + (f", [bold red]{m.missing} missing[/]" if m.missing else ""),
@@ -563,9 +571,9 @@ def print_run_report(console: Console, report: RunReport) -> None:
             "score reason / retry reason", "trials", title="failure modes", title_justify="left"
         )
         for reason, count in m.reasons.items():
-            modes.add_row(reason, str(count))
+            modes.add_row(escape(reason), str(count))
         for reason, count in m.retry_reasons.items():
-            modes.add_row(f"retry: {reason}", str(count), style="dim")
+            modes.add_row(escape(f"retry: {reason}"), str(count), style="dim")
         console.print(modes)
     print_flagged(console, report)
     for problem in report.evidence_problems:
@@ -591,7 +599,7 @@ def print_flagged(console: Console, report: RunReport) -> None:
         table.add_row(
             escape(line.instance_id),
             str(line.sample_index),
-            f"{line.outcome} ({line.reason})",
+            escape(f"{line.outcome} ({line.reason})"),
             escape("; ".join(facts)),
             style=_STYLE[line.outcome],
         )
@@ -600,12 +608,16 @@ def print_flagged(console: Console, report: RunReport) -> None:
 
 def print_gate(console: Console, report: RunReport) -> None:
     gate = Table(
-        "rule", "measured", "verdict", title=f"gate '{report.gate_name}'", title_justify="left"
+        "rule",
+        "measured",
+        "verdict",
+        title=escape(f"gate '{report.gate_name}'"),
+        title_justify="left",
     )
     for verdict in report.gate:
         measured = "n/a" if verdict.value is None else f"{verdict.value:.4g}"
         gate.add_row(
-            str(verdict.rule),
+            escape(str(verdict.rule)),
             measured,
             "pass" if verdict.passed else "FAIL",
             style="green" if verdict.passed else "red",

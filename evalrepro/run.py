@@ -14,6 +14,7 @@ Run directory (default ``runs/<experiment>-<UTC time>/``)::
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,7 +28,7 @@ from evalrepro.config import ExperimentConfig
 from evalrepro.errors import UserError
 from evalrepro.execute import Executor
 from evalrepro.images import BuildFailure, ImageChain, package_manifest_name
-from evalrepro.lockfile import Lockfile, build_lockfile, differences, read_lockfile
+from evalrepro.lockfile import Difference, Lockfile, build_lockfile, differences, read_lockfile
 from evalrepro.plan import Plan, build_plan
 from evalrepro.progress import TrialProgress
 from evalrepro.report import (
@@ -66,7 +67,7 @@ def plan_and_lock(
     if pinned_by is not None and pinned_by.environment.builder == backend.builder.kind:
         locked = [image.record() for image in pinned_by.environment.images]
     backend.check()
-    console.print(f"[bold]{config.name}[/]: resolving the plan and its images ...")
+    console.print(f"[bold]{escape(config.name)}[/]: resolving the plan and its images ...")
     for advice in config.dataset.command_advice():
         console.print(f"[yellow]note[/]: {escape(advice)}", soft_wrap=True)
     plan = build_plan(config, backend.builder, cache_dir, locked)
@@ -99,7 +100,7 @@ def lock_experiment(
             + (f"; log: {failed.build_log}" if failed.build_log else "")
         )
     lockfile.write(output)
-    console.print(f"locked {len(lockfile.trials)} trials into {output}")
+    console.print(f"locked {len(lockfile.trials)} trials into {escape(str(output))}")
     return lockfile
 
 
@@ -111,8 +112,14 @@ def run_experiment(
     cache_dir: Path,
     locked: Lockfile | None = None,
     backend: Backend | None = None,
+    tolerate: Collection[str] = (),
+    only: Collection[tuple[str, int]] | None = None,
 ) -> RunOutcome:
-    """Lock, then execute into ``run_dir``; with ``locked``, the plan must match it."""
+    """Lock, then execute into ``run_dir``; with ``locked``, the plan must match it.
+
+    ``tolerate``: classes of difference from ``locked`` that do not stop the run (a
+    reproduction with another harness: the difference is what it measures). ``only``:
+    run just these trials, by (instance id, sample index); the others stay missing."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     directory = RunDirectory(run_dir or config.run.output_dir / f"{config.name}-{stamp}")
     # Held before planning: a second process is refused at once, not after the builds.
@@ -124,11 +131,16 @@ def run_experiment(
         try:
             if locked is not None:
                 found = differences(locked, lockfile, same_target=True)
+                for difference in found:
+                    if difference.kind in tolerate:
+                        console.print(
+                            f"[yellow]note[/]: {escape(difference.kind)}: "
+                            f"{escape(difference.detail)}",
+                            soft_wrap=True,
+                        )
+                found = [d for d in found if d.kind not in tolerate]
                 if found:
-                    listed = "; ".join(f"{d.kind}: {d.detail}" for d in found)
-                    raise UserError(
-                        f"the plan no longer matches the lockfile, refusing to run ({listed})"
-                    )
+                    raise PlanMismatch(found)
             resuming = directory.begin(
                 lockfile, config.model_dump_json(indent=2) + "\n", backend.describe()
             )
@@ -148,9 +160,15 @@ def run_experiment(
             _write_image_artifacts(directory.path, plan, backend)
             record_builds(directory.path, plan.images)
             todo = [p for p in plan.trials if p.trial.trial_id not in done]
+            if only is not None:
+                wanted = set(only)
+                todo = [
+                    p for p in todo if (p.sample.instance_id, p.trial.key.sample_index) in wanted
+                ]
             if resuming:
                 console.print(
-                    f"resuming {directory.path}: {len(done)} of {len(plan.trials)} trials done"
+                    f"resuming {escape(str(directory.path))}: {len(done)} of "
+                    f"{len(plan.trials)} trials done"
                     + (f", leftovers of {len(removed)} removed" if removed else "")
                     + (f", {len(leftovers)} stray containers removed" if leftovers else "")
                 )
@@ -159,15 +177,25 @@ def run_experiment(
         finally:
             backend.close()
         by_id = {**done, **{result.trial.trial_id: result for result in new}}
-        results = [by_id[t.trial_id] for t in lockfile.trials]
-        summary = aggregate(config.name, plan.target_id, results)
+        results = [by_id[t.trial_id] for t in lockfile.trials if t.trial_id in by_id]
+        summary = aggregate(config.name, plan.target_id, results, planned=len(lockfile.trials))
         directory.write_results(summary)
         directory.write_swebench_layout()
         report = build_run_report(directory.path, lockfile, by_id)
     print_results(console, summary)
     print_gate(console, report)
-    console.print(f"run directory: {directory.path}")
+    console.print(f"run directory: {escape(str(directory.path))}")
     return RunOutcome(results=summary, report=report, run_dir=directory.path)
+
+
+class PlanMismatch(UserError):
+    """The plan made here is not the lockfile's: an image, the dataset or a setting
+    differs. Nothing ran."""
+
+    def __init__(self, found: list[Difference]) -> None:
+        self.differences = found
+        listed = "; ".join(f"{d.kind}: {d.detail}" for d in found)
+        super().__init__(f"the plan no longer matches the lockfile, refusing to run ({listed})")
 
 
 @dataclass(frozen=True)

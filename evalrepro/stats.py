@@ -71,8 +71,11 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
-from scipy import optimize
-from scipy import stats as sps
+
+# scipy is imported inside the functions that use it: the models here (``Interval``) are
+# part of every record, and ``run``, ``lock`` and ``verify`` import them without computing
+# an interval; scipy.stats alone costs them about 0.5 s and 70 MiB at startup
+# (benchmarks/startup.py). A Wilson interval needs only scipy.special.
 
 #: Elements per resampled batch: ~8 MB of float64, which keeps the gathers in cache
 #: (measured faster than one large batch) and bounds peak memory at any n_resamples.
@@ -244,7 +247,11 @@ def _difference_phrase(estimate: float) -> str:
 def _z(confidence: float) -> float:
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    return float(sps.norm.ppf(1 - (1 - confidence) / 2))
+    # scipy.stats.norm.ppf is ndtri, bit for bit; scipy.special loads in a third of the
+    # time, and a Wilson interval (every report of one-sample runs) needs nothing else.
+    from scipy.special import ndtri
+
+    return float(ndtri(1 - (1 - confidence) / 2))
 
 
 def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -389,6 +396,8 @@ def _bootstrap(
     ``deviations`` are the per-instance values minus the estimate: all zero (or n < 2)
     means there is nothing to resample and the interval is zero-width.
     """
+    from scipy import stats as sps
+
     _z(confidence)
     estimate = float(statistic(*data, axis=-1))
     if deviations.size < 2 or np.all(deviations == deviations[0]):
@@ -498,6 +507,8 @@ def tango_interval(a_only: int, b_only: int, n: int, confidence: float = 0.95) -
             return math.copysign(1e300, excess) if excess else 0.0
         return excess / math.sqrt(variance)
 
+    from scipy import optimize
+
     # Z falls from +inf at -1 through 0 at the estimate to -inf at 1: one root each side.
     low = -1.0 if estimate <= -1 else optimize.brentq(lambda d: score(d) - z, -1.0, estimate)
     high = 1.0 if estimate >= 1 else optimize.brentq(lambda d: score(d) + z, estimate, 1.0)
@@ -519,6 +530,8 @@ def mcnemar_exact(a: npt.ArrayLike, b: npt.ArrayLike) -> McNemar:
     a_only = int(np.sum((x == 1) & (y == 0)))
     b_only = int(np.sum((x == 0) & (y == 1)))
     discordant = a_only + b_only
+    from scipy import stats as sps
+
     p_value = 1.0 if discordant == 0 else float(sps.binomtest(b_only, discordant, 0.5).pvalue)
     return McNemar(a_only=a_only, b_only=b_only, p_value=min(p_value, 1.0))
 
@@ -574,7 +587,9 @@ def minimum_detectable_difference(
         raise ValueError("need alpha and power in (0, 1)")
     var_a, var_b = p_a * (1 - p_a), p_b * (1 - p_b)
     variance = max(0.0, var_a + var_b - 2 * correlation * math.sqrt(var_a * var_b))
-    z = float(sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power))
+    from scipy.special import ndtri
+
+    z = float(ndtri(1 - alpha / 2) + ndtri(power))
     return z * math.sqrt(variance / n)
 
 

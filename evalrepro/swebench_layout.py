@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -77,6 +78,10 @@ _ENVIRONMENT_REASONS = frozenset({"infrastructure_error"})
 _PATCH_REASONS = frozenset({"suspect_patch", "test_infrastructure_changed", "runner_exit_abnormal"})
 #: Reasons that come from graded tests: swebench's "found" (its patch applied).
 _GRADED_REASONS = frozenset({"tests_passed", "tests_failed"})
+#: Files written at once: each is fsynced, and the disk commits concurrent fsyncs
+#: together (three files per instance; with the run's survey, 2,294 instances take 3.8 s
+#: instead of 7.1 s one file at a time: ``benchmarks/grading_throughput.py``).
+_WRITERS = 8
 
 
 def swebench_model_dir(model: str) -> str:
@@ -168,11 +173,19 @@ def write_swebench_layout(
             reports.append((folder / REPORT, instance_report(instance_id, result)))
             names.add(REPORT)
 
-    for target, artifact in copies:
+    def copy(item: tuple[Path, Artifact]) -> None:
+        target, artifact = item
         atomic.write_bytes(target, (run_dir / artifact.path).read_bytes())
-    for target, report in reports:
+
+    def write_report(item: tuple[Path, dict[str, Any]]) -> None:
+        target, report = item
         # swebench writes json.dumps(report, indent=4), without a final newline.
         atomic.write_text(target, json.dumps(report, indent=4))
+
+    with ThreadPoolExecutor(_WRITERS) as pool:
+        # list(): the first failed write raises here.
+        list(pool.map(copy, copies))
+        list(pool.map(write_report, reports))
     _remove_stale(instances_dir, written)
 
     path = root / f"{model_dir}.{run_id}.json"

@@ -18,12 +18,14 @@ reports every problem it finds rather than the first:
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from evalrepro.digest import sha256_bytes
@@ -115,6 +117,14 @@ class Problem(BaseModel):
         "results",  # results.json differs from the aggregate of the trial results
         "regrade",  # the final log re-graded does not give the recorded score
         "dataset",  # the instances to re-grade with are unavailable or changed
+        # A bundle's own checks (bundle_verify):
+        "checksum",  # a file against the bag's manifests
+        "signature",  # the manifests' signature
+        "bundle",  # the bundle's index and its inputs
+        "attestation",  # the in-toto statement's subjects
+        "crate",  # the RO-Crate metadata
+        "predictions",  # the bundled predictions against the locked patches
+        "report",  # a report or viewer page against the one the trial results give
     ]
     detail: str
 
@@ -147,8 +157,11 @@ class RunCheck:
         }
 
 
-def check_run(path: Path) -> RunCheck:
-    """Every problem of the run directory at ``path``; a corrupt lockfile is a UserError."""
+def check_run(path: Path, *, config_paths: Mapping[str, str] | None = None) -> RunCheck:
+    """Every problem of the run directory at ``path``; a corrupt lockfile is a UserError.
+
+    ``config_paths``: the config's files elsewhere (a bundle's copy of the dataset), by
+    dotted key, as :meth:`Lockfile.experiment_config` takes them."""
     if not path.is_dir():
         raise UserError(f"{path}: not a run directory")
     directory = RunDirectory(path)
@@ -158,7 +171,7 @@ def check_run(path: Path) -> RunCheck:
     results = _check_trials(check, directory, lockfile)
     _check_image_manifests(check, directory, lockfile)
     _check_aggregate(check, directory, lockfile, results)
-    _regrade(check, directory, lockfile, results)
+    _regrade(check, directory, lockfile, results, config_paths)
     return check
 
 
@@ -315,11 +328,12 @@ def _regrade(
     directory: RunDirectory,
     lockfile: Lockfile,
     results: dict[str, TrialResult],
+    config_paths: Mapping[str, str] | None = None,
 ) -> None:
     """Re-grade each final log with the locked parser; the score must be the recorded one."""
     if not results:
         return
-    samples = _locked_samples(check, lockfile)
+    samples = _locked_samples(check, lockfile, config_paths)
     if samples is None:
         return
     parsers: dict[str, LogParser | None] = {}
@@ -349,6 +363,14 @@ def _regrade(
             continue
         check.regraded += 1
         where = _rel(directory, log_file)
+        if lockfile.environment.kind == "recorded":
+            recorded_spec = _recorded_spec_digest(attempt_dir, sample, parser)
+            if recorded_spec != trial.key.test_spec_digest:
+                check.add(
+                    "regrade",
+                    f"{where}: graded against test spec {short_digest(recorded_spec)}, the "
+                    f"lockfile recorded {short_digest(trial.key.test_spec_digest)}",
+                )
         regraded = score(observation)
         if regraded != result.score:
             check.add(
@@ -367,12 +389,14 @@ def _regrade(
             )
 
 
-def _locked_samples(check: RunCheck, lockfile: Lockfile) -> dict[str, Sample] | None:
-    """The dataset's instances, each as the lockfile recorded it (by digest)."""
+def _locked_samples(
+    check: RunCheck, lockfile: Lockfile, config_paths: Mapping[str, str] | None = None
+) -> dict[str, Sample] | None:
+    """The dataset's instances, each as the lockfile recorded it (by digest), and with
+    the TestSpec it recorded (by digest): what a log is re-graded against."""
     try:
-        loaded = {
-            sample.instance_id: sample for sample in lockfile.experiment_config().dataset.load()
-        }
+        dataset = lockfile.experiment_config(config_paths).dataset
+        loaded = {sample.instance_id: sample for sample in dataset.load()}
     except UserError as error:
         check.add("dataset", f"cannot re-grade: {error}")
         return None
@@ -381,13 +405,38 @@ def _locked_samples(check: RunCheck, lockfile: Lockfile) -> dict[str, Sample] | 
         sample = loaded.get(instance.instance_id)
         if sample is None:
             check.add("dataset", f"{instance.instance_id}: not in the dataset any more")
-        elif sample.digest() != instance.digest:
+            continue
+        if sample.digest() != instance.digest:
             check.add(
                 "dataset", f"{instance.instance_id}: the instance changed since it was locked"
             )
-        else:
-            samples[instance.instance_id] = sample
+            continue
+        if lockfile.environment.kind != "recorded":
+            # A recorded log's spec also names its reading rules: checked per log.
+            try:
+                spec_digest = dataset.test_spec(sample).digest()
+            except UserError as error:
+                check.add("dataset", f"{instance.instance_id}: no test spec ({error})")
+                continue
+            if spec_digest != instance.test_spec_digest:
+                check.add(
+                    "dataset",
+                    f"{instance.instance_id}: its test spec is {short_digest(spec_digest)} "
+                    f"here, the lockfile recorded {short_digest(instance.test_spec_digest)}",
+                )
+                continue
+        samples[instance.instance_id] = sample
     return samples
+
+
+def _recorded_spec_digest(attempt_dir: Path, sample: Sample, parser: LogParser) -> str:
+    from evalrepro.regrade import ForeignLog, recorded_spec_digest
+
+    try:
+        rules = read_record(attempt_dir / "foreign.json", ForeignLog).rules
+    except UserError as error:
+        return f"unreadable ({error})"
+    return recorded_spec_digest(sample, parser, rules)
 
 
 def _read(
@@ -418,35 +467,41 @@ def print_comparison(console: Console, comparison: Comparison) -> None:
     if rows:
         table = Table("class", "difference", title_justify="left")
         for difference, style in rows:
-            table.add_row(difference.kind, difference.detail, style=style)
+            # Details quote ids, paths and tags from the records: text, never markup.
+            table.add_row(difference.kind, escape(difference.detail), style=style)
         console.print(table, highlight=False)
     if comparison.information:
         console.print("[dim]targets differ by design (compare models); --same-target to fail[/]")
     if comparison.comparable:
-        console.print(f"[bold green]comparable[/]: {comparison.first} and {comparison.second}")
+        console.print(
+            f"[bold green]comparable[/]: {escape(str(comparison.first))} and "
+            f"{escape(str(comparison.second))}",
+            highlight=False,
+        )
     else:
         console.print(
             f"[bold red]not comparable[/]: {_count(len(comparison.differences), 'difference')} "
-            f"between {comparison.first} and {comparison.second}",
+            f"between {escape(str(comparison.first))} and {escape(str(comparison.second))}",
             highlight=False,
         )
 
 
 def print_run_check(console: Console, check: RunCheck) -> None:
     if check.problems:
-        table = Table("check", "problem", title=str(check.run), title_justify="left")
+        table = Table("check", "problem", title=escape(str(check.run)), title_justify="left")
         for problem in check.problems:
-            table.add_row(problem.kind, problem.detail, style="red")
+            table.add_row(problem.kind, escape(problem.detail), style="red")
         console.print(table, highlight=False)
     summary = (
         f"{check.planned} planned trials, {check.checked} results checked, "
         f"{check.regraded} logs re-graded"
     )
     if check.ok:
-        console.print(f"[bold green]ok[/]: {check.run}: {summary}", highlight=False)
+        console.print(f"[bold green]ok[/]: {escape(str(check.run))}: {summary}", highlight=False)
     else:
         console.print(
-            f"[bold red]{_count(len(check.problems), 'problem')}[/] in {check.run}: {summary}",
+            f"[bold red]{_count(len(check.problems), 'problem')}[/] in "
+            f"{escape(str(check.run))}: {summary}",
             highlight=False,
         )
 

@@ -17,6 +17,11 @@ rebuilt):
 * ``instance``: the tree at the base commit, whose ``.git`` borrows the history's
   objects; then the spec's install command.
 
+Independent layers build at once, up to ``environment.max_workers`` builds (the trials'
+budget, before any trial runs): each instance's chain above the base is followed by a
+worker of its own, and a layer that several chains share (an env, a repo's history) is
+built once, by the first chain to need it, while the others wait for it.
+
 Every build uses ``--timestamp 0`` and ``--pull=never``; the recorded digest is the image
 Id (config digest), the one that is stable across stores. Only the instance layer's build
 has network (its install command may download; it gets the host's CA bundle, mounted,
@@ -31,8 +36,10 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -42,7 +49,7 @@ from urllib.parse import unquote, urlsplit
 from pydantic import ValidationError
 
 from evalrepro import atomic, debian, wheels
-from evalrepro.builders import register_builder
+from evalrepro.builders import register_builder, tether
 from evalrepro.builders.base import Builder
 from evalrepro.builders.tether import run_tethered
 from evalrepro.digest import sha256_bytes, sha256_json
@@ -104,9 +111,15 @@ class ContainerfileBuilder(Builder):
         self._store: dict[str, str] = {}
         self.cache_dir = cache_dir
         self.files = runtime.files
-        self._layers: dict[str, ImageRecord | BuildFailure] = {}
+        #: Each layer of this run, by key: found or built once, whichever chain asks first.
+        self._layers: dict[str, Future[ImageRecord | BuildFailure]] = {}
+        self._layers_lock = threading.Lock()
         #: Wheels resolved this run, by (requirements, Python, glibc): pins or the error.
         self._resolved: dict[tuple, list[PinnedInput] | str] = {}
+        #: One resolution at a time (pip and its cache are not shared between calls).
+        self._resolving = threading.Lock()
+        #: Set on an interrupt: no build starts after it.
+        self._stopped = threading.Event()
 
     def check(self) -> None:
         self._clean_staging()
@@ -117,53 +130,76 @@ class ContainerfileBuilder(Builder):
         checkouts: dict[str, LocalCheckout],
         locked: list[ImageRecord] | None = None,
     ) -> dict[str, ImageChain | BuildFailure]:
-        chains: dict[str, ImageChain | BuildFailure] = {}
-        bases: dict[str, ImageRecord | BuildFailure] = {}
         locked = [record for record in locked or [] if record.builder == self.kind]
         # One listing of the store answers "is this layer there?" for every layer (one
         # inspect per layer costs 55-145 ms: minutes for SWE-bench's 2,300 layers).
         self._store = self.runtime.image_ids()
+        # A spec that names its Python gets the base of the Debian suite shipping it. The
+        # bases first, one at a time (a suite's rootfs is one mmdebstrap of its own).
+        suites = {
+            spec.instance_id: PYTHON_SUITES[spec.python] if spec.python else self.config.base.suite
+            for spec in specs
+        }
+        bases = {suite: self._base(suite, locked) for suite in dict.fromkeys(suites.values())}
+
+        def chain(spec: TestSpec) -> ImageChain | BuildFailure:
+            base = bases[suites[spec.instance_id]]
+            return self._chain(spec, checkouts[spec.instance_id], base, locked)
+
+        pool = ThreadPoolExecutor(max_workers=self.config.max_workers)
+        try:
+            built = list(pool.map(chain, specs))
+        except BaseException:
+            # Ctrl-C (or a bug): no build starts after it, and the builds under way stop
+            # now, as they would if evalrepro died, rather than each running to its end.
+            self._stopped.set()
+            tether.stop_all()
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        return {spec.instance_id: image for spec, image in zip(specs, built, strict=True)}
+
+    def _chain(
+        self,
+        spec: TestSpec,
+        checkout: LocalCheckout,
+        base: ImageRecord | BuildFailure,
+        locked: list[ImageRecord],
+    ) -> ImageChain | BuildFailure:
+        """The layers of one instance's image above its base, found or built in order."""
         epoch = self.config.base.source_date_epoch
-        for spec in specs:
-            # A spec that names its Python gets the base of the Debian suite shipping it.
-            suite = PYTHON_SUITES[spec.python] if spec.python else self.config.base.suite
-            if suite not in bases:
-                bases[suite] = self._base(suite, locked)
-            checkout = checkouts[spec.instance_id]
-            history = [PinnedInput(kind="history", name=spec.repo, digest=checkout.source_digest)]
-            instance = [
-                PinnedInput(
-                    kind="commit",
-                    name=spec.repo,
-                    version=spec.base_commit,
-                    digest=sha256_json(spec.base_commit),
-                ),
-                _setting("install", spec.install),
-            ]
-            steps: list[Callable[[ImageRecord], ImageRecord | BuildFailure]] = [
-                partial(self._env, spec.packages, locked),
-                partial(self._layer, "history", history, stage=partial(_stage_history, checkout)),
-                # The install command may download: this build alone has network.
-                partial(
-                    self._layer,
-                    "instance",
-                    instance,
-                    stage=partial(_stage_instance, checkout, spec, epoch),
-                    network=True,
-                ),
-            ]
-            chain: list[ImageRecord] = []
-            record = bases[suite]
-            for make in steps:
-                if isinstance(record, BuildFailure):
-                    break
-                chain.append(record)
-                record = make(record)
+        history = [PinnedInput(kind="history", name=spec.repo, digest=checkout.source_digest)]
+        instance = [
+            PinnedInput(
+                kind="commit",
+                name=spec.repo,
+                version=spec.base_commit,
+                digest=sha256_json(spec.base_commit),
+            ),
+            _setting("install", spec.install),
+        ]
+        steps: list[Callable[[ImageRecord], ImageRecord | BuildFailure]] = [
+            partial(self._env, spec.packages, locked),
+            partial(self._layer, "history", history, stage=partial(_stage_history, checkout)),
+            # The install command may download: this build alone has network.
+            partial(
+                self._layer,
+                "instance",
+                instance,
+                stage=partial(_stage_instance, checkout, spec, epoch),
+                network=True,
+            ),
+        ]
+        chain: list[ImageRecord] = []
+        record = base
+        for make in steps:
             if isinstance(record, BuildFailure):
-                chains[spec.instance_id] = record.model_copy(update={"below": chain})
-            else:
-                chains[spec.instance_id] = ImageChain(layers=[*chain, record])
-        return chains
+                break
+            chain.append(record)
+            record = make(record)
+        if isinstance(record, BuildFailure):
+            return record.model_copy(update={"below": chain})
+        return ImageChain(layers=[*chain, record])
 
     # --- pinned inputs ---------------------------------------------------------------
 
@@ -194,18 +230,19 @@ class ContainerfileBuilder(Builder):
             found = []
         if found is None:
             asked = (tuple(packages), python, glibc)
-            if asked not in self._resolved:
-                try:
-                    pins = wheels.resolve_wheels(
-                        packages,
-                        python_version=python,
-                        cache_dir=self.cache_dir / "wheels",
-                        platforms=wheels.platform_tags(_MACHINES[debian.ARCHITECTURE], glibc),
-                    )
-                    self._resolved[asked] = [_wheel_input(pin) for pin in pins]
-                except UserError as error:
-                    self._resolved[asked] = str(error)
-            resolved = self._resolved[asked]
+            with self._resolving:
+                if asked not in self._resolved:
+                    try:
+                        pins = wheels.resolve_wheels(
+                            packages,
+                            python_version=python,
+                            cache_dir=self.cache_dir / "wheels",
+                            platforms=wheels.platform_tags(_MACHINES[debian.ARCHITECTURE], glibc),
+                        )
+                        self._resolved[asked] = [_wheel_input(pin) for pin in pins]
+                    except UserError as error:
+                        self._resolved[asked] = str(error)
+                resolved = self._resolved[asked]
             if isinstance(resolved, str):
                 return self._failure("env", requests, base, resolved)
             found = resolved
@@ -238,11 +275,22 @@ class ContainerfileBuilder(Builder):
         )
         inputs = [recipe, *inputs]
         key = layer_key(self.kind, layer, inputs, parent.key if parent else None)
-        if key not in self._layers:
-            self._layers[key] = self._find_or_build(
-                layer, key, inputs, containerfile, parent, stage, network
-            )
-        return self._layers[key]
+        with self._layers_lock:
+            future = self._layers.get(key)
+            first = future is None
+            if future is None:
+                future = self._layers[key] = Future()
+        if first:
+            # This chain builds it; a chain that asks meanwhile waits for this future (a
+            # layer's parent is done before it is asked for: no chain waits on a waiter).
+            try:
+                future.set_result(
+                    self._find_or_build(layer, key, inputs, containerfile, parent, stage, network)
+                )
+            except BaseException as error:
+                future.set_exception(error)
+                raise
+        return future.result()
 
     def _find_or_build(
         self,
@@ -261,6 +309,8 @@ class ContainerfileBuilder(Builder):
             listed = self._store.get(tag)
             image_id = listed.removeprefix("sha256:") if listed else None
             if image_id is None:
+                if self._stopped.is_set():
+                    raise BuildError(f"building {tag}: interrupted")
                 started = time.monotonic()
                 self._build(containerfile, tag, parent, stage, build_log, network)
                 built, build_seconds = True, round(time.monotonic() - started, 3)

@@ -21,6 +21,7 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -32,9 +33,35 @@ GRACE_SECONDS = 10.0
 _NOT_OURS = (b"catatonit\x00-P",)
 
 
+#: The pipes' write ends of the commands running now (several builds at once run from
+#: threads), by a token of each call: an fd number can be reused once it is closed.
+_running: dict[object, int] = {}
+_running_lock = threading.Lock()
+
+
+def _release(token: object) -> None:
+    with _running_lock:
+        fd = _running.pop(token, None)
+        if fd is not None:
+            os.close(fd)
+
+
+def stop_all() -> None:
+    """Stop every tethered command of this process now, as if evalrepro had died (their
+    keepers see their pipes close): an interrupt must not wait for builds that other
+    threads are waiting on."""
+    with _running_lock:
+        for fd in _running.values():
+            os.close(fd)
+        _running.clear()
+
+
 def run_tethered(argv: list[str], *, stdout, env: dict[str, str]) -> int:
     """Run ``argv`` (stdout and stderr to ``stdout``) under a keeper; its exit code."""
     read_end, write_end = os.pipe()
+    token = object()
+    with _running_lock:
+        _running[token] = write_end
     try:
         keeper = subprocess.Popen(
             [sys.executable, "-I", str(Path(__file__).resolve()), str(read_end), "--", *argv],
@@ -47,12 +74,15 @@ def run_tethered(argv: list[str], *, stdout, env: dict[str, str]) -> int:
             # evalrepro, whose exit then stops the command through the pipe.
             start_new_session=True,
         )
+    except BaseException:
+        _release(token)
+        raise
     finally:
         os.close(read_end)
     try:
         return keeper.wait()
     finally:
-        os.close(write_end)  # the keeper sees the pipe close only when nobody holds it
+        _release(token)  # the keeper sees the pipe close only when nobody holds it
 
 
 # --- the keeper --------------------------------------------------------------------------

@@ -1,0 +1,393 @@
+"""Result bundles: `evalrepro bundle RUN` writes one archive that `verify BUNDLE` checks
+offline, by the check that each kind of tampering breaks.
+
+The run is the demo's gold run with the fake backend (tests/fake_backend.py: only the
+container is scripted; the plan, grading, records and reports are the real code). The
+same with real podman, images and reproduction: tests/test_reproduce.py.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import bagit
+import pytest
+from rich.console import Console
+
+from evalrepro.bundle import open_bundle, write_bundle
+from evalrepro.bundle_verify import check_bundle
+from evalrepro.cli import main
+from evalrepro.config import compose
+from evalrepro.digest import sha256_bytes
+from evalrepro.errors import UserError
+from evalrepro.run import run_experiment
+from evalrepro.sample import load_samples
+from tests.fake_backend import fake_backend, gold_scenario
+
+
+def quiet() -> Console:
+    return Console(file=open(os.devnull, "w"), width=120)
+
+
+@pytest.fixture(scope="module")
+def gold_run(tmp_path_factory) -> Path:
+    """The demo's gold run, 12 resolved trials, in a folder of its own name."""
+    root = tmp_path_factory.mktemp("gold")
+    config = compose(["+experiment=demo"])
+    samples = {s.instance_id: s for s in load_samples(Path(config.dataset.instances))}
+    run_experiment(
+        config,
+        quiet(),
+        run_dir=root / "demo-gold",
+        cache_dir=root / "cache",
+        backend=fake_backend(gold_scenario(samples)),
+    )
+    return root / "demo-gold"
+
+
+@pytest.fixture(scope="module")
+def bundle(gold_run, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("bundle") / "demo-gold.bundle.tar.gz"
+    write_bundle(gold_run, out)
+    return out
+
+
+@pytest.fixture
+def unpacked(bundle, tmp_path) -> Path:
+    """The bundle unpacked into a folder a test may edit: its bag's root."""
+    with tarfile.open(bundle) as tar:
+        tar.extractall(tmp_path)  # our own archive, not a hostile one
+    return tmp_path / "demo-gold"
+
+
+def rebag(bag: Path) -> None:
+    """What an adversary who knows the format does after an edit: new manifests."""
+    cwd = os.getcwd()
+    try:
+        bagit.Bag(str(bag)).save(manifests=True)
+    finally:
+        os.chdir(cwd)
+
+
+def kinds(path: Path, **kwargs) -> set[str]:
+    return {problem.kind for problem in check_bundle(path, **kwargs).problems}
+
+
+# --- writing -------------------------------------------------------------------------
+
+
+def test_the_same_run_bundles_to_the_same_bytes_wherever_it_lies(gold_run, bundle, tmp_path):
+    again = tmp_path / "again.tar.gz"
+    write_bundle(gold_run, again)
+    assert again.read_bytes() == bundle.read_bytes()
+    # A copy of the run elsewhere (other path, other file times) gives the same bytes too.
+    copy = tmp_path / "elsewhere" / gold_run.name
+    shutil.copytree(gold_run, copy)
+    for path in copy.rglob("*"):
+        os.utime(path, (1, 1), follow_symlinks=False)
+    elsewhere = tmp_path / "elsewhere.tar.gz"
+    write_bundle(copy, elsewhere)
+    assert elsewhere.read_bytes() == bundle.read_bytes()
+
+
+def test_the_archive_names_no_time_owner_or_mode_and_stores_identical_files_once(bundle):
+    raw = bundle.read_bytes()
+    assert raw[:2] == b"\x1f\x8b" and raw[4:8] == b"\0\0\0\0"  # gzip: no mtime
+    assert raw[3] & 0x08 == 0  # gzip: no file name
+    with tarfile.open(bundle) as tar:
+        members = tar.getmembers()
+    names = [m.name for m in members if not m.isdir()]
+    assert names == sorted(names)
+    assert {(m.mtime, m.uid, m.gid, m.uname, m.gname) for m in members} == {(0, 0, 0, "", "")}
+    assert {m.mode for m in members if m.isdir()} == {0o755}
+    assert {m.mode for m in members if not m.isdir()} == {0o644}
+    links = [m for m in members if m.islnk()]
+    # The swebench/ layout repeats every trial's log and patch: stored once, as links.
+    assert any("/swebench/" in m.linkname and "/trials/" in m.name for m in links)
+    assert all(m.linkname in names and names.index(m.linkname) < names.index(m.name) for m in links)
+
+
+def test_a_bundle_holds_the_run_its_reports_viewer_inputs_and_standard_metadata(bundle):
+    with open_bundle(bundle) as opened:
+        data = opened.data
+        for path in (
+            "run/lockfile.lock.json",
+            "run/config.json",
+            "run/results.json",
+            "run/images/builds.json",
+            "reports/report.json",
+            "reports/report.md",
+            "reports/report.html",
+            "view/index.html",
+            "bundle.json",
+            "attestation.intoto.json",
+            "ro-crate-metadata.json",
+        ):
+            assert (data / path).is_file(), path
+        assert len(list((data / "run" / "trials").iterdir())) == 12
+        index = opened.index()
+        [dataset] = [item for item in index.inputs if item.role == "dataset"]
+        stored = data / dataset.path
+        assert dataset.path == f"inputs/{dataset.sha256}/instances.jsonl"
+        assert sha256_bytes(stored.read_bytes()) == f"sha256:{dataset.sha256}"
+        statement = json.loads((data / "attestation.intoto.json").read_text())
+        assert statement["predicateType"] == "https://in-toto.io/attestation/test-result/v0.1"
+        assert statement["predicate"]["result"] == "PASSED"
+        assert len(statement["predicate"]["passedTests"]) == 12
+        crate = json.loads((data / "ro-crate-metadata.json").read_text())
+        action = next(e for e in crate["@graph"] if e.get("@type") == "CreateAction")
+        assert action["instrument"]
+        assert (opened.bag / "manifest-sha256.txt").is_file()
+
+
+def test_a_run_that_does_not_verify_is_not_bundled(gold_run, tmp_path):
+    broken = tmp_path / gold_run.name
+    shutil.copytree(gold_run, broken)
+    log = next(broken.glob("trials/*/attempt-1/test_output.txt"))
+    log.write_bytes(log.read_bytes() + b"x")
+    with pytest.raises(UserError, match=r"verify finds .* a bundle is made from a run that"):
+        write_bundle(broken, tmp_path / "b.tar.gz")
+    assert not (tmp_path / "b.tar.gz").exists()
+
+
+# --- verifying -------------------------------------------------------------------------
+
+
+def test_a_bundle_verifies_with_neither_podman_nor_nix_on_the_path(bundle, tmp_path):
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "evalrepro", "verify", str(bundle)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATH": str(empty)},
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ok:" in done.stdout and "12 logs re-graded" in done.stdout
+
+
+def test_an_unpacked_bundle_verifies_as_the_archive_does(unpacked):
+    check = check_bundle(unpacked)
+    assert check.problems == []
+    assert (check.planned, check.checked, check.regraded) == (12, 12, 12)
+    assert check_bundle(unpacked.parent).ok  # the folder the archive was unpacked into
+
+
+def _log(bag: Path) -> Path:
+    return sorted(bag.glob("data/run/trials/*/attempt-1/test_output.txt"))[0]
+
+
+def change_a_log_byte(bag: Path) -> None:
+    log = _log(bag)
+    data = bytearray(log.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    log.write_bytes(bytes(data))
+
+
+def remove_a_trial(bag: Path) -> None:
+    shutil.rmtree(_log(bag).parent.parent)
+
+
+def edit_a_result_consistently_with_its_log(bag: Path) -> None:
+    """The log changed, and every digest the trial's records hold of it changed to match:
+    the run alone cannot tell. The bundle's statement and crate still hold the old one."""
+    log = _log(bag)
+    old = sha256_bytes(log.read_bytes())
+    log.write_bytes(log.read_bytes() + b"\n")
+    new = sha256_bytes(log.read_bytes())
+    for record in (log.parent / "result.json", log.parent.parent / "result.json"):
+        record.write_text(record.read_text().replace(old, new))
+
+
+def edit_a_reported_number(bag: Path) -> None:
+    report = bag / "data" / "reports" / "report.json"
+    data = json.loads(report.read_text())
+    data["metrics"]["resolved"] = data["metrics"].get("resolved", 0) + 1
+    report.write_text(json.dumps(data, indent=2) + "\n")
+
+
+def edit_the_lockfile(bag: Path) -> None:
+    lockfile = bag / "data" / "run" / "lockfile.lock.json"
+    data = json.loads(lockfile.read_text())
+    data["environment"]["timeout"] = 3600
+    lockfile.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def add_a_file(bag: Path) -> None:
+    (_log(bag).parent / "extra.txt").write_text("not recorded\n")
+
+
+TAMPERING = {
+    # edit: (the check that catches it once the manifests are rewritten to match)
+    change_a_log_byte: "artifact",
+    remove_a_trial: "missing",
+    edit_a_result_consistently_with_its_log: "attestation",
+    edit_a_reported_number: "report",
+    edit_the_lockfile: "lockfile",
+    add_a_file: "attestation",
+}
+
+
+@pytest.mark.parametrize("tamper", TAMPERING, ids=lambda f: f.__name__)
+def test_tampering_is_caught_by_the_checksums(unpacked, tamper):
+    tamper(unpacked)
+    assert "checksum" in kinds(unpacked)
+
+
+@pytest.mark.parametrize("tamper", TAMPERING, ids=lambda f: f.__name__)
+def test_tampering_with_rewritten_manifests_is_caught_by_the_check_it_breaks(unpacked, tamper):
+    tamper(unpacked)
+    rebag(unpacked)
+    found = kinds(unpacked)
+    assert "checksum" not in found
+    assert TAMPERING[tamper] in found, found
+
+
+def test_a_lockfile_edit_is_named_by_its_digests(unpacked):
+    edit_the_lockfile(unpacked)
+    rebag(unpacked)
+    details = [p.detail for p in check_bundle(unpacked).problems if p.kind == "lockfile"]
+    assert any("bundle's index recorded" in d for d in details)
+    assert any("environment.timeout 3600 but the config says 30" in d for d in details)
+
+
+def test_each_problem_is_one_line_and_the_exit_code_is_one(unpacked, capsys):
+    change_a_log_byte(unpacked)
+    assert main(["verify", "--json", str(unpacked)]) == 1
+    payload = json.loads(capsys.readouterr().out)
+    assert not payload["ok"]
+    assert all("\n" not in p["detail"] for p in payload["problems"])
+
+
+# --- signing -----------------------------------------------------------------------------
+
+
+def ssh_key(folder: Path, name: str) -> tuple[Path, Path]:
+    """A fresh ed25519 key and an allowed-signers file naming it for bundles."""
+    key = folder / name
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", str(key)], check=True
+    )
+    allowed = folder / f"{name}.allowed"
+    public = (folder / f"{name}.pub").read_text().split()
+    allowed.write_text(
+        f'{name}@example.org namespaces="evalrepro-bundle" {public[0]} {public[1]}\n'
+    )
+    return key, allowed
+
+
+def test_a_signed_bundle_verifies_against_its_signer_and_not_another(gold_run, tmp_path):
+    key, allowed = ssh_key(tmp_path, "author")
+    _, stranger = ssh_key(tmp_path, "stranger")
+    signed = tmp_path / "signed.tar.gz"
+    write_bundle(gold_run, signed, sign_key=key)
+    check = check_bundle(signed, allowed_signers=allowed)
+    assert check.ok, check.problems
+    assert check.signer == "author@example.org"
+    assert kinds(signed, allowed_signers=stranger) == {"signature"}
+    # Without a trust anchor, the signature is noted, not taken as proof.
+    assert check_bundle(signed).notes and check_bundle(signed).ok
+
+
+def test_a_signed_bundle_rewritten_after_an_edit_fails_its_signature(gold_run, tmp_path):
+    key, allowed = ssh_key(tmp_path, "author")
+    signed = tmp_path / "signed.tar.gz"
+    write_bundle(gold_run, signed, sign_key=key)
+    with tarfile.open(signed) as tar:
+        tar.extractall(tmp_path / "x")
+    bag = tmp_path / "x" / gold_run.name
+    edit_a_reported_number(bag)
+    rebag(bag)
+    assert "signature" in kinds(bag, allowed_signers=allowed)
+
+
+def test_an_unsigned_bundle_fails_when_a_signer_is_required(bundle, tmp_path):
+    _, allowed = ssh_key(tmp_path, "author")
+    assert kinds(bundle, allowed_signers=allowed) == {"signature"}
+
+
+# --- hostile archives --------------------------------------------------------------------
+
+
+def archive(tmp_path: Path, *members: tuple[tarfile.TarInfo, bytes]) -> Path:
+    out = tmp_path / "hostile.tar.gz"
+    with tarfile.open(out, "w:gz") as tar:
+        for info, data in members:
+            info.size = len(data) if info.isreg() else 0
+            tar.addfile(info, io.BytesIO(data) if info.isreg() else None)
+    return out
+
+
+def member(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    info.linkname = link
+    return info
+
+
+@pytest.mark.parametrize(
+    ("members", "says"),
+    [
+        ([(member("b/../../etc/x"), b"x")], "outside"),
+        ([(member("/abs/x"), b"x")], "outside"),
+        ([(member("b/link", tarfile.SYMTYPE, "/etc/passwd"), b"")], "symbolic link"),
+        ([(member("b/fifo", tarfile.FIFOTYPE), b"")], "special file"),
+        ([(member("b/x"), b"1"), (member("b/x"), b"2")], "twice"),
+        ([(member("b/h", tarfile.LNKTYPE, "/etc/passwd"), b"")], "hard link"),
+    ],
+    ids=["dotdot", "absolute", "symlink", "fifo", "twice", "hardlink-out"],
+)
+def test_a_hostile_archive_is_refused_in_one_line_before_anything_is_written(
+    tmp_path, capsys, members, says
+):
+    hostile = archive(tmp_path, *members)
+    assert main(["verify", str(hostile)]) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1
+
+
+def test_not_a_bundle_is_one_line(tmp_path, capsys):
+    junk = tmp_path / "junk.tar.gz"
+    junk.write_bytes(gzip.compress(b"not a tar at all" * 100))
+    assert main(["verify", str(junk)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+# --- commands that read runs read bundles ------------------------------------------------
+
+
+def test_report_compare_verify_and_view_accept_a_bundle(gold_run, bundle, tmp_path, capsys):
+    assert main(["report", "--json", str(bundle)]) == 0
+    from_bundle = json.loads(capsys.readouterr().out)
+    assert main(["report", "--json", str(gold_run)]) == 0
+    from_run = json.loads(capsys.readouterr().out)
+    assert from_bundle["metrics"] == from_run["metrics"]
+    assert main(["verify", str(bundle), str(gold_run)]) == 0
+    assert "comparable" in capsys.readouterr().out
+    assert main(["compare", "--json", "--n-resamples", "200", str(bundle), str(gold_run)]) == 0
+    assert json.loads(capsys.readouterr().out)["pairs"][0]["comparable"]
+    assert main(["view", str(bundle), "--output", str(tmp_path / "site")]) == 0
+    assert (tmp_path / "site" / "index.html").is_file()
+    assert main(["report", str(bundle), "--html", str(tmp_path / "r.html")]) == 0
+    assert (tmp_path / "r-view" / "index.html").is_file()
+
+
+def test_problems_full_of_markup_print_as_text(tmp_path):
+    from evalrepro.bundle_verify import BundleCheck, print_bundle_check
+
+    check = BundleCheck(run=tmp_path / "b[/]x.tar.gz", signer="[bold]me[/]")
+    check.add("artifact", "trials/t[/tmp/a]/attempt-1/test_output.txt: [red]changed[/]")
+    console = Console(record=True, width=300)
+    print_bundle_check(console, check)
+    text = console.export_text()
+    assert "t[/tmp/a]/attempt-1/test_output.txt: [red]changed[/]" in text
+    assert "b[/]x.tar.gz" in text
