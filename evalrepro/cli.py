@@ -248,6 +248,9 @@ def _report(args: argparse.Namespace, run: Path, *, bundle: Path | None) -> int:
         seed=args.seed,
         evidence_problems=[problem.message for problem in survey.problems],
     )
+    if bundle is not None:
+        # Named as given: the bundle was unpacked into a folder gone after this command.
+        report = report.model_copy(update={"run": str(bundle)})
     if args.html is not None:
         from evalrepro.view import relative_link, write_view
 
@@ -284,10 +287,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     with ExitStack() as stack:
         runs = [stack.enter_context(run_directory(path)) for path in args.runs]
-        return _compare(args, runs)
+        # A bundle's run is named as given (its unpacked folder is gone after this).
+        names = {str(run): str(given) for run, given in zip(runs, args.runs, strict=True)}
+        return _compare(args, runs, names)
 
 
-def _compare(args: argparse.Namespace, paths: list[Path]) -> int:
+def _compare(args: argparse.Namespace, paths: list[Path], names: dict[str, str]) -> int:
     from evalrepro.compare import NotComparable, compare_runs, load_run, print_comparison_report
     from evalrepro.report_html import render_comparison_html
 
@@ -309,6 +314,19 @@ def _compare(args: argparse.Namespace, paths: list[Path]) -> int:
             "(--force compares them anyway, marked not comparable)"
         )
         return EXIT_CHECK_FAILED
+    report = report.model_copy(
+        update={
+            "pairs": [
+                pair.model_copy(
+                    update={
+                        "a_path": names.get(pair.a_path, pair.a_path),
+                        "b_path": names.get(pair.b_path, pair.b_path),
+                    }
+                )
+                for pair in report.pairs
+            ]
+        }
+    )
     if args.html is not None:
         from evalrepro.report import build_run_report
         from evalrepro.view import relative_link, write_view

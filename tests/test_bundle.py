@@ -371,10 +371,12 @@ def test_report_compare_verify_and_view_accept_a_bundle(gold_run, bundle, tmp_pa
     assert main(["report", "--json", str(gold_run)]) == 0
     from_run = json.loads(capsys.readouterr().out)
     assert from_bundle["metrics"] == from_run["metrics"]
+    assert from_bundle["run"] == str(bundle)
     assert main(["verify", str(bundle), str(gold_run)]) == 0
     assert "comparable" in capsys.readouterr().out
     assert main(["compare", "--json", "--n-resamples", "200", str(bundle), str(gold_run)]) == 0
-    assert json.loads(capsys.readouterr().out)["pairs"][0]["comparable"]
+    [pair] = json.loads(capsys.readouterr().out)["pairs"]
+    assert pair["comparable"] and pair["a_path"] == str(bundle)
     assert main(["view", str(bundle), "--output", str(tmp_path / "site")]) == 0
     assert (tmp_path / "site" / "index.html").is_file()
     assert main(["report", str(bundle), "--html", str(tmp_path / "r.html")]) == 0
