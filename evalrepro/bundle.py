@@ -175,6 +175,11 @@ def write_bundle(
                 f"{first.kind}: {first.detail}); a bundle is made from a run that verifies"
             )
         lockfile = read_lockfile(directory.lockfile_path)
+        if (with_images or with_inputs) and lockfile.environment.kind == "recorded":
+            raise UserError(
+                f"{run_dir}: its logs were written by another harness (regrade): there are "
+                "no images or build inputs to add"
+            )
         output.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=output.parent, prefix=".bundle-") as tmp:
             bag = Path(tmp) / directory.path.name
@@ -230,8 +235,9 @@ def _write(
         digests,
         result="PASSED" if report.gate_passed else "FAILED",
         configuration={
-            f"{RUN}/{LOCKFILE_NAME}": digests[f"{RUN}/{LOCKFILE_NAME}"],
-            f"{RUN}/config.json": digests[f"{RUN}/config.json"],
+            name: digests[name]
+            for name in (f"{RUN}/{LOCKFILE_NAME}", f"{RUN}/config.json")
+            if name in digests
         },
         **_tests_by_outcome(report),
     )

@@ -186,3 +186,16 @@ def test_a_patch_that_is_a_fifo_is_one_line_not_a_hang(tree, tmp_path):
     done = evalrepro("regrade", odd, "--dataset", dataset, "--run-dir", tmp_path / "r")
     assert done.returncode == 2
     assert "not a regular file" in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+def test_a_regrade_bundles_and_verifies_but_has_nothing_to_reproduce(regraded, tmp_path):
+    bundle = tmp_path / "regraded.bundle.tar.gz"
+    done = evalrepro("bundle", regraded, "-o", bundle)
+    assert done.returncode == 0, done.stdout + done.stderr
+    verified = evalrepro("verify", bundle)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    refused = evalrepro("bundle", regraded, "-o", tmp_path / "x.tar.gz", "--with-images")
+    assert refused.returncode == 2 and "another harness" in refused.stderr
+    again = evalrepro("reproduce", bundle, "--run-dir", tmp_path / "again")
+    assert again.returncode == 2 and "no environment to run" in again.stderr
+    assert again.stderr.count("\n") == 1
