@@ -279,12 +279,21 @@ class PodmanRuntime(Runtime):
 
     def image_ids(self) -> dict[str, str]:
         """Every tagged image in the store, ``repository:tag`` -> Id (``sha256:<hex>``):
-        one listing, however many images (one ``inspect`` per layer costs 55-110 ms)."""
-        done = self.podman(
-            "images", "--no-trunc", "--format", "{{.Repository}}:{{.Tag}} {{.ID}}", check=False
-        )
+        one listing, however many images (one ``inspect`` per layer costs 55-110 ms).
+
+        podman 4.3 lists the store without a lock against removal: an image another
+        process removes meanwhile fails the whole listing ("retrieving label for image
+        ...: image not known"). Such a listing is tried again; one that keeps failing
+        is a one-line error."""
+        for delay in (0.2, 0.5, 1.0, None):
+            done = self.podman(
+                "images", "--no-trunc", "--format", "{{.Repository}}:{{.Tag}} {{.ID}}", check=False
+            )
+            if done.returncode == 0 or delay is None:
+                break
+            time.sleep(delay)
         if done.returncode != 0:
-            raise PodmanError(f"podman images failed: {_last_line(done.stderr)}")
+            raise UserError(f"podman images failed: {_last_line(done.stderr)}")
         ids = {}
         for line in done.stdout.splitlines():
             reference, _, image_id = line.partition(" ")
