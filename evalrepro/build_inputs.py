@@ -59,6 +59,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from evalrepro import nixstore
 from evalrepro.builders.nix import _write_tar, deb_store_name, tar_store_name, wheel_store_name
 from evalrepro.config import ExperimentConfig
+from evalrepro.digest import sha256_file
 from evalrepro.errors import UserError, validation_message
 from evalrepro.images import PinnedInput
 from evalrepro.lockfile import LockedImage, Lockfile, short_digest
@@ -104,9 +105,7 @@ def _label(pin: PinnedInput) -> str:
 # --- the kinds: where each lives, and how its file gives its pin's digest -------------------
 
 
-def _sha256_file(path: Path) -> str:
-    with path.open("rb") as handle:
-        return "sha256:" + hashlib.file_digest(handle, "sha256").hexdigest()
+_sha256_file = sha256_file
 
 
 def _nar_string(data: bytes) -> bytes:

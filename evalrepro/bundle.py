@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict
 
 from evalrepro import __version__, atomic, tarball
-from evalrepro.digest import sha256_bytes
+from evalrepro.digest import sha256_bytes, sha256_file
 from evalrepro.errors import UserError
 from evalrepro.lockfile import LOCKFILE_NAME, Lockfile, read_lockfile
 from evalrepro.record import Record, read_record
@@ -559,10 +559,7 @@ def payload_files(payload: Path) -> list[str]:
 
 
 def _sha256_hex(path: Path) -> str:
-    import hashlib
-
-    with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
+    return sha256_file(path).removeprefix("sha256:")
 
 
 def _json(value: object) -> str:

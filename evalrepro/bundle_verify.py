@@ -52,7 +52,7 @@ from evalrepro.bundle import (
     payload_files,
     render_reports,
 )
-from evalrepro.digest import sha256_bytes
+from evalrepro.digest import sha256_bytes, sha256_file
 from evalrepro.errors import UserError
 from evalrepro.files import read_regular_file
 from evalrepro.lockfile import LOCKFILE_NAME, Lockfile, read_lockfile, short_digest
@@ -144,6 +144,8 @@ def _bag_detail(detail: Exception) -> str:
 
 
 def _check_signature(check: BundleCheck, opened: OpenedBundle, allowed: Path | None) -> None:
+    if allowed is not None and not allowed.is_file():
+        raise UserError(f"--allowed-signers {allowed}: no such file")
     signature = opened.bag / SIGNATURE
     if not signature.is_file():
         if allowed is not None:
@@ -164,13 +166,10 @@ def _check_signature(check: BundleCheck, opened: OpenedBundle, allowed: Path | N
 
 
 def _payload_digests(opened: OpenedBundle) -> dict[str, str]:
-    import hashlib
-
-    digests = {}
-    for relative in payload_files(opened.data):
-        with open(opened.data / relative, "rb") as handle:
-            digests[relative] = hashlib.file_digest(handle, "sha256").hexdigest()
-    return digests
+    return {
+        relative: sha256_file(opened.data / relative).removeprefix("sha256:")
+        for relative in payload_files(opened.data)
+    }
 
 
 def _check_index(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from typing import Any
 
 
@@ -24,3 +25,9 @@ def sha256_json(value: Any) -> str:
 def sha256_bytes(data: bytes) -> str:
     """``sha256:<hex>`` of raw bytes (files, patches, logs)."""
     return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    """``sha256:<hex>`` of a file's raw bytes, read in chunks (images, .debs, bundles)."""
+    with open(path, "rb") as handle:
+        return "sha256:" + hashlib.file_digest(handle, "sha256").hexdigest()

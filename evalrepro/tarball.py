@@ -15,7 +15,6 @@ on the disk. Then those three kinds are written, and nothing else.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import os
 import shutil
 import tarfile
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from evalrepro import atomic
+from evalrepro.digest import sha256_file
 from evalrepro.errors import UserError
 
 #: Bounds for an archive from elsewhere: a bundle of SWE-bench's 2,294 trials has
@@ -62,7 +62,7 @@ def write_tarball(output: Path, entries: Iterable[Entry]) -> None:
                     tar.addfile(member_info(folder, tarfile.DIRTYPE, 0o755))
                 # Files in name order after the folders: a hard link follows its file.
                 for entry in files:
-                    digest = _file_sha256(entry.source)
+                    digest = sha256_file(entry.source)
                     size = entry.source.stat().st_size
                     earlier = first_by_digest.get(digest)
                     if earlier is not None:
@@ -86,11 +86,6 @@ def member_info(name: str, kind: bytes = tarfile.REGTYPE, mode: int = 0o644) -> 
     info.uid = info.gid = 0
     info.uname = info.gname = ""
     return info
-
-
-def _file_sha256(path: Path) -> str:
-    with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 # --- reading ---------------------------------------------------------------------------

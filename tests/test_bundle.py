@@ -393,3 +393,9 @@ def test_problems_full_of_markup_print_as_text(tmp_path):
     text = console.export_text()
     assert "t[/tmp/a]/attempt-1/test_output.txt: [red]changed[/]" in text
     assert "b[/]x.tar.gz" in text
+
+
+def test_a_missing_allowed_signers_file_is_one_line(bundle, tmp_path, capsys):
+    assert main(["verify", str(bundle), "--allowed-signers", str(tmp_path / "none")]) == 2
+    err = capsys.readouterr().err
+    assert "--allowed-signers" in err and "no such file" in err and err.count("\n") == 1

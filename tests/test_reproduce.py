@@ -204,3 +204,38 @@ def test_a_bundle_that_does_not_verify_is_not_reproduced(bundle, samples, tmp_pa
 def test_the_exit_code_for_an_unreproducible_plan_is_documented():
     assert EXIT_NOT_REPRODUCIBLE == 4
     assert main(["reproduce", "/nonexistent.tar.gz"]) == 2
+
+
+def test_log_lines_and_ids_full_of_markup_print_as_text():
+    """A patch writes what it likes into the log: its lines are shown, never read as markup."""
+    from evalrepro.reproduce import Reproduction, TestDisagreement, TrialAgreement
+
+    test = TestDisagreement(
+        test="tests/t.py::test_x[/tmp/a]",
+        bundle="PASSED",
+        reproduction="FAILED",
+        kind="flaky",
+        reruns=["PASSED"],
+        bundle_lines=["[bold red]PASSED[/] tests/t.py::test_x[/tmp/a]"],
+        reproduction_lines=["\x1b[31m[/]FAILED"],
+    )
+    trial = TrialAgreement(
+        label="x[/]--s0--abc",
+        instance_id="x[/]",
+        sample_index=0,
+        agrees=False,
+        bundle_outcome="resolved (tests_passed)",
+        reproduction_outcome="unresolved (tests_failed)",
+        bundle_resolution=None,
+        reproduction_resolution=None,
+        tests=[test],
+    )
+    reproduction = Reproduction(
+        bundle="b.tar.gz", lockfile_sha256="sha256:" + "0" * 64, bundle_harness="a",
+        reproduction_harness="a", planned=1, sample=None, seed=0, reruns=1, trials=[trial],
+    )  # fmt: skip
+    console = Console(record=True, width=400)
+    print_reproduction(console, reproduction)
+    text = console.export_text()
+    assert "[bold red]PASSED[/] tests/t.py::test_x[/tmp/a]" in text
+    assert "x[/]--s0--abc" in text and "0/1 trials agree" in text
