@@ -28,7 +28,7 @@ from collections.abc import Callable
 import numpy as np
 import scipy
 
-from evalrepro import stats
+from evalrepro.report import stats
 
 
 def two_runs(n: int = 2294, repos: int = 12, seed: int = 0):

@@ -38,14 +38,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from evalrepro.lockfile import read_lockfile
-from evalrepro.observation import observe
-from evalrepro.parsers import get_parser
+from evalrepro.config.sample import Sample
+from evalrepro.grade.observation import observe
+from evalrepro.grade.parsers import get_parser
 from evalrepro.regrade import regrade
-from evalrepro.report import _swebench_fields
-from evalrepro.rundir import RunDirectory
-from evalrepro.sample import Sample
-from evalrepro.score import score
+from evalrepro.grade.score import score
+from evalrepro.plan.lockfile import read_lockfile
+from evalrepro.report.run_report import _swebench_fields
+from evalrepro.run.rundir import RunDirectory
 
 EVALREPRO = str(Path(sys.executable).parent / "evalrepro")
 REPOS = {

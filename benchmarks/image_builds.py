@@ -27,8 +27,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from evalrepro.config import compose
-from evalrepro.run import default_cache_dir, lock_experiment
+from evalrepro.config.experiment import compose
+from evalrepro.pipeline import default_cache_dir, lock_experiment
 
 
 def remove_images() -> None:

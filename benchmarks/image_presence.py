@@ -17,9 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from evalrepro.backend import Backend
-from evalrepro.config import compose
-from evalrepro.images import ImageRecord
+from evalrepro.build.images import ImageRecord
+from evalrepro.config.experiment import compose
+from evalrepro.run.backend import Backend
 
 REPOSITORY = "localhost/evalrepro-presence-bench"
 SAMPLE = 50

@@ -6,7 +6,7 @@ Each row is a fresh process, timed from spawn to exit (median of ``--repeat``), 
 peak resident memory (``ru_maxrss`` of that process, median) and which of scipy it loaded
 (one more run under ``python -X importtime``: ``stats``, ``special`` or nothing):
 
-* ``python -c pass`` (the interpreter alone), ``import evalrepro.run`` / ``.verify`` /
+* ``python -c pass`` (the interpreter alone), ``import evalrepro.pipeline`` / ``.verify`` /
   ``.cli``: the imports every command pays;
 * ``evalrepro --help``, ``evalrepro parsers``;
 * ``evalrepro grade`` of one trial's log (instance from the demo dataset);
@@ -44,9 +44,9 @@ def demo_run(root: Path) -> None:
     """
     from rich.console import Console
 
-    from evalrepro.config import compose
-    from evalrepro.run import run_experiment
-    from evalrepro.sample import load_samples
+    from evalrepro.config.experiment import compose
+    from evalrepro.config.sample import load_samples
+    from evalrepro.pipeline import run_experiment
     from tests.fake_backend import fake_backend, gold_scenario, trial_dirs
 
     config = compose(["+experiment=demo"])
@@ -125,8 +125,8 @@ def main() -> None:
         run_dir = root / "run"
         commands = {
             "python -c pass": [PYTHON, "-c", "pass"],
-            "import evalrepro.run": [PYTHON, "-c", "import evalrepro.run"],
-            "import evalrepro.verify": [PYTHON, "-c", "import evalrepro.verify"],
+            "import evalrepro.pipeline": [PYTHON, "-c", "import evalrepro.pipeline"],
+            "import evalrepro.publish.verify": [PYTHON, "-c", "import evalrepro.publish.verify"],
             "import evalrepro.cli": [PYTHON, "-c", "import evalrepro.cli"],
             "evalrepro --help": [EVALREPRO, "--help"],
             "evalrepro parsers": [EVALREPRO, "parsers"],

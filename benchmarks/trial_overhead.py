@@ -25,12 +25,12 @@ from pathlib import Path
 
 from rich.console import Console
 
-from evalrepro.backend import Backend
-from evalrepro.config import compose
-from evalrepro.execute import Executor
-from evalrepro.plan import build_plan
-from evalrepro.run import default_cache_dir, run_experiment
-from evalrepro.testspec import RepoSpec
+from evalrepro.config.experiment import compose
+from evalrepro.pipeline import default_cache_dir, run_experiment
+from evalrepro.plan.plan import build_plan
+from evalrepro.plan.testspec import RepoSpec
+from evalrepro.run.backend import Backend
+from evalrepro.run.execute import Executor
 
 
 def noop_config():

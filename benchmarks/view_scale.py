@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from evalrepro.view import view_run
+from evalrepro.report.view import view_run
 from tests.test_view import F2P, P2P, Case, build_run, many_trials, pytest_output
 
 

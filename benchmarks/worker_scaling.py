@@ -43,13 +43,13 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
-from evalrepro.backend import Backend
-from evalrepro.config import compose
-from evalrepro.execute import read_trial_result
-from evalrepro.images import ImageChain
-from evalrepro.lockfile import build_lockfile
-from evalrepro.plan import build_plan
-from evalrepro.run import default_cache_dir
+from evalrepro.build.images import ImageChain
+from evalrepro.config.experiment import compose
+from evalrepro.pipeline import default_cache_dir
+from evalrepro.plan.lockfile import build_lockfile
+from evalrepro.plan.plan import build_plan
+from evalrepro.run.backend import Backend
+from evalrepro.run.execute import read_trial_result
 
 EVALREPRO = str(Path(sys.executable).parent / "evalrepro")
 SPECS = {"demo/calc": "pytest", "demo/textkit": "pytest", "demo/ledger": "unittest"}
@@ -117,7 +117,7 @@ def one_run(
 
 def pre_trial_steps(args: argparse.Namespace) -> None:
     """The steps before the first trial, timed in this process (imports done already)."""
-    code = "import time; t = time.perf_counter(); import evalrepro.run, evalrepro.cli; "
+    code = "import time; t = time.perf_counter(); import evalrepro.pipeline, evalrepro.cli; "
     code += "print(time.perf_counter() - t)"
     imports = subprocess.run(
         [sys.executable, "-c", code],
@@ -126,7 +126,7 @@ def pre_trial_steps(args: argparse.Namespace) -> None:
         text=True,
         check=True,
     )
-    steps = {"imports (evalrepro.cli, evalrepro.run)": float(imports.stdout)}
+    steps = {"imports (evalrepro.cli, evalrepro.pipeline)": float(imports.stdout)}
     started = time.perf_counter()
     config = compose(overrides(args))
     steps["compose the config (Hydra)"] = time.perf_counter() - started

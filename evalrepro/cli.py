@@ -21,14 +21,14 @@ from rich.table import Table
 from rich.text import Text
 
 from evalrepro import __version__, atomic
-from evalrepro.config import compose
+from evalrepro.config.experiment import compose
+from evalrepro.config.sample import Sample, load_samples
 from evalrepro.errors import UserError
-from evalrepro.grading import TestGroup
-from evalrepro.observation import Observation, observe
-from evalrepro.parsers import LogParser, get_parser, parser_names
-from evalrepro.parsers.swebench_repos import SWEBENCH_REPO_PARSERS
-from evalrepro.sample import Sample, load_samples
-from evalrepro.score import Score, score
+from evalrepro.grade.grading import TestGroup
+from evalrepro.grade.observation import Observation, observe
+from evalrepro.grade.parsers import LogParser, get_parser, parser_names
+from evalrepro.grade.parsers.swebench_repos import SWEBENCH_REPO_PARSERS
+from evalrepro.grade.score import Score, score
 
 #: Exit codes: a passed run or check, a failed check (verify, compare), a user error,
 #: a failed gate. A crash (a bug) exits 1 with a traceback, like any Python program.
@@ -155,7 +155,7 @@ def _print_group(console: Console, label: str, group: TestGroup) -> None:
 
 def cmd_config(args: argparse.Namespace) -> int:
     if args.schema or args.reference:
-        from evalrepro.config_reference import json_schema, reference
+        from evalrepro.config.reference import json_schema, reference
 
         if args.overrides or args.config_dir:
             raise UserError("--schema and --reference describe every config: drop the overrides")
@@ -174,8 +174,8 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from evalrepro.lockfile import read_lockfile
-    from evalrepro.run import default_cache_dir, run_experiment
+    from evalrepro.pipeline import default_cache_dir, run_experiment
+    from evalrepro.plan.lockfile import read_lockfile
 
     locked = None
     if args.lockfile is not None:
@@ -196,7 +196,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_lock(args: argparse.Namespace) -> int:
-    from evalrepro.run import default_cache_dir, lock_experiment
+    from evalrepro.pipeline import default_cache_dir, lock_experiment
 
     config = compose(args.overrides, args.config_dir)
     output = args.output or Path("lockfiles") / f"{config.name}.lock.json"
@@ -211,7 +211,7 @@ def cmd_lock(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from evalrepro.bundle import is_bundle, run_directory
+    from evalrepro.publish.bundle import is_bundle, run_directory
 
     if is_bundle(args.run):
         if args.rebuild:
@@ -222,10 +222,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace, run: Path, *, bundle: Path | None) -> int:
-    from evalrepro.lockfile import read_lockfile
-    from evalrepro.report import build_run_report, markdown_run_report, print_run_report
-    from evalrepro.report_html import render_run_html
-    from evalrepro.rundir import RunDirectory
+    from evalrepro.plan.lockfile import read_lockfile
+    from evalrepro.report.html import render_run_html
+    from evalrepro.report.run_report import build_run_report, markdown_run_report, print_run_report
+    from evalrepro.run.rundir import RunDirectory
 
     directory = RunDirectory(run)
     if not directory.lockfile_path.exists():
@@ -252,7 +252,7 @@ def _report(args: argparse.Namespace, run: Path, *, bundle: Path | None) -> int:
         # Named as given: the bundle was unpacked into a folder gone after this command.
         report = report.model_copy(update={"run": str(bundle)})
     if args.html is not None:
-        from evalrepro.view import relative_link, write_view
+        from evalrepro.report.view import relative_link, write_view
 
         # The page links every trial to its viewer page: (re)write the viewer first
         # (a bundle's beside the page: the bundle is unpacked only for this command).
@@ -269,7 +269,7 @@ def _report(args: argparse.Namespace, run: Path, *, bundle: Path | None) -> int:
     elif args.markdown:
         print(markdown_run_report(report), end="")
     elif args.latex:
-        from evalrepro.report_latex import render_run_latex
+        from evalrepro.report.latex import render_run_latex
 
         print(render_run_latex(report), end="")
     else:
@@ -283,7 +283,7 @@ def _report(args: argparse.Namespace, run: Path, *, bundle: Path | None) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from contextlib import ExitStack
 
-    from evalrepro.bundle import run_directory
+    from evalrepro.publish.bundle import run_directory
 
     with ExitStack() as stack:
         runs = [stack.enter_context(run_directory(path)) for path in args.runs]
@@ -293,8 +293,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace, paths: list[Path], names: dict[str, str]) -> int:
-    from evalrepro.compare import NotComparable, compare_runs, load_run, print_comparison_report
-    from evalrepro.report_html import render_comparison_html
+    from evalrepro.report.compare import (
+        NotComparable,
+        compare_runs,
+        load_run,
+        print_comparison_report,
+    )
+    from evalrepro.report.html import render_comparison_html
 
     try:
         report = compare_runs(
@@ -328,8 +333,8 @@ def _compare(args: argparse.Namespace, paths: list[Path], names: dict[str, str])
         }
     )
     if args.html is not None:
-        from evalrepro.report import build_run_report
-        from evalrepro.view import relative_link, write_view
+        from evalrepro.report.run_report import build_run_report
+        from evalrepro.report.view import relative_link, write_view
 
         runs = [load_run(path) for path in paths]
         reports = [
@@ -368,7 +373,7 @@ def _compare(args: argparse.Namespace, paths: list[Path], names: dict[str, str])
     if args.json:
         print(report.model_dump_json(indent=2))
     elif args.latex:
-        from evalrepro.report_latex import render_comparison_latex
+        from evalrepro.report.latex import render_comparison_latex
 
         print(render_comparison_latex(report), end="")
     else:
@@ -380,8 +385,8 @@ def _compare(args: argparse.Namespace, paths: list[Path], names: dict[str, str])
 
 
 def cmd_view(args: argparse.Namespace) -> int:
-    from evalrepro.bundle import is_bundle, run_directory
-    from evalrepro.view import view_run
+    from evalrepro.publish.bundle import is_bundle, run_directory
+    from evalrepro.report.view import view_run
 
     output = args.output
     if output is None and is_bundle(args.run):
@@ -410,8 +415,8 @@ def cmd_view(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from contextlib import ExitStack
 
-    from evalrepro.bundle import is_bundle, run_directory
-    from evalrepro.verify import check_run, compare, print_comparison, print_run_check
+    from evalrepro.publish.bundle import is_bundle, run_directory
+    from evalrepro.publish.verify import check_run, compare, print_comparison, print_run_check
 
     if len(args.paths) > 2:
         raise UserError(
@@ -421,7 +426,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if args.same_target:
             raise UserError("--same-target compares two lockfiles, run directories or bundles")
         if is_bundle(args.paths[0]):
-            from evalrepro.bundle_verify import check_bundle, print_bundle_check
+            from evalrepro.publish.bundle_verify import check_bundle, print_bundle_check
 
             bundle_check = check_bundle(args.paths[0], allowed_signers=args.allowed_signers)
             if args.json:
@@ -453,7 +458,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_bundle(args: argparse.Namespace) -> int:
-    from evalrepro.bundle import write_bundle
+    from evalrepro.publish.bundle import write_bundle
 
     run = Path(args.run)
     output = args.output or run.resolve().with_name(run.resolve().name + ".bundle.tar.gz")
@@ -494,8 +499,8 @@ def _size(count: int) -> str:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from evalrepro.reproduce import print_reproduction, reproduce
-    from evalrepro.run import PlanMismatch, default_cache_dir
+    from evalrepro.pipeline import PlanMismatch, default_cache_dir
+    from evalrepro.publish.reproduce import print_reproduction, reproduce
 
     console = make_console()
     try:

@@ -16,10 +16,10 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from evalrepro.observation import ParserStatus, observe
-from evalrepro.parsers import get_parser
-from evalrepro.sample import Sample
-from evalrepro.score import Outcome, score
+from evalrepro.config.sample import Sample
+from evalrepro.grade.observation import ParserStatus, observe
+from evalrepro.grade.parsers import get_parser
+from evalrepro.grade.score import Outcome, score
 from tests.corpus import all_corpus
 from tests.corpus_checks import truth_shown_to
 from tests.corpus_swebench import load_eval_logs

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from evalrepro.demo.repos import build_repo, repo_names
 from evalrepro.errors import UserError
-from evalrepro.parsers import LogParser, ParsedLog, Status, get_parser
+from evalrepro.grade.parsers import LogParser, ParsedLog, Status, get_parser
 
 #: What conf/dataset/demo.yaml says per repo: the test command (run on the files the
 #: test patch touches) and the native parser reading its output.

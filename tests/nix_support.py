@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from evalrepro import nixstore
+from evalrepro.build import nixstore
 
 REPO = Path(__file__).resolve().parent.parent
 LOCKFILE = REPO / "lockfiles" / "demo-nix.lock.json"

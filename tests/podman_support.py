@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from evalrepro.config import ExperimentConfig, compose
-from evalrepro.run import default_cache_dir, run_experiment
+from evalrepro.config.experiment import ExperimentConfig, compose
+from evalrepro.pipeline import default_cache_dir, run_experiment
 
 needs_podman = [
     pytest.mark.podman,

@@ -4,7 +4,7 @@ Two projects' sdists (six 1.16.0, toolz 0.12.1), fetched with pip and pinned by 
 are the starting trees. Bugs are injected as commits of a dataset author:
 
 * six: two forks, each a git repo whose first commit is the sdist's own commit (the one
-  ``evalrepro.repos.sdist_commit`` defines) and whose second injects a bug; the instances'
+  ``evalrepro.sources.repos.sdist_commit`` defines) and whose second injects a bug; the instances'
   base commits live in different histories, so the repo has a list of sources;
 * six, once more: a feature asked of the pristine sdist (its base commit is the sdist's
   commit; the source is the archive itself, for that one instance);
@@ -28,7 +28,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evalrepro.repos import (
+from evalrepro.sources.repos import (
     SDIST_MESSAGE,
     SDIST_SIGNATURE,
     Signature,

@@ -13,7 +13,7 @@ from google.protobuf import json_format
 from in_toto_attestation.v1 import statement_pb2
 from in_toto_attestation.v1.statement import Statement
 
-from evalrepro.attestation import (
+from evalrepro.publish.attestation import (
     PREDICATE_TYPE,
     STATEMENT_TYPE,
     check_statement,

@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from evalrepro import build_inputs, debian, wheels
-from evalrepro.build_inputs import (
+from evalrepro.build import debian, wheels
+from evalrepro.build import inputs as build_inputs
+from evalrepro.build.inputs import (
     CollectedInput,
     busybox_nar_sha256,
     collect_inputs,
@@ -30,8 +31,8 @@ from evalrepro.build_inputs import (
     seed_cache,
 )
 from evalrepro.errors import UserError
-from evalrepro.lockfile import Lockfile, differences
-from evalrepro.run import plan_and_lock
+from evalrepro.pipeline import plan_and_lock
+from evalrepro.plan.lockfile import Lockfile, differences
 from tests.podman_support import cache_dir
 from tests.test_image_archive import empty_store, locked_demo, podman_test
 
@@ -190,8 +191,8 @@ def _git(*args: str, cwd: Path) -> str:
 def test_a_repo_of_two_histories_lists_each_instances_own_first(tmp_path: Path) -> None:
     """Two histories of one repo (a list of sources): the later one holds the earlier
     one's commit too, so the earlier one's archive must come first."""
-    from evalrepro.builders.nix import _write_tar
-    from evalrepro.images import PinnedInput
+    from evalrepro.build.images import PinnedInput
+    from evalrepro.build.nix import _write_tar
 
     work = tmp_path / "work"
     work.mkdir()

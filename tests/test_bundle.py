@@ -22,14 +22,14 @@ import bagit
 import pytest
 from rich.console import Console
 
-from evalrepro.bundle import open_bundle, write_bundle
-from evalrepro.bundle_verify import check_bundle
 from evalrepro.cli import main
-from evalrepro.config import compose
+from evalrepro.config.experiment import compose
+from evalrepro.config.sample import load_samples
 from evalrepro.digest import sha256_bytes
 from evalrepro.errors import UserError
-from evalrepro.run import run_experiment
-from evalrepro.sample import load_samples
+from evalrepro.pipeline import run_experiment
+from evalrepro.publish.bundle import open_bundle, write_bundle
+from evalrepro.publish.bundle_verify import check_bundle
 from tests.fake_backend import fake_backend, gold_scenario
 
 
@@ -384,7 +384,7 @@ def test_report_compare_verify_and_view_accept_a_bundle(gold_run, bundle, tmp_pa
 
 
 def test_problems_full_of_markup_print_as_text(tmp_path):
-    from evalrepro.bundle_verify import BundleCheck, print_bundle_check
+    from evalrepro.publish.bundle_verify import BundleCheck, print_bundle_check
 
     check = BundleCheck(run=tmp_path / "b[/]x.tar.gz", signer="[bold]me[/]")
     check.add("artifact", "trials/t[/tmp/a]/attempt-1/test_output.txt: [red]changed[/]")

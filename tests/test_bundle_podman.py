@@ -17,8 +17,8 @@ import sys
 import pytest
 from rich.console import Console
 
-from evalrepro.bundle import open_bundle, write_bundle
-from evalrepro.reproduce import print_reproduction, reproduce
+from evalrepro.publish.bundle import open_bundle, write_bundle
+from evalrepro.publish.reproduce import print_reproduction, reproduce
 from tests.podman_support import cache_dir, demo_config, needs_podman, run_demo
 
 pytestmark = needs_podman

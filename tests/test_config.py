@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from evalrepro.cli import main
-from evalrepro.config import builtin_config_dir, compose
+from evalrepro.config.experiment import builtin_config_dir, compose
 from evalrepro.errors import UserError
 
 EXPERIMENTS = sorted(p.stem for p in (builtin_config_dir() / "experiment").glob("*.yaml"))

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from evalrepro.cli import main
-from evalrepro.config_reference import json_schema, reference, rows
+from evalrepro.config.reference import json_schema, reference, rows
 
 COMMITTED = Path(__file__).resolve().parent.parent / "docs" / "config-reference.md"
 

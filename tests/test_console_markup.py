@@ -19,21 +19,21 @@ import pytest
 from rich.console import Console
 
 from evalrepro.cli import main
-from evalrepro.compare import compare_runs, print_comparison_report
-from evalrepro.config import compose
-from evalrepro.lockfile import read_lockfile
-from evalrepro.progress import TrialProgress
-from evalrepro.report import (
+from evalrepro.config.experiment import compose
+from evalrepro.config.sample import load_samples
+from evalrepro.pipeline import lock_experiment, run_experiment
+from evalrepro.plan.lockfile import read_lockfile
+from evalrepro.publish.verify import check_run, compare, print_comparison, print_run_check
+from evalrepro.report.compare import compare_runs, print_comparison_report
+from evalrepro.report.progress import TrialProgress
+from evalrepro.report.run_report import (
     RunResults,
     TrialLine,
     build_run_report,
     print_results,
     print_run_report,
 )
-from evalrepro.run import lock_experiment, run_experiment
-from evalrepro.rundir import RunDirectory
-from evalrepro.sample import load_samples
-from evalrepro.verify import check_run, compare, print_comparison, print_run_check
+from evalrepro.run.rundir import RunDirectory
 from tests.fake_backend import fake_backend, gold_scenario
 from tests.test_view import F2P, P2P, Case, build_run, pytest_output
 
@@ -192,7 +192,7 @@ def test_progress_names_trials_as_text_on_a_terminal_and_in_a_log():
                 assert progress._progress is not None
                 progress._progress.refresh()
                 assert_shown(buffer.getvalue(), SLASHED)
-            progress(trial, result)
+            progress.trial_finished(trial, result)
         if not terminal:
             assert_shown(buffer.getvalue(), f"[1/2] {SLASHED} (sample 0): invalid (timeout[/])")
 

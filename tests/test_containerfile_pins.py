@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from evalrepro import debian, wheels
+from evalrepro.build import debian, wheels
 from evalrepro.errors import UserError
-from evalrepro.lockfile import Lockfile, differences, input_differences, read_lockfile
-from evalrepro.run import lock_experiment
+from evalrepro.pipeline import lock_experiment
+from evalrepro.plan.lockfile import Lockfile, differences, input_differences, read_lockfile
 from tests.podman_support import demo_config, needs_podman
 
 pytestmark = needs_podman

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from evalrepro.crate import (
+from evalrepro.publish.crate import (
     PROCESS_RUN_CRATE,
     CrateFile,
     CrateImage,

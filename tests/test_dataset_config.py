@@ -18,14 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from evalrepro.config import compose
+from evalrepro.config.experiment import compose
+from evalrepro.config.gate import Gate
+from evalrepro.config.sample import DEFINING_FIELDS, load_samples
 from evalrepro.demo import INSTANCES_PATH
 from evalrepro.errors import UserError
-from evalrepro.gate import Gate
-from evalrepro.lockfile import LockedInstance, differences, read_lockfile
-from evalrepro.plan import planned_predictions
-from evalrepro.sample import DEFINING_FIELDS, load_samples
-from evalrepro.target import Prediction, PredictionsTarget
+from evalrepro.plan.lockfile import LockedInstance, differences, read_lockfile
+from evalrepro.plan.plan import planned_predictions
+from evalrepro.targets.static import Prediction, PredictionsTarget
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_LOCK = ROOT / "lockfiles" / "demo.lock.json"

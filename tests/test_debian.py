@@ -1,4 +1,4 @@
-"""Debian packages pinned against the real mirror, fetched again by hash (evalrepro.debian)."""
+"""Debian packages pinned against the real mirror, fetched again by hash (build.debian)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from evalrepro import debian
-from evalrepro.debian import DebPin, MirrorError
+from evalrepro.build import debian
+from evalrepro.build.debian import DebPin, MirrorError
 from evalrepro.errors import UserError
 
 MIRROR = "http://deb.debian.org/debian"

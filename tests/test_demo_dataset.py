@@ -13,8 +13,8 @@ import pytest
 
 from evalrepro.demo import INSTANCES_PATH, PREDICTIONS_DIR
 from evalrepro.demo.repos import build_repo, repo_names
-from evalrepro.patchcheck import check_patch
-from evalrepro.protection import TestProtection
+from evalrepro.run.patchcheck import check_patch
+from evalrepro.run.protection import TestProtection
 from tests import demo_harness as harness
 from tests.demo_expectations import (
     DOES_NOT_APPLY,

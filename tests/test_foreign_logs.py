@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from evalrepro.observation import ExecutionStatus, ParserStatus, PatchStatus, observe
-from evalrepro.parsers import get_parser
-from evalrepro.sample import Sample
-from evalrepro.score import Outcome, score
+from evalrepro.config.sample import Sample
+from evalrepro.grade.observation import ExecutionStatus, ParserStatus, PatchStatus, observe
+from evalrepro.grade.parsers import get_parser
+from evalrepro.grade.score import Outcome, score
 from tests.corpus import load_corpus
 from tests.corpus_swebench import load_eval_logs
 
@@ -109,6 +109,6 @@ def test_a_native_fail_only_parser_under_swebench_rules_gives_its_own_evidence_o
 
 def test_a_supervised_attempts_observation_names_no_log_rules():
     # Its region is the supervisor's byte range: no marker line was read.
-    from evalrepro.observation import Observation
+    from evalrepro.grade.observation import Observation
 
     assert Observation.model_fields["log_rules"].default is None

@@ -2,8 +2,8 @@
 
 import pytest
 
-from evalrepro import grading
-from evalrepro.grading import Resolution, resolve_key
+from evalrepro.grade import grading
+from evalrepro.grade.grading import Resolution, resolve_key
 
 
 def report(statuses, f2p=(), p2p=(), fail_only=False):

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from evalrepro.config import compose
-from evalrepro.harness import PACKAGE_DIR, code_digest, code_files
-from evalrepro.lockfile import differences
-from evalrepro.run import lock_experiment
+from evalrepro.config.experiment import compose
+from evalrepro.pipeline import lock_experiment
+from evalrepro.plan.harness import PACKAGE_DIR, code_digest, code_files
+from evalrepro.plan.lockfile import differences
 from tests.fake_backend import Tests, fake_backend
 
 

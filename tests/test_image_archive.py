@@ -24,7 +24,9 @@ import pytest
 from rich.console import Console
 
 from evalrepro.errors import UserError
-from evalrepro.image_archive import (
+from evalrepro.pipeline import lock_experiment
+from evalrepro.plan.lockfile import LockedImage, Lockfile
+from evalrepro.publish.image_archive import (
     DOCKER_ARCHIVE,
     OCI_ARCHIVE,
     REF_NAME,
@@ -33,9 +35,7 @@ from evalrepro.image_archive import (
     load_images,
     unpack_layout,
 )
-from evalrepro.lockfile import LockedImage, Lockfile
-from evalrepro.run import lock_experiment
-from evalrepro.runtimes.podman import PodmanRuntime
+from evalrepro.run.runtimes.podman import PodmanRuntime
 from tests.podman_support import cache_dir, demo_config, needs_podman
 
 LOCKFILE = Path(__file__).resolve().parents[1] / "lockfiles" / "demo.lock.json"

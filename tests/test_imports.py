@@ -2,8 +2,8 @@
 
 scipy.stats costs every process about 0.5 s and 70 MiB, Hydra about 0.1 s
 (``benchmarks/startup.py``). ``run``, ``lock``, ``verify``, ``grade`` and ``--help``
-import the record models of ``evalrepro.stats`` and ``evalrepro.config``, never what
-computes an interval or composes a config until they do it.
+import the record models of ``evalrepro.report.stats`` and ``evalrepro.config.experiment``,
+never what computes an interval or composes a config until they do it.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ def loaded_after(module: str) -> set[str]:
     return set(json.loads(done.stdout))
 
 
-@pytest.mark.parametrize("module", ["evalrepro.run", "evalrepro.verify", "evalrepro.cli"])
+@pytest.mark.parametrize(
+    "module", ["evalrepro.pipeline", "evalrepro.publish.verify", "evalrepro.cli"]
+)
 def test_importing_a_command_loads_neither_scipy_nor_hydra(module):
     loaded = loaded_after(module)
     assert "scipy" not in loaded
@@ -35,7 +37,7 @@ def test_importing_a_command_loads_neither_scipy_nor_hydra(module):
 
 def test_the_statistics_load_scipy_when_they_compute_and_wilson_only_its_special():
     code = (
-        "import sys; from evalrepro.stats import mcnemar_exact, wilson_interval; "
+        "import sys; from evalrepro.report.stats import mcnemar_exact, wilson_interval; "
         "assert 'scipy' not in sys.modules; low, high = wilson_interval(3, 10); "
         "assert 0 < low < 0.3 < high < 1 and 'scipy.special' in sys.modules; "
         "assert 'scipy.stats' not in sys.modules; mcnemar_exact([1, 0, 1], [0, 0, 1]); "

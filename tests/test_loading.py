@@ -4,9 +4,9 @@ import json
 
 import pytest
 
+from evalrepro.config.sample import load_samples
 from evalrepro.errors import UserError
-from evalrepro.sample import load_samples
-from evalrepro.target import GoldTarget, PredictionsTarget, load_predictions
+from evalrepro.targets.static import GoldTarget, PredictionsTarget, load_predictions
 
 
 def instance(instance_id="o__r-1", **fields):

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from evalrepro.backend import Backend
-from evalrepro.config import PACKAGE_DIR, compose
+from evalrepro.config.experiment import PACKAGE_DIR, compose
 from evalrepro.digest import sha256_bytes
-from evalrepro.lockfile import Lockfile, differences, read_lockfile
-from evalrepro.run import lock_experiment
+from evalrepro.pipeline import lock_experiment
+from evalrepro.plan.lockfile import Lockfile, differences, read_lockfile
+from evalrepro.run.backend import Backend
 from tests.podman_support import cache_dir, needs_podman
 
 LOCKFILES = Path(__file__).resolve().parent.parent / "lockfiles"
@@ -84,7 +84,7 @@ def _package_changes(old: str | None, new: str | None) -> str:
 
 def test_the_committed_schema_is_the_lockfile_models():
     assert (LOCKFILES / "lockfile.schema.json").read_text() == Lockfile.json_schema(), (
-        "python -m evalrepro.lockfile --schema > lockfiles/lockfile.schema.json"
+        "python -m evalrepro.plan.lockfile --schema > lockfiles/lockfile.schema.json"
     )
 
 

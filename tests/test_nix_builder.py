@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from evalrepro import nixstore
-from evalrepro.builders.nix import BUSYBOX
-from evalrepro.images import ImageChain
+from evalrepro.build import nixstore
+from evalrepro.build.images import ImageChain
+from evalrepro.build.nix import BUSYBOX
 from tests.demo_expectations import EXPECTED
 from tests.nix_support import (
     LOCKFILE,
@@ -112,8 +112,8 @@ def test_the_demo_ends_as_with_the_containerfile_builder(experiment, tmp_path):
 
 
 def test_demo_nix_experiment_and_its_records():
-    from evalrepro.backend import Backend
-    from evalrepro.plan import build_plan
+    from evalrepro.plan.plan import build_plan
+    from evalrepro.run.backend import Backend
 
     config = demo_config("demo_nix")
     assert config.environment.builder.kind == "nix"
@@ -135,8 +135,8 @@ def test_an_install_command_runs_in_the_sandbox_reproducibly():
     """The install step runs in the image (a chroot in Nix's sandbox): its files land in
     the instance layer (the testbed the test user's), a removed file is whited out, and
     Nix rebuilds the layer to the same bytes (.pyc files written by it included)."""
-    from evalrepro.backend import Backend
-    from evalrepro.plan import build_plan
+    from evalrepro.plan.plan import build_plan
+    from evalrepro.run.backend import Backend
 
     install = (
         "echo ok > /opt/evalrepro/installed && mkdir -p build && echo x > build/out "

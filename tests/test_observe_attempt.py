@@ -29,15 +29,15 @@ from __future__ import annotations
 
 import pytest
 
-from evalrepro import supervision
-from evalrepro.config import compose
-from evalrepro.grading import Resolution
-from evalrepro.observation import ExecutionStatus, ParserStatus, PatchStatus, observe_attempt
-from evalrepro.parsers import get_parser
-from evalrepro.patchcheck import check_patch, patch_bytes
-from evalrepro.sandbox.supervisor import FRAME, KIND_EVENT, KIND_OUTPUT, PROTOCOL
-from evalrepro.score import JUDGEMENT, Outcome, score
-from evalrepro.supervision import (
+from evalrepro.config.experiment import compose
+from evalrepro.grade.grading import Resolution
+from evalrepro.grade.observation import ExecutionStatus, ParserStatus, PatchStatus, observe_attempt
+from evalrepro.grade.parsers import get_parser
+from evalrepro.grade.score import JUDGEMENT, Outcome, score
+from evalrepro.run import supervision
+from evalrepro.run.patchcheck import check_patch, patch_bytes
+from evalrepro.run.sandbox.supervisor import FRAME, KIND_EVENT, KIND_OUTPUT, PROTOCOL
+from evalrepro.run.supervision import (
     DoneEvent,
     ErrorEvent,
     GuardEvent,

@@ -18,13 +18,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from evalrepro import wheels
-from evalrepro.builders import tether
-from evalrepro.builders.containerfile import ContainerfileBuilder
-from evalrepro.config import compose
+from evalrepro.build import tether, wheels
+from evalrepro.build.containerfile import ContainerfileBuilder
+from evalrepro.build.images import ImageChain, ImageRecord, PinnedInput
+from evalrepro.config.experiment import compose
 from evalrepro.digest import sha256_json
-from evalrepro.images import ImageChain, ImageRecord, PinnedInput
-from evalrepro.runtimes.podman import backend_files
+from evalrepro.run.runtimes.podman import backend_files
 
 BUILD_SECONDS = 0.05
 

@@ -13,7 +13,7 @@ import random
 import pytest
 from swebench.harness.log_parsers.python import parse_log_django
 
-from evalrepro.parsers import Family, ParsedLog, Status, get_parser
+from evalrepro.grade.parsers import Family, ParsedLog, Status, get_parser
 from tests.corpus import CorpusLog, load_corpus
 from tests.corpus_checks import (
     assert_compat_matches_swebench,

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from evalrepro.parsers import Family, ParsedLog, Status, get_parser
+from evalrepro.grade.parsers import Family, ParsedLog, Status, get_parser
 from tests.corpus import CorpusLog, load_corpus
 from tests.corpus_checks import assert_compat_matches_swebench, compat_parse, live_logs_fixture
 from tests.runners.mocha import CASES, INSTALL_COMMAND, mocha_executable, produce

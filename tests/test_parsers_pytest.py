@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from evalrepro.parsers import Family, ParsedLog, Status, get_parser
-from evalrepro.parsers.pytest_summary import FOLDED
+from evalrepro.grade.parsers import Family, ParsedLog, Status, get_parser
+from evalrepro.grade.parsers.pytest_summary import FOLDED
 from tests.corpus import CorpusLog, load_corpus
 from tests.corpus_checks import assert_compat_parser_matches_swebench, compat_parse
 from tests.reference import swebench_status_map

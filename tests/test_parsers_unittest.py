@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalrepro.parsers import Family, ParsedLog, Status, get_parser
+from evalrepro.grade.parsers import Family, ParsedLog, Status, get_parser
 from tests.corpus import CorpusLog, load_corpus
 from tests.corpus_checks import (
     assert_compat_matches_swebench,

@@ -20,14 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from evalrepro.patchcheck import (
+from evalrepro.run.patchcheck import (
     SUSPECT_RULES,
     PatchCheck,
     SuspectFinding,
     check_patch,
     patch_bytes,
 )
-from evalrepro.protection import ResolvedProtection, TestProtection
+from evalrepro.run.protection import ResolvedProtection, TestProtection
 
 DEMO = Path(__file__).resolve().parents[1] / "evalrepro" / "demo"
 DEFAULT = TestProtection().resolve(["tests/test_x.py"])

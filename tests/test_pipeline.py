@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from evalrepro.config import compose
+from evalrepro.config.experiment import compose
+from evalrepro.config.sample import load_samples
 from evalrepro.errors import UserError
-from evalrepro.lockfile import differences, read_lockfile
-from evalrepro.run import lock_experiment, run_experiment
-from evalrepro.sample import load_samples
-from evalrepro.verify import check_run, compare
+from evalrepro.pipeline import lock_experiment, run_experiment
+from evalrepro.plan.lockfile import differences, read_lockfile
+from evalrepro.publish.verify import check_run, compare
 from tests.fake_backend import Tests, fake_backend, gold_scenario, trial_dirs
 
 

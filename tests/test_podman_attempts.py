@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from evalrepro.backend import Backend
-from evalrepro.execute import Executor
-from evalrepro.plan import build_plan
+from evalrepro.plan.plan import build_plan
+from evalrepro.run.backend import Backend
+from evalrepro.run.execute import Executor
 from tests.podman_support import cache_dir, demo_config, needs_podman
 
 pytestmark = needs_podman
@@ -74,7 +74,7 @@ def test_as_root_cgroup_limits_are_enforced_and_gold_resolves(tmp_path):
 
     results, _ = run_demo(demo_config("demo"), tmp_path)
     assert results.resolved == 12
-    from evalrepro.execute import read_trial_result
+    from evalrepro.run.execute import read_trial_result
 
     result = read_trial_result(next((tmp_path / "trials").glob("*/result.json")))
     assert result.limits["memory"].startswith("cgroup")

@@ -15,17 +15,17 @@ import uuid
 
 import pytest
 
-from evalrepro.backend import Backend
-from evalrepro.environment import Limits
-from evalrepro.execute import read_trial_result
-from evalrepro.images import BuildFailure, ImageChain
-from evalrepro.lockfile import read_lockfile
-from evalrepro.plan import build_plan
-from evalrepro.report import build_run_report
-from evalrepro.rundir import RunDirectory
-from evalrepro.runtimes.base import AttemptRequest
-from evalrepro.supervision import TrialProgram, read_region
-from evalrepro.testspec import RepoSpec
+from evalrepro.build.images import BuildFailure, ImageChain
+from evalrepro.config.environment import Limits
+from evalrepro.plan.lockfile import read_lockfile
+from evalrepro.plan.plan import build_plan
+from evalrepro.plan.testspec import RepoSpec
+from evalrepro.report.run_report import build_run_report
+from evalrepro.run.backend import Backend
+from evalrepro.run.execute import read_trial_result
+from evalrepro.run.rundir import RunDirectory
+from evalrepro.run.runtimes.base import AttemptRequest
+from evalrepro.run.supervision import TrialProgram, read_region
 from tests.demo_expectations import (
     EDITS_TEST_FILES,
     EXPECTED,

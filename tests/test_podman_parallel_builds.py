@@ -14,9 +14,9 @@ import uuid
 
 import pytest
 
-from evalrepro.backend import Backend
-from evalrepro.images import ImageChain
-from evalrepro.plan import build_plan
+from evalrepro.build.images import ImageChain
+from evalrepro.plan.plan import build_plan
+from evalrepro.run.backend import Backend
 from tests.podman_support import cache_dir, demo_config, needs_podman
 
 pytestmark = needs_podman

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from evalrepro.execute import TrialResult
-from evalrepro.lockfile import differences, read_lockfile
-from evalrepro.rundir import RunDirectory
+from evalrepro.plan.lockfile import differences, read_lockfile
+from evalrepro.run.execute import TrialResult
+from evalrepro.run.rundir import RunDirectory
 from tests.podman_support import cache_dir, needs_podman
 from tests.realdata import RealData, build
 

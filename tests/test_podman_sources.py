@@ -9,7 +9,7 @@ import tarfile
 
 import pytest
 
-from evalrepro.config import compose
+from evalrepro.config.experiment import compose
 from evalrepro.errors import UserError
 from tests.podman_support import needs_podman, run_demo
 

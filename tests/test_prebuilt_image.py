@@ -22,14 +22,14 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from evalrepro.backend import Backend
-from evalrepro.builders.image import PrebuiltImageBuilder
+from evalrepro.build.image import PrebuiltImageBuilder
+from evalrepro.build.images import BuildFailure, ImageChain, PinnedInput
 from evalrepro.errors import UserError
-from evalrepro.images import BuildFailure, ImageChain, PinnedInput
-from evalrepro.lockfile import read_lockfile
-from evalrepro.plan import build_plan
-from evalrepro.run import lock_experiment
-from evalrepro.rundir import RunDirectory
+from evalrepro.pipeline import lock_experiment
+from evalrepro.plan.lockfile import read_lockfile
+from evalrepro.plan.plan import build_plan
+from evalrepro.run.backend import Backend
+from evalrepro.run.rundir import RunDirectory
 from tests.podman_support import cache_dir, demo_config, needs_podman, run_demo
 
 INSTANCE = "demo__calc-1"

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 from rich.console import Console
 
-from evalrepro.progress import TrialProgress
+from evalrepro.report.progress import TrialProgress
 
 
 def planned(instance_id: str, sample_index: int = 0) -> SimpleNamespace:
@@ -40,7 +40,7 @@ def test_running_trials_are_named_with_their_time_against_the_timeout():
         assert "org__repo-[1]" in shown  # an id is text, never markup
         assert "org__repo-2 (sample 1) attempt 2" in shown
         assert "timeout 30 s" in shown and "running" in shown
-        progress(one, finished("resolved"))
+        progress.trial_finished(one, finished("resolved"))
         assert len(progress._running) == 1 and "1/3" in screen(progress, buffer)
 
 
@@ -49,6 +49,6 @@ def test_outside_a_terminal_each_finished_trial_is_one_plain_line():
     console = Console(file=buffer, force_terminal=False, width=200)
     with TrialProgress(console, total=1, timeout=30) as progress:
         progress.attempt_started(planned("org__repo-1"), 1)
-        progress(planned("org__repo-1"), finished("resolved"))
+        progress.trial_finished(planned("org__repo-1"), finished("resolved"))
     (line,) = buffer.getvalue().splitlines()
     assert line.startswith("[1/1] org__repo-1 (sample 0): resolved (tests_passed)")

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from evalrepro import testspec
-from evalrepro.protection import DEFAULT_PATTERNS, TestProtection
-from evalrepro.protection import test_folder as folder_of  # not collected as a test
-from evalrepro.sample import load_samples
-from evalrepro.sandbox.supervisor import SECTION_FILES, sections_changed
+from evalrepro.config.sample import load_samples
+from evalrepro.plan import testspec
+from evalrepro.run.protection import DEFAULT_PATTERNS, TestProtection
+from evalrepro.run.protection import test_folder as folder_of  # not collected as a test
+from evalrepro.run.sandbox.supervisor import SECTION_FILES, sections_changed
 
 INSTANCES = Path(__file__).resolve().parents[1] / "evalrepro" / "demo" / "instances.jsonl"
 

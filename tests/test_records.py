@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from evalrepro.errors import UserError
-from evalrepro.record import Record, read_record, records
-from evalrepro.sessions import RunSessions
+from evalrepro.records.base import Record, read_record, records
+from evalrepro.run.sessions import RunSessions
 
 
 def test_every_record_is_registered_with_a_pinned_schema_version():
@@ -88,6 +88,6 @@ def test_an_invalid_record_is_one_line_naming_the_field(tmp_path):
 
 
 def test_the_readme_lists_every_record_with_its_schema_version():
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    readme = (Path(__file__).parents[1] / "docs" / "reproducibility.md").read_text()
     rows = dict(re.findall(r"^\| `(\w+)` \| (\d+) \|", readme, flags=re.M))
     assert {name: str(model.pinned_version()) for name, model in records().items()} == rows

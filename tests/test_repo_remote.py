@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from evalrepro.errors import UserError
-from evalrepro.repos import PIN_PREFIX, RemoteRepo, SourceConfig, resolve_sources
+from evalrepro.sources.repos import PIN_PREFIX, RemoteRepo, SourceConfig, resolve_sources
 from tests.repo_support import (
     commit,
     commits_in,

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from evalrepro.errors import UserError
-from evalrepro.repos import (
+from evalrepro.sources.repos import (
     SDIST_MESSAGE,
     SDIST_SIGNATURE,
     ArchiveRepo,
@@ -298,12 +298,12 @@ def test_a_real_sdist_gets_the_same_commit_under_a_hostile_git_config(six_sdist,
     assert sdist_commit(six_sdist) == SIX_COMMIT
 
 
-# --- python -m evalrepro.repos sdist-commit ------------------------------------------------
+# --- python -m evalrepro.sources.repos sdist-commit ---------------------------------------
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "evalrepro.repos", *args],
+        [sys.executable, "-m", "evalrepro.sources.repos", *args],
         capture_output=True,
         text=True,
         check=False,

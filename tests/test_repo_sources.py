@@ -27,7 +27,7 @@ from evalrepro.demo.repos import (
     repo_names,
 )
 from evalrepro.errors import UserError, validation_message
-from evalrepro.repos import (
+from evalrepro.sources.repos import (
     PIN_PREFIX,
     ArchiveRepo,
     DemoRepo,
@@ -275,7 +275,7 @@ def test_one_source_stays_one_source_in_the_config_dump():
 
 
 def test_every_source_field_is_documented_for_the_config_reference():
-    from evalrepro.config_reference import rows
+    from evalrepro.config.reference import rows
 
     assert [key for key, _type, _default, doc in rows(SourceConfig, "dataset.") if not doc] == []
 

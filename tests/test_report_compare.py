@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from evalrepro.cli import EXIT_CHECK_FAILED, EXIT_GATE_FAILED, EXIT_OK
-from evalrepro.stats import compare_outcomes
+from evalrepro.report.stats import compare_outcomes
 from tests.demo_expectations import EXPECTED
 from tests.podman_support import needs_podman
 

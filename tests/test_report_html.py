@@ -25,32 +25,32 @@ import numpy as np
 import pytest
 
 from evalrepro.cli import main
-from evalrepro.compare import (
+from evalrepro.config.gate import Gate, GateRule
+from evalrepro.records.trial import trial_label
+from evalrepro.report.compare import (
     ComparisonReport,
     PairComparison,
     compare_runs,
     instance_outcomes,
     load_run,
 )
-from evalrepro.gate import Gate, GateRule
-from evalrepro.metrics import RepoBreakdown, RunMetrics
-from evalrepro.report import Provenance, RunReport, SwebenchFields, build_run_report
-from evalrepro.report_html import (
+from evalrepro.report.html import (
     PROVENANCE_LABELS,
     render_comparison_html,
     render_run_html,
     trial_page,
     visible,
 )
-from evalrepro.stats import (
+from evalrepro.report.metrics import RepoBreakdown, RunMetrics
+from evalrepro.report.run_report import Provenance, RunReport, SwebenchFields, build_run_report
+from evalrepro.report.stats import (
     Interval,
     compare_outcomes,
     level_label,
     pass_at_k_interval,
     wilson_interval,
 )
-from evalrepro.timing import PhaseSeconds, RunTiming
-from evalrepro.trial import trial_label
+from evalrepro.report.timing import PhaseSeconds, RunTiming
 from tests.test_view import MIXED, SCRIPT, Case, build_run
 
 SWEBENCH_REPOS = (

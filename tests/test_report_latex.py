@@ -23,19 +23,19 @@ from pathlib import Path
 import pytest
 
 from evalrepro.cli import main
-from evalrepro.compare import ComparisonReport, compare_runs
-from evalrepro.lockfile import LOCKFILE_NAME, read_lockfile
 from evalrepro.regrade import regrade
-from evalrepro.report import RunReport, build_run_report
-from evalrepro.report_latex import (
+from evalrepro.plan.lockfile import LOCKFILE_NAME, read_lockfile
+from evalrepro.report.compare import ComparisonReport, compare_runs
+from evalrepro.report.latex import (
     PREAMBLE,
     escape,
     label_key,
     render_comparison_latex,
     render_run_latex,
 )
-from evalrepro.rundir import RunDirectory
-from evalrepro.stats import Interval, compare_outcomes, instance_pass_at_k
+from evalrepro.report.run_report import RunReport, build_run_report
+from evalrepro.report.stats import Interval, compare_outcomes, instance_pass_at_k
+from evalrepro.run.rundir import RunDirectory
 from tests.test_swebench_layout import LOGS, PLANNED, build_run, instance
 
 #: Resolved, unresolved, unresolved, resolved, resolved: as swebench grades these logs.

@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from evalrepro.bundle import write_bundle
 from evalrepro.cli import EXIT_NOT_REPRODUCIBLE, main
-from evalrepro.config import compose
+from evalrepro.config.experiment import compose
+from evalrepro.config.sample import load_samples
 from evalrepro.errors import UserError
-from evalrepro.reproduce import REPRODUCTION_NAME, print_reproduction, reproduce
-from evalrepro.run import PlanMismatch, run_experiment
-from evalrepro.sample import load_samples
+from evalrepro.pipeline import PlanMismatch, run_experiment
+from evalrepro.publish.bundle import write_bundle
+from evalrepro.publish.reproduce import REPRODUCTION_NAME, print_reproduction, reproduce
 from tests.fake_backend import Tests, fake_backend, gold_scenario
 
 
@@ -138,7 +138,7 @@ def test_a_log_this_evalrepro_reads_otherwise_is_a_harness_change(
     bundle, samples, tmp_path, monkeypatch
 ):
     scenario, broken = drifting(samples, "demo__ledger-1")
-    from evalrepro import reproduce as module
+    from evalrepro.publish import reproduce as module
 
     real = module.observe_folder
 
@@ -208,7 +208,7 @@ def test_the_exit_code_for_an_unreproducible_plan_is_documented():
 
 def test_log_lines_and_ids_full_of_markup_print_as_text():
     """A patch writes what it likes into the log: its lines are shown, never read as markup."""
-    from evalrepro.reproduce import Reproduction, TestDisagreement, TrialAgreement
+    from evalrepro.publish.reproduce import Reproduction, TestDisagreement, TrialAgreement
 
     test = TestDisagreement(
         test="tests/t.py::test_x[/tmp/a]",

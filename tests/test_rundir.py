@@ -24,9 +24,9 @@ import pytest
 
 from evalrepro.cli import EXIT_GATE_FAILED, EXIT_OK, main
 from evalrepro.errors import UserError
-from evalrepro.execute import container_prefix, read_trial_result
-from evalrepro.lockfile import read_lockfile
-from evalrepro.rundir import RunDirectory
+from evalrepro.plan.lockfile import read_lockfile
+from evalrepro.run.execute import container_prefix, read_trial_result
+from evalrepro.run.rundir import RunDirectory
 from tests.demo_expectations import EXPECTED
 from tests.podman_support import cache_dir, needs_podman
 

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import pytest
 
-from evalrepro.sandbox import SANDBOX_DIR
-from evalrepro.sandbox.supervisor import GUARD_FD, GuardRecords
+from evalrepro.run.sandbox import SANDBOX_DIR
+from evalrepro.run.sandbox.supervisor import GUARD_FD, GuardRecords
 
 PRELUDE = f"import sys; sys.path.insert(0, {str(SANDBOX_DIR)!r}); import guard\n"
 

@@ -35,8 +35,8 @@ from pathlib import Path
 
 import pytest
 
-from evalrepro.sandbox import SANDBOX_DIR
-from evalrepro.sandbox.supervisor import (
+from evalrepro.run.sandbox import SANDBOX_DIR
+from evalrepro.run.sandbox.supervisor import (
     _GUARD_LINE,
     GuardRecords,
     apply_writes,

@@ -2,11 +2,11 @@
 
 import pytest
 
-from evalrepro.grading import Resolution
-from evalrepro.observation import ExecutionStatus, ParserStatus, PatchStatus, observe
-from evalrepro.parsers import get_parser
-from evalrepro.sample import Sample
-from evalrepro.score import JUDGEMENT, Outcome, score
+from evalrepro.config.sample import Sample
+from evalrepro.grade.grading import Resolution
+from evalrepro.grade.observation import ExecutionStatus, ParserStatus, PatchStatus, observe
+from evalrepro.grade.parsers import get_parser
+from evalrepro.grade.score import JUDGEMENT, Outcome, score
 
 F2P = "tests/test_a.py::test_fixed"
 P2P = "tests/test_a.py::test_kept"

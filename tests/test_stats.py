@@ -14,8 +14,8 @@ import pytest
 from rich.console import Console
 from scipy import stats as sps
 
-from evalrepro import compare, stats
-from evalrepro.stats import ClusterInterval, Comparison, Interval, McNemar
+from evalrepro.report import compare, stats
+from evalrepro.report.stats import ClusterInterval, Comparison, Interval, McNemar
 from tests.demo_expectations import EXPECTED
 
 Z95 = 1.959963984540054

@@ -29,11 +29,12 @@ from pathlib import Path
 
 import pytest
 
-from evalrepro import supervision
-from evalrepro.config import compose
-from evalrepro.environment import Limits
-from evalrepro.sandbox import SANDBOX_DIR
-from evalrepro.sandbox.supervisor import (
+from evalrepro.config.environment import Limits
+from evalrepro.config.experiment import compose
+from evalrepro.grade.testlog import RegionStatus, read_test_log
+from evalrepro.run import supervision
+from evalrepro.run.sandbox import SANDBOX_DIR
+from evalrepro.run.sandbox.supervisor import (
     FRAME,
     KIND_EVENT,
     KIND_LOG,
@@ -42,7 +43,7 @@ from evalrepro.sandbox.supervisor import (
     PROTOCOL,
     load_program,
 )
-from evalrepro.supervision import (
+from evalrepro.run.supervision import (
     END_MARKER,
     HEADER,
     MAX_LOG_BYTES,
@@ -63,7 +64,6 @@ from evalrepro.supervision import (
     TrialProgram,
     read_region,
 )
-from evalrepro.testlog import RegionStatus, read_test_log
 
 # Aliases: pytest would try to collect classes named Test* imported here.
 StartedEvent = supervision.TestsStartedEvent

@@ -25,10 +25,10 @@ from typing import Literal
 
 import pytest
 
-from evalrepro.observation import Observation, ParserStatus, observe
-from evalrepro.parsers import Family, get_parser, parser_names
-from evalrepro.sample import Sample
-from evalrepro.score import Outcome, score
+from evalrepro.config.sample import Sample
+from evalrepro.grade.observation import Observation, ParserStatus, observe
+from evalrepro.grade.parsers import Family, get_parser, parser_names
+from evalrepro.grade.score import Outcome, score
 from tests.corpus import CorpusLog, all_corpus
 from tests.corpus_swebench import EvalLog, load_eval_logs
 from tests.reference import (

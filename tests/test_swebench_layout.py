@@ -22,13 +22,15 @@ import pytest
 from swebench.harness.grading import get_eval_report
 from swebench.harness.reporting import make_run_report
 
-from evalrepro.artifact import Artifact
+from evalrepro.config.environment import Limits
+from evalrepro.config.gate import Gate
+from evalrepro.config.sample import Sample
 from evalrepro.digest import sha256_bytes, sha256_json
-from evalrepro.environment import Limits
 from evalrepro.errors import UserError
-from evalrepro.execute import TrialResult
-from evalrepro.gate import Gate
-from evalrepro.lockfile import (
+from evalrepro.grade.observation import ExecutionStatus, Observation, PatchStatus, observe
+from evalrepro.grade.parsers import get_parser
+from evalrepro.grade.score import score
+from evalrepro.plan.lockfile import (
     Harness,
     LockedDataset,
     LockedEnvironment,
@@ -38,13 +40,11 @@ from evalrepro.lockfile import (
     LockedTrial,
     Lockfile,
 )
-from evalrepro.observation import ExecutionStatus, Observation, PatchStatus, observe
-from evalrepro.parsers import get_parser
-from evalrepro.patchcheck import SuspectFinding
-from evalrepro.sample import Sample
-from evalrepro.score import score
-from evalrepro.swebench_layout import write_swebench_layout
-from evalrepro.trial import Attempt, Trial, TrialKey
+from evalrepro.records.artifact import Artifact
+from evalrepro.records.trial import Attempt, Trial, TrialKey
+from evalrepro.report.swebench_layout import write_swebench_layout
+from evalrepro.run.execute import TrialResult
+from evalrepro.run.patchcheck import SuspectFinding
 from tests.corpus_swebench import load_eval_logs
 from tests.reference import reference_spec
 

@@ -7,7 +7,7 @@ swebench (``rules="swebench"``): exactly what swebench's ``get_logs_eval`` reads
 
 import pytest
 
-from evalrepro.testlog import HarnessEvent, RegionStatus, read_test_log
+from evalrepro.grade.testlog import HarnessEvent, RegionStatus, read_test_log
 
 
 def log(*lines: str) -> str:

@@ -21,8 +21,8 @@ import pytest
 from rich.console import Console
 
 from evalrepro.cli import main
-from evalrepro.lockfile import LOCKFILE_NAME, read_lockfile
-from evalrepro.run import lock_experiment, plan_and_lock
+from evalrepro.pipeline import lock_experiment, plan_and_lock
+from evalrepro.plan.lockfile import LOCKFILE_NAME, read_lockfile
 from tests.podman_support import cache_dir, demo_config, needs_podman, run_demo
 from tests.test_podman_demo import _with_spec
 

@@ -28,15 +28,16 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from evalrepro import __version__, testspec
+from evalrepro import __version__
+from evalrepro.build.images import ImageChain, ImageRecord, inputs_digest, layer_key
+from evalrepro.config.environment import Limits
+from evalrepro.config.gate import Gate, GateRule
+from evalrepro.config.sample import Sample
 from evalrepro.digest import sha256_bytes, sha256_json
-from evalrepro.environment import Limits
-from evalrepro.evalscript import compile_eval_script
-from evalrepro.execute import Executor
-from evalrepro.gate import Gate, GateRule
-from evalrepro.harness import code_digest
-from evalrepro.images import ImageChain, ImageRecord, inputs_digest, layer_key
-from evalrepro.lockfile import (
+from evalrepro.grade.parsers import get_parser
+from evalrepro.plan import testspec
+from evalrepro.plan.harness import code_digest
+from evalrepro.plan.lockfile import (
     Harness,
     LockedDataset,
     LockedEnvironment,
@@ -47,22 +48,22 @@ from evalrepro.lockfile import (
     LockedTrial,
     Lockfile,
 )
-from evalrepro.parsers import get_parser
-from evalrepro.patchcheck import patch_bytes
-from evalrepro.plan import PlannedTrial
-from evalrepro.protection import ResolvedProtection
-from evalrepro.rundir import RunDirectory
-from evalrepro.runtimes.base import AttemptRequest, AttemptRun, Runtime
-from evalrepro.sample import Sample
-from evalrepro.supervision import (
+from evalrepro.plan.plan import PlannedTrial
+from evalrepro.records.trial import Trial, TrialKey
+from evalrepro.report.timing import record_builds
+from evalrepro.report.view import LOG, MANIFEST, view_run
+from evalrepro.run.evalscript import compile_eval_script
+from evalrepro.run.execute import Executor
+from evalrepro.run.patchcheck import patch_bytes
+from evalrepro.run.protection import ResolvedProtection
+from evalrepro.run.rundir import RunDirectory
+from evalrepro.run.runtimes.base import AttemptRequest, AttemptRun, Runtime
+from evalrepro.run.supervision import (
     RuntimeFacts,
     StreamReader,
     SupervisorReport,
 )
-from evalrepro.target import Prediction, Usage
-from evalrepro.timing import record_builds
-from evalrepro.trial import Trial, TrialKey
-from evalrepro.view import LOG, MANIFEST, view_run
+from evalrepro.targets.static import Prediction, Usage
 from tests.fake_backend import supervisor_stream
 
 # --- hostile text ------------------------------------------------------------------------
@@ -748,7 +749,7 @@ def test_evalrepro_view_of_no_run_is_a_one_line_error(tmp_path, capsys):
 
 
 def test_an_empty_graded_region_is_marked_where_it_is(tmp_path):
-    from evalrepro.view import excerpt
+    from evalrepro.report.view import excerpt
 
     log = tmp_path / "test_output.txt"
     log.write_bytes(b">>>>> Start Test Output\n>>>>> End Test Output\n")
@@ -766,7 +767,7 @@ def test_an_empty_graded_region_is_marked_where_it_is(tmp_path):
 
 
 def test_page_names_are_file_names_and_unique(site, mixed):
-    from evalrepro.report_html import trial_page
+    from evalrepro.report.html import trial_page
 
     assert trial_page("trials/django__django-11099--s0--0123456789ab") == (
         "trials/django__django-11099--s0--0123456789ab.html"

@@ -1,4 +1,4 @@
-"""Wheels pinned against the real PyPI, fetched again by hash (evalrepro.wheels)."""
+"""Wheels pinned against the real PyPI, fetched again by hash (evalrepro.build.wheels)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evalrepro.errors import UserError
-from evalrepro.wheels import (
+from evalrepro.build.wheels import (
     WheelPin,
     fetch_wheels,
     hashed_requirements,
@@ -19,6 +18,7 @@ from evalrepro.wheels import (
     resolve_wheels,
     wheelhouse,
 )
+from evalrepro.errors import UserError
 
 REQUIREMENTS = ["pytest==8.3.3", "iniconfig==2.0.0", "pluggy==1.5.0"]
 

@@ -7,7 +7,7 @@ directory name without ``NN-`` (``initial``, ``power-operator``...), its message
 label in words.
 
 A SHA depends on the tree, the author, the committer, their dates and the message; all
-are fixed here, and the commits are made by :func:`evalrepro.repos.commit_directory` (as
+are fixed here, and the commits are made by :func:`evalrepro.sources.repos.commit_directory` (as
 the commits of source distributions are): no system or global config, no hooks, no
 signing, no attribute or line-ending conversion, so nothing of the machine leaks in.
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalrepro.repos import Signature, commit_directory, init_repository
+from evalrepro.sources.repos import Signature, commit_directory, init_repository
 
 REPOS_DIR = Path(__file__).parent / "repos"
 AUTHOR_NAME = "evalrepro demo"

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from evalrepro.config import compose
+from evalrepro.config.experiment import compose
 from evalrepro.demo import DEMO_DIR
-from evalrepro.execute import read_trial_result
+from evalrepro.run.execute import read_trial_result
 from tests.adversarial.attacks import ATTACKS, LIMITS, TIMEOUT, Attack, build_repos, make_patch
 from tests.podman_support import needs_podman, run_demo
 

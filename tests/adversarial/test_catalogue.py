@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalrepro.score import JUDGEMENT
+from evalrepro.grade.score import JUDGEMENT
 from tests.adversarial.attacks import ATTACKS
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()

@@ -2,7 +2,7 @@
 
 ``podman build`` killed with its parent leaves the processes of its ``RUN`` step running
 (measured here: they are orphaned, not killed). evalrepro runs every build under a
-keeper (``evalrepro.builders.tether``) that stops the whole tree when evalrepro dies.
+keeper (``evalrepro.build.tether``) that stops the whole tree when evalrepro dies.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import time
 import uuid
 from pathlib import Path
 
-from evalrepro.backend import Backend
-from evalrepro.config import builtin_config_dir
+from evalrepro.config.experiment import builtin_config_dir
+from evalrepro.run.backend import Backend
 from tests.podman_support import cache_dir, demo_config, needs_podman
 
 pytestmark = needs_podman

@@ -1,0 +1,53 @@
+"""What a builder is: how the image a trial runs in comes to exist.
+
+``prepare(specs, checkouts, locked)`` builds or finds every instance's image, layer by
+layer, and returns each instance's ``ImageChain`` (records of what went in and what came
+out) or the ``BuildFailure`` that makes its trials infrastructure errors. ``locked`` is
+the image records of a lockfile being run again: a builder that pins its inputs builds
+exactly those, and a layer that can no longer be had is a failure naming the input.
+A builder puts its images where its runtime finds them (podman's store, for all the
+builders there are).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import ClassVar
+
+from evalrepro.build.images import BuildFailure, ImageChain, ImageRecord
+from evalrepro.sources.repos import LocalCheckout
+from evalrepro.run.runtimes.base import Runtime
+from evalrepro.plan.testspec import TestSpec
+
+
+class Builder(ABC):
+    kind: ClassVar[str]
+    #: The runtime whose image store the builder fills.
+    runtime: Runtime
+    #: The runtime kinds whose image store this builder can fill.
+    runtimes: ClassVar[tuple[str, ...]] = ("podman",)
+    #: Whether its images are built from the instances' repo histories (the plan
+    #: resolves the repo sources only for a builder that needs them).
+    needs_sources: ClassVar[bool] = True
+
+    def check(self) -> None:  # noqa: B027 - optional hook
+        """The builder can work here (its tools are installed); else UserError."""
+
+    @abstractmethod
+    def prepare(
+        self,
+        specs: list[TestSpec],
+        checkouts: dict[str, LocalCheckout],
+        locked: list[ImageRecord] | None = None,
+    ) -> dict[str, ImageChain | BuildFailure]: ...
+
+    def missing(self, records: list[ImageRecord]) -> list[ImageRecord]:
+        """The records whose image the runtime does not hold under its tag with the
+        recorded digest (one listing of the store: the warm check before a run)."""
+        ids = self.runtime.image_ids()
+        return [record for record in records if ids.get(record.tag) != record.image_digest]
+
+    def package_manifest(self, base: ImageRecord) -> Path | None:
+        """The base layer's installed-package list, if the builder keeps one."""
+        return None

@@ -1,0 +1,699 @@
+"""The Containerfile builder: four content-addressed image layers built by ``podman build``.
+
+Layers (each key = sha256 over the canonical JSON of its builder, name, pinned inputs
+and its parent's key; the tag carries the key, so an unchanged layer is found, not
+rebuilt):
+
+* ``base``: a Debian rootfs made by mmdebstrap (suite, packages, SOURCE_DATE_EPOCH from
+  the environment config), imported ``FROM scratch``. Its inputs pin every .deb it
+  installs (``evalrepro.build.debian``: resolved at lock time, or taken from the lockfile being
+  run again); mmdebstrap installs from a local repository of exactly those files,
+  fetched by hash from the mirror or the configured archive, never from the mirror;
+* ``env``: a venv with a spec's packages. Its inputs pin every wheel
+  (``evalrepro.build.wheels``: resolved for the base's Python and glibc); pip installs
+  exactly those from a wheelhouse mounted into the build (``--no-index
+  --require-hashes``), without network;
+* ``history``: a repo's whole git history as a bare repo, shared by its instances;
+* ``instance``: the tree at the base commit, whose ``.git`` borrows the history's
+  objects; then the spec's install command.
+
+Independent layers build at once, up to ``executor.max_workers`` builds (the trials'
+budget, before any trial runs): each instance's chain above the base is followed by a
+worker of its own, and a layer that several chains share (an env, a repo's history) is
+built once, by the first chain to need it, while the others wait for it.
+
+Every build uses ``--timestamp 0`` and ``--pull=never``; the recorded digest is the image
+Id (config digest), the one that is stable across stores. Only the instance layer's build
+has network (its install command may download; it gets the host's CA bundle, mounted,
+never baked in).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
+from typing import ClassVar
+from urllib.parse import unquote, urlsplit
+
+from pydantic import ValidationError
+
+from evalrepro import atomic
+from evalrepro.build import debian, wheels
+from evalrepro.build import tether
+from evalrepro.build.base import Builder
+from evalrepro.build.tether import run_tethered
+from evalrepro.digest import sha256_bytes, sha256_json
+from evalrepro.config.environment import PodmanEnvironment
+from evalrepro.errors import UserError
+from evalrepro.build.images import (
+    BuildFailure,
+    ImageChain,
+    ImageRecord,
+    PinnedInput,
+    inputs_digest,
+    layer_key,
+)
+from evalrepro.sources.repos import LocalCheckout, RepoError
+from evalrepro.run.runtimes.podman import PodmanError, PodmanRuntime, _last_line
+from evalrepro.run.supervision import TEST_USER
+from evalrepro.plan.testspec import PYTHON_SUITES, TestSpec
+
+#: dpkg path filters of the base rootfs: no manuals, docs (but copyrights), locales, info.
+DPKG_FILTERS = (
+    "path-exclude=/usr/share/man/*",
+    "path-exclude=/usr/share/doc/*",
+    "path-include=/usr/share/doc/*/copyright",
+    "path-exclude=/usr/share/locale/*",
+    "path-exclude=/usr/share/info/*",
+)
+#: Run in the finished rootfs. Debian's postinst byte-compiles Python modules, and those
+#: .pyc files differ between root and rootless builds: without them, the rootfs tar (and
+#: so the base image Id) is the same in both modes. Python recompiles them on demand.
+#: Then the unprivileged user the code under test runs as (fixed lines: reproducible).
+_USER = TEST_USER
+CUSTOMIZE_HOOKS = (
+    'find "$1/usr" -name __pycache__ -type d -prune -exec rm -rf {} +',
+    f"echo '{_USER['name']}:x:{_USER['uid']}:{_USER['gid']}:evalrepro tests:{_USER['home']}:"
+    f'/bin/bash\' >> "$1/etc/passwd"',
+    f"echo '{_USER['name']}:x:{_USER['gid']}:' >> \"$1/etc/group\"",
+    f"echo '{_USER['name']}:*:19000:0:99999:7:::' >> \"$1/etc/shadow\"",
+    f"echo '{_USER['name']}:!::' >> \"$1/etc/gshadow\"",
+    f'mkdir -p "$1{_USER["home"]}" && chown {_USER["uid"]}:{_USER["gid"]} "$1{_USER["home"]}"',
+)
+
+
+class BuildError(Exception):
+    def __init__(self, reason: str, log: Path | None = None) -> None:
+        super().__init__(reason)
+        self.log = log
+
+
+Stage = Callable[[Path], dict[str, str]]
+
+
+class ContainerfileBuilder(Builder):
+    kind: ClassVar[str] = "containerfile"
+
+    def __init__(
+        self,
+        config: PodmanEnvironment,
+        runtime: PodmanRuntime,
+        cache_dir: Path,
+        *,
+        concurrency: int = 1,
+    ) -> None:
+        self.concurrency = concurrency
+        self.config = config
+        self.runtime = runtime
+        self._store: dict[str, str] = {}
+        self.cache_dir = cache_dir
+        self.files = runtime.files
+        #: Each layer of this run, by key: found or built once, whichever chain asks first.
+        self._layers: dict[str, Future[ImageRecord | BuildFailure]] = {}
+        self._layers_lock = threading.Lock()
+        #: Wheels resolved this run, by (requirements, Python, glibc): pins or the error.
+        self._resolved: dict[tuple, list[PinnedInput] | str] = {}
+        #: One resolution at a time (pip and its cache are not shared between calls).
+        self._resolving = threading.Lock()
+        #: Set on an interrupt: no build starts after it.
+        self._stopped = threading.Event()
+
+    def check(self) -> None:
+        self._clean_staging()
+
+    def prepare(
+        self,
+        specs: list[TestSpec],
+        checkouts: dict[str, LocalCheckout],
+        locked: list[ImageRecord] | None = None,
+    ) -> dict[str, ImageChain | BuildFailure]:
+        locked = [record for record in locked or [] if record.builder == self.kind]
+        # One listing of the store answers "is this layer there?" for every layer (one
+        # inspect per layer costs 55-145 ms: minutes for SWE-bench's 2,300 layers).
+        self._store = self.runtime.image_ids()
+        # A spec that names its Python gets the base of the Debian suite shipping it. The
+        # bases first, one at a time (a suite's rootfs is one mmdebstrap of its own).
+        suites = {
+            spec.instance_id: PYTHON_SUITES[spec.python] if spec.python else self.config.base.suite
+            for spec in specs
+        }
+        bases = {suite: self._base(suite, locked) for suite in dict.fromkeys(suites.values())}
+
+        def chain(spec: TestSpec) -> ImageChain | BuildFailure:
+            base = bases[suites[spec.instance_id]]
+            return self._chain(spec, checkouts[spec.instance_id], base, locked)
+
+        pool = ThreadPoolExecutor(max_workers=self.concurrency)
+        try:
+            built = list(pool.map(chain, specs))
+        except BaseException:
+            # Ctrl-C (or a bug): no build starts after it, and the builds under way stop
+            # now, as they would if evalrepro died, rather than each running to its end.
+            self._stopped.set()
+            tether.stop_all()
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        return {spec.instance_id: image for spec, image in zip(specs, built, strict=True)}
+
+    def _chain(
+        self,
+        spec: TestSpec,
+        checkout: LocalCheckout,
+        base: ImageRecord | BuildFailure,
+        locked: list[ImageRecord],
+    ) -> ImageChain | BuildFailure:
+        """The layers of one instance's image above its base, found or built in order."""
+        epoch = self.config.base.source_date_epoch
+        history = [PinnedInput(kind="history", name=spec.repo, digest=checkout.source_digest)]
+        instance = [
+            PinnedInput(
+                kind="commit",
+                name=spec.repo,
+                version=spec.base_commit,
+                digest=sha256_json(spec.base_commit),
+            ),
+            _setting("install", spec.install),
+        ]
+        steps: list[Callable[[ImageRecord], ImageRecord | BuildFailure]] = [
+            partial(self._env, spec.packages, locked),
+            partial(self._layer, "history", history, stage=partial(_stage_history, checkout)),
+            # The install command may download: this build alone has network.
+            partial(
+                self._layer,
+                "instance",
+                instance,
+                stage=partial(_stage_instance, checkout, spec, epoch),
+                network=True,
+            ),
+        ]
+        chain: list[ImageRecord] = []
+        record = base
+        for make in steps:
+            if isinstance(record, BuildFailure):
+                break
+            chain.append(record)
+            record = make(record)
+        if isinstance(record, BuildFailure):
+            return record.model_copy(update={"below": chain})
+        return ImageChain(layers=[*chain, record])
+
+    # --- pinned inputs ---------------------------------------------------------------
+
+    def _base(self, suite: str, locked: list[ImageRecord]) -> ImageRecord | BuildFailure:
+        """The base layer of ``suite``: its .debs pinned by the lockfile, else resolved."""
+        requests = self._base_requests(suite)
+        debs = _locked_inputs(locked, "base", requests, "deb")
+        if debs is None:
+            base = self.config.base
+            try:
+                pins = debian.resolve(
+                    suite, base.mirror, list(base.packages), cache_dir=self.cache_dir / "debian"
+                )
+            except debian.MirrorError as error:
+                return self._failure("base", requests, None, f"cannot resolve packages: {error}")
+            debs = [_deb_input(pin, base.mirror) for pin in pins]
+        stage = partial(self._stage_base, suite, requests, debs)
+        return self._layer("base", [*requests, *debs], None, stage=stage)
+
+    def _env(
+        self, packages: Sequence[str], locked: list[ImageRecord], base: ImageRecord
+    ) -> ImageRecord | BuildFailure:
+        """The env layer of ``packages`` on ``base``: its wheels pinned, else resolved."""
+        python, glibc = _base_python(base)
+        requests = [_setting("python", python), *_requirement_inputs(packages)]
+        found = _locked_inputs(locked, "env", requests, "wheel")
+        if found is None and not packages:
+            found = []
+        if found is None:
+            asked = (tuple(packages), python, glibc)
+            with self._resolving:
+                if asked not in self._resolved:
+                    try:
+                        pins = wheels.resolve_wheels(
+                            packages,
+                            python_version=python,
+                            cache_dir=self.cache_dir / "wheels",
+                            platforms=wheels.platform_tags(_MACHINES[debian.ARCHITECTURE], glibc),
+                        )
+                        self._resolved[asked] = [_wheel_input(pin) for pin in pins]
+                    except UserError as error:
+                        self._resolved[asked] = str(error)
+                resolved = self._resolved[asked]
+            if isinstance(resolved, str):
+                return self._failure("env", requests, base, resolved)
+            found = resolved
+        stage = partial(self._stage_env, found)
+        return self._layer("env", [*requests, *found], base, stage=stage)
+
+    def _failure(
+        self, layer: str, inputs: list[PinnedInput], parent: ImageRecord | None, reason: str
+    ) -> BuildFailure:
+        key = layer_key(self.kind, layer, inputs, parent.key if parent else None)
+        return BuildFailure(builder=self.kind, layer=layer, key=key, reason=reason)
+
+    # --- layers ----------------------------------------------------------------------
+
+    def _layer(
+        self,
+        layer: str,
+        inputs: list[PinnedInput],
+        parent: ImageRecord | None,
+        *,
+        stage: Stage,
+        network: bool = False,
+    ) -> ImageRecord | BuildFailure:
+        """The layer with these inputs: found by its key's tag, else built, once a run."""
+        containerfile = self.files / f"Containerfile.{layer}"
+        recipe = PinnedInput(
+            kind="recipe",
+            name=containerfile.name,
+            digest=sha256_bytes(containerfile.read_bytes()),
+        )
+        inputs = [recipe, *inputs]
+        key = layer_key(self.kind, layer, inputs, parent.key if parent else None)
+        with self._layers_lock:
+            future = self._layers.get(key)
+            first = future is None
+            if future is None:
+                future = self._layers[key] = Future()
+        if first:
+            # This chain builds it; a chain that asks meanwhile waits for this future (a
+            # layer's parent is done before it is asked for: no chain waits on a waiter).
+            try:
+                future.set_result(
+                    self._find_or_build(layer, key, inputs, containerfile, parent, stage, network)
+                )
+            except BaseException as error:
+                future.set_exception(error)
+                raise
+        return future.result()
+
+    def _find_or_build(
+        self,
+        layer: str,
+        key: str,
+        inputs: list[PinnedInput],
+        containerfile: Path,
+        parent: ImageRecord | None,
+        stage: Stage,
+        network: bool,
+    ) -> ImageRecord | BuildFailure:
+        tag = f"localhost/evalrepro-{layer}:{key.removeprefix('sha256:')[:24]}"
+        build_log = self.cache_dir / "builds" / f"{layer}-{key.removeprefix('sha256:')}.log"
+        built, build_seconds = False, 0.0
+        try:
+            listed = self._store.get(tag)
+            image_id = listed.removeprefix("sha256:") if listed else None
+            if image_id is None:
+                if self._stopped.is_set():
+                    raise BuildError(f"building {tag}: interrupted")
+                started = time.monotonic()
+                self._build(containerfile, tag, parent, stage, build_log, network)
+                built, build_seconds = True, round(time.monotonic() - started, 3)
+                image_id = self.runtime.image_id(tag)
+                if image_id is None:
+                    raise BuildError(f"{tag} is missing right after its build", build_log)
+            return ImageRecord(
+                builder=self.kind,
+                layer=layer,
+                key=key,
+                inputs_digest=inputs_digest(inputs),
+                inputs=inputs,
+                tag=tag,
+                parent_key=parent.key if parent else None,
+                image_digest=f"sha256:{image_id}",
+                built=built,
+                build_seconds=build_seconds,
+                package_manifest_digest=self._record_package_manifest(tag, image_id, inputs)
+                if layer == "base"
+                else None,
+            )
+        except (BuildError, RepoError, PodmanError, UserError, debian.MirrorError) as error:
+            log = getattr(error, "log", None)
+            return BuildFailure(
+                builder=self.kind,
+                layer=layer,
+                key=key,
+                reason=str(error),
+                build_log=str(log) if log else None,
+            )
+
+    def _build(
+        self,
+        containerfile: Path,
+        tag: str,
+        parent: ImageRecord | None,
+        stage: Stage,
+        build_log: Path,
+        network: bool,
+    ) -> None:
+        """Stage a build context, then ``podman build`` it; the tag appears only on success."""
+        build_log.parent.mkdir(parents=True, exist_ok=True)
+        with self._staging() as context:
+            shutil.copy(containerfile, context / "Containerfile")
+            build_args = stage(context)
+            epoch = self.config.base.source_date_epoch
+            args = [
+                "build",
+                "--pull=never",
+                "--timestamp",
+                "0",
+                "--layers=false",
+                "--file",
+                str(context / "Containerfile"),
+                "--tag",
+                tag,
+                "--build-arg",
+                f"SOURCE_DATE_EPOCH={epoch}",
+                *(["--build-arg", f"PARENT={parent.tag}"] if parent else []),
+                *(
+                    arg
+                    for name, value in build_args.items()
+                    for arg in ("--build-arg", f"{name}={value}")
+                ),
+                # Only a build that downloads (an install command) gets the host's network
+                # and CA bundle; the others install pinned files from their context.
+                *(["--network", "host", *self._ca_mount()] if network else ["--network", "none"]),
+                str(context),
+            ]
+            with build_log.open("wb") as log:
+                returncode = run_tethered(["podman", *args], stdout=log, env=self.runtime.env)
+            if returncode != 0:
+                tail = _last_line(build_log.read_text(errors="replace"))
+                raise BuildError(f"building {tag} failed: {tail}", build_log)
+
+    def _ca_mount(self) -> list[str]:
+        bundle = self.config.build.ca_bundle
+        if bundle is None or not Path(bundle).is_file():
+            return []
+        return ["--volume", f"{bundle}:/etc/ssl/certs/ca-certificates.crt:ro"]
+
+    def _base_requests(self, suite: str) -> list[PinnedInput]:
+        """What the config asks of the base layer (its pins come on top)."""
+        base = self.config.base
+        return [
+            _setting("suite", suite),
+            _setting("mirror", base.mirror),
+            _setting("variant", "minbase"),
+            _setting("source_date_epoch", base.source_date_epoch),
+            _setting("dpkg_filters", list(DPKG_FILTERS)),
+            _setting("customize_hooks", [*CUSTOMIZE_HOOKS, _sources_hook(base.mirror, suite)]),
+            *(
+                PinnedInput(kind="package", name=name, digest=sha256_json(name))
+                for name in sorted(base.packages)
+            ),
+        ]
+
+    def _stage_base(
+        self, suite: str, requests: list[PinnedInput], debs: list[PinnedInput], context: Path
+    ) -> dict[str, str]:
+        rootfs = self._rootfs(suite, requests, debs)
+        os.link(rootfs, context / "rootfs.tar")
+        return {}
+
+    def _rootfs(self, suite: str, requests: list[PinnedInput], debs: list[PinnedInput]) -> Path:
+        """The mmdebstrap tarball of exactly the pinned .debs, made once, cached by the inputs."""
+        key = inputs_digest([*requests, *debs]).removeprefix("sha256:")
+        rootfs = self.cache_dir / "rootfs" / f"{key}.tar"
+        if rootfs.exists():
+            return rootfs
+        rootfs.parent.mkdir(parents=True, exist_ok=True)
+        base = self.config.base
+        log = self.cache_dir / "builds" / f"rootfs-{key}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        if shutil.which("mmdebstrap") is None:
+            raise BuildError("mmdebstrap is not installed; run scripts/setup")
+        debian.check_source(suite, base.mirror)
+        pins = [_deb_pin(deb, base.mirror) for deb in debs]
+        with self._staging() as scratch, _public_folder() as public, log.open("wb") as out:
+            files = debian.fetch(
+                pins,
+                scratch / "debs",
+                mirror=base.mirror,
+                archive=base.archive,
+                cache_dir=self.cache_dir / "debian",
+            )
+            source = debian.local_repository(
+                list(files.values()), public / "repo", suite=suite, pins=pins
+            )
+            partial_tar = scratch / "rootfs.tar"
+            returncode = run_tethered(
+                self._mmdebstrap_command(partial_tar, suite, source, pins),
+                stdout=out,
+                env={**os.environ, "SOURCE_DATE_EPOCH": str(base.source_date_epoch)},
+            )
+            if returncode != 0:
+                raise BuildError(
+                    f"mmdebstrap failed: {_last_line(log.read_text(errors='replace'))}", log
+                )
+            os.replace(partial_tar, rootfs)
+        return rootfs
+
+    def _mmdebstrap_command(
+        self, output: Path, suite: str, source: str, pins: list[debian.DebPin]
+    ) -> list[str]:
+        base = self.config.base
+        hooks = [*CUSTOMIZE_HOOKS, _sources_hook(base.mirror, suite)]
+        return [
+            "mmdebstrap",
+            # The pins are the minbase set already resolved; each is named, since a local
+            # repository has the .debs' own priorities, not the archive's (adduser's
+            # differ), and minbase's Priority:required set would not be the same.
+            "--variant=essential",
+            "--skip=output/dev",
+            # A user namespace works for root and rootless alike: one mode, one tarball.
+            "--mode=unshare",
+            f"--include={','.join(sorted(pin.package for pin in pins))}",
+            *(f"--dpkgopt={rule}" for rule in DPKG_FILTERS),
+            *(f"--customize-hook={hook}" for hook in hooks),
+            suite,
+            str(output),
+            # The pinned files only: the mirror is not asked.
+            source,
+        ]
+
+    def _stage_env(self, found: list[PinnedInput], context: Path) -> dict[str, str]:
+        pins = [_wheel_pin(wheel) for wheel in found]
+        wheels.wheelhouse(pins, self.cache_dir / "wheels", context / "wheels")
+        os.replace(context / "wheels" / "requirements.txt", context / "requirements.txt")
+        return {}
+
+    # --- staging ---------------------------------------------------------------------
+
+    @contextmanager
+    def _staging(self) -> Iterator[Path]:
+        """A scratch folder for one build, locked while the build uses it."""
+        root = self.cache_dir / "staging"
+        root.mkdir(parents=True, exist_ok=True)
+        path = Path(tempfile.mkdtemp(dir=root))
+        with (path / ".lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield path
+            finally:
+                self.runtime.remove_tree(path)
+
+    def _clean_staging(self) -> list[Path]:
+        """Remove the staging folders of builds that died (no process holds their lock)."""
+        root = self.cache_dir / "staging"
+        removed = []
+        for path in sorted(root.iterdir()) if root.is_dir() else []:
+            try:
+                with (path / ".lock").open("a") as lock:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a build of another evalrepro process, still running
+            except OSError:
+                pass  # no lock file: a folder from before locks, or a half-made one
+            self.runtime.remove_tree(path)
+            removed.append(path)
+        return removed
+
+    def _manifest_file(self, image_id: str) -> Path:
+        # Named by the image Id, not the tag: a tag rebuilt from the same inputs can hold
+        # other packages (the mirror moved on), and its list must not be the old one's.
+        return self.cache_dir / "images" / f"{image_id.removeprefix('sha256:')}.packages.txt"
+
+    def _record_package_manifest(self, tag: str, image_id: str, inputs: list[PinnedInput]) -> str:
+        """The base image's installed packages (name=version), kept as a file; its digest.
+
+        They must be the pinned .debs, exactly.
+        """
+        manifest = self._manifest_file(image_id)
+        if not manifest.exists():
+            done = self.runtime.podman(
+                "run",
+                "--rm",
+                "--network",
+                "none",
+                tag,
+                "dpkg-query",
+                "--show",
+                "--showformat=${Package}=${Version}\\n",
+                check=False,
+            )
+            if done.returncode != 0:
+                raise BuildError(f"cannot list the packages of {tag}: {_last_line(done.stderr)}")
+            installed = sorted(line.replace(":amd64=", "=") for line in done.stdout.splitlines())
+            pinned = sorted(f"{i.name}={i.version}" for i in inputs if i.kind == "deb")
+            if installed != pinned:
+                extra = sorted(set(installed) - set(pinned)) or ["nothing else"]
+                missing = sorted(set(pinned) - set(installed)) or ["every pin"]
+                raise BuildError(
+                    f"{tag} holds other packages than its pins: {extra[0]} installed, "
+                    f"{missing[0]} pinned"
+                )
+            atomic.write_text(manifest, "\n".join(installed) + "\n")
+        return sha256_bytes(manifest.read_bytes())
+
+    def package_manifest(self, base: ImageRecord) -> Path | None:
+        manifest = self._manifest_file(base.image_digest)
+        return manifest if manifest.exists() else None
+
+
+def _setting(name: str, value: object) -> PinnedInput:
+    """A build setting as an input: its value is its version, its digest canonical JSON."""
+    shown = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return PinnedInput(kind="setting", name=name, version=shown or "", digest=sha256_json(value))
+
+
+def _requirement_inputs(packages: Sequence[str]) -> list[PinnedInput]:
+    return [
+        PinnedInput(kind="requirement", name=requirement, digest=sha256_json(requirement))
+        for requirement in packages
+    ]
+
+
+#: The machine name of a Debian architecture (the wheels' platform tags use it).
+_MACHINES = {"amd64": "x86_64", "arm64": "aarch64"}
+
+
+@contextmanager
+def _public_folder() -> Iterator[Path]:
+    """A folder under the system's temp dir that others may enter: mmdebstrap's apt reads
+    the local repository as root of a user namespace, who cannot enter a rootless user's
+    private folders (pytest's, a 0700 cache)."""
+    path = Path(tempfile.mkdtemp(prefix="evalrepro-debs-"))
+    try:
+        path.chmod(0o755)
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _sources_hook(mirror: str, suite: str) -> str:
+    """Point the image's apt at the mirror, not at the local repository it was made from."""
+    return f"echo 'deb {mirror} {suite} main' > \"$1/etc/apt/sources.list\""
+
+
+def _locked_inputs(
+    locked: list[ImageRecord], layer: str, requests: list[PinnedInput], kind: str
+) -> list[PinnedInput] | None:
+    """The pins (inputs of ``kind``) of a locked ``layer`` that asked for ``requests``."""
+    for record in locked:
+        if record.layer != layer:
+            continue
+        asked = [i for i in record.inputs if i.kind not in (kind, "recipe")]
+        if asked == requests:
+            return [i for i in record.inputs if i.kind == kind]
+    return None
+
+
+def _deb_input(pin: debian.DebPin, mirror: str) -> PinnedInput:
+    return PinnedInput(
+        kind="deb", name=pin.package, version=pin.version, digest=pin.sha256, source=pin.url(mirror)
+    )
+
+
+def _deb_pin(deb: PinnedInput, mirror: str) -> debian.DebPin:
+    """The pin a ``deb`` input (of a lockfile, perhaps edited) stands for."""
+    prefix = mirror.rstrip("/") + "/"
+    filename = deb.source.removeprefix(prefix) if deb.source.startswith(prefix) else ""
+    if not filename.startswith("pool/") and "/pool/" in deb.source:
+        filename = deb.source[deb.source.index("/pool/") + 1 :]
+    architecture = filename.rsplit("_", 1)[-1].removesuffix(".deb")
+    try:
+        return debian.DebPin(
+            package=deb.name,
+            version=deb.version,
+            architecture=architecture,
+            filename=filename,
+            sha256=deb.digest,
+        )
+    except ValidationError as error:
+        raise UserError(
+            f"the pin of Debian package {deb.name} {deb.version} is not valid: "
+            f"{error.errors()[0]['msg']} ({deb.source})"
+        ) from error
+
+
+def _wheel_input(pin: wheels.WheelPin) -> PinnedInput:
+    return PinnedInput(
+        kind="wheel", name=pin.name, version=pin.version, digest=pin.digest, source=pin.url
+    )
+
+
+def _wheel_pin(wheel: PinnedInput) -> wheels.WheelPin:
+    """The pin a ``wheel`` input (of a lockfile, perhaps edited) stands for."""
+    try:
+        return wheels.WheelPin(
+            name=wheel.name,
+            version=wheel.version,
+            filename=unquote(urlsplit(wheel.source).path.rsplit("/", 1)[-1]),
+            sha256=wheel.digest.removeprefix("sha256:"),
+            url=wheel.source,
+        )
+    except ValidationError as error:
+        raise UserError(
+            f"the pin of wheel {wheel.name} {wheel.version} is not valid: "
+            f"{error.errors()[0]['msg']} ({wheel.source})"
+        ) from error
+
+
+def _base_python(base: ImageRecord) -> tuple[str, tuple[int, int]]:
+    """The base image's Python (``3.11.2``) and glibc (``(2, 36)``), from its pins."""
+    versions = {i.name: i.version for i in base.inputs if i.kind == "deb"}
+    python = re.match(r"(?:\d+:)?(3\.\d+\.\d+)", versions.get("python3", ""))
+    glibc = re.match(r"(?:\d+:)?(\d+)\.(\d+)", versions.get("libc6", ""))
+    if python is None or glibc is None:
+        raise UserError("the base layer pins no python3 or libc6 package")
+    return python.group(1), (int(glibc.group(1)), int(glibc.group(2)))
+
+
+def _stage_history(checkout: LocalCheckout, context: Path) -> dict[str, str]:
+    checkout.export_history(context / "repo.git")
+    return {}
+
+
+def _stage_instance(
+    checkout: LocalCheckout, spec: TestSpec, epoch: int, context: Path
+) -> dict[str, str]:
+    if not checkout.has_commit(spec.base_commit):
+        raise RepoError(f"base commit {spec.base_commit} is not in {spec.repo}'s history")
+    testbed = context / "testbed"
+    checkout.export_tree(spec.base_commit, testbed)
+    # A .git of fixed bytes: HEAD at the base commit, objects from the history layer.
+    git_dir = testbed / ".git"
+    for folder in ("objects/info", "refs/heads", "refs/tags"):
+        (git_dir / folder).mkdir(parents=True, exist_ok=True)
+    (git_dir / "HEAD").write_text(f"{spec.base_commit}\n")
+    (git_dir / "config").write_text(
+        "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
+    )
+    (git_dir / "objects" / "info" / "alternates").write_text("/opt/evalrepro/repo.git/objects\n")
+    for path in sorted(testbed.rglob("*"), reverse=True):
+        os.utime(path, (epoch, epoch), follow_symlinks=False)
+    os.utime(testbed, (epoch, epoch))
+    return {"INSTALL": spec.install or ""}

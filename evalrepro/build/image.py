@@ -1,0 +1,351 @@
+"""The prebuilt-image builder: images someone else built, pulled by digest, used as is.
+
+``environment.builder: {kind: image, images: {<instance id>: "registry/name@sha256:..."}}``
+names each instance's image by its *manifest* digest. The builder pulls it by that
+digest (podman verifies the manifest's bytes against it: a registry that serves other
+bytes is refused), checks that the store holds it under that digest, and records both
+digests: the manifest digest as the layer's one input (what was asked for) and the image
+Id podman reports (the config digest, what the runtime runs and the lockfile compares).
+Run again from a lockfile, an image whose Id is not the locked one is refused (a
+manifest list resolves to one image per platform: another architecture is another Id).
+An image already in the store under its pinned digest is not pulled again.
+
+There is no layer on top: the image is what the trial runs in, so it must already hold
+what the trial supervisor needs (``evalrepro.run.sandbox.supervisor``), and is checked for
+it once per image Id and base commit, in one container:
+
+* ``/usr/bin/python3`` able to compile the supervisor, run as the container's root (no
+  ``USER`` but root, no ``ENTRYPOINT``);
+* ``git`` and ``patch`` on the supervisor's PATH (``/opt/venv/bin`` first);
+* the repo's tree at the base commit in ``/testbed``, owned by the test user (uid 1000),
+  who alone runs the code under test;
+* the harness's own git store ``/opt/evalrepro/repo.git`` (root's), holding the base
+  commit: the supervisor restores test files from it, never from ``/testbed/.git``.
+
+An image of the Containerfile builder's instance layer meets this; SWE-bench's published
+images (tree owned by root, no harness store) do not as they are. The spec's packages
+and install command are not applied: the image was built with them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import ClassVar
+
+from evalrepro import atomic
+from evalrepro.build.base import Builder
+from evalrepro.digest import sha256_bytes, sha256_json
+from evalrepro.config.builders import PrebuiltImageConfig, parse_pinned_reference
+from evalrepro.config.environment import PodmanEnvironment
+from evalrepro.errors import UserError
+from evalrepro.run.evalscript import GIT_DIR, SUPERVISOR_PATH, TESTBED
+from evalrepro.build.images import (
+    BuildFailure,
+    ImageChain,
+    ImageRecord,
+    PinnedInput,
+    inputs_digest,
+    layer_key,
+)
+from evalrepro.sources.repos import LocalCheckout
+from evalrepro.run.runtimes.podman import _RUNTIME_FAILURES, PodmanRuntime, _last_line
+from evalrepro.run.sandbox import SUPERVISOR
+from evalrepro.run.supervision import TEST_USER
+from evalrepro.plan.testspec import TestSpec
+
+LAYER = "image"
+#: Run in the image by its own ``/usr/bin/python3 -I -S`` (any Python 3 the supervisor
+#: itself could run on): prints one JSON object, the problems found and the dpkg list.
+CONTRACT_CHECK = """
+import json, os, shutil, subprocess, sys
+testbed, git_dir, supervisor, base, uid = sys.argv[1:6]
+path = "/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+env = {"PATH": path, "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1"}
+problems = []
+try:
+    with open(supervisor) as source:
+        compile(source.read(), supervisor, "exec")
+except SyntaxError as error:
+    version = sys.version.split()[0]
+    problems.append("its python3 %s cannot run the supervisor (%s)" % (version, error))
+for tool in ("git", "patch"):
+    if shutil.which(tool, path=path) is None:
+        problems.append("no %s on PATH" % tool)
+if not os.path.isdir(testbed):
+    problems.append("no %s (the tree at the base commit)" % testbed)
+elif os.stat(testbed).st_uid != int(uid):
+    problems.append("%s is owned by uid %d, not by the test user (uid %s)"
+                    % (testbed, os.stat(testbed).st_uid, uid))
+if not os.path.isdir(git_dir):
+    problems.append("no %s (the harness's git store of the repo)" % git_dir)
+elif shutil.which("git", path=path) is not None:
+    found = subprocess.call(
+        ["git", "--git-dir", git_dir, "-c", "safe.directory=*", "cat-file", "-e",
+         base + "^{commit}"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if found != 0:
+        problems.append("base commit %s is not in %s" % (base, git_dir))
+packages = None
+if shutil.which("dpkg-query", path=path) is not None:
+    listed = subprocess.Popen(["dpkg-query", "--show", "--showformat=${Package}=${Version}\\n"],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    out = listed.communicate()[0].decode("utf-8", "replace")
+    packages = out if listed.returncode == 0 else None
+print(json.dumps({"problems": problems, "packages": packages}))
+"""
+_ROOT_USERS = ("", "0", "root", "0:0", "root:root", "root:0", "0:root")
+
+
+class ImageProblem(Exception):
+    """The image cannot be had or does not meet the contract: its trials cannot run."""
+
+    def __init__(self, reason: str, log: Path | None = None) -> None:
+        super().__init__(reason)
+        self.log = log
+
+
+class PrebuiltImageBuilder(Builder):
+    kind: ClassVar[str] = "image"
+
+    def __init__(
+        self,
+        config: PodmanEnvironment,
+        runtime: PodmanRuntime,
+        cache_dir: Path,
+        *,
+        concurrency: int = 1,
+    ) -> None:
+        self.concurrency = concurrency
+        assert isinstance(config.builder, PrebuiltImageConfig)
+        self.config = config
+        self.settings: PrebuiltImageConfig = config.builder
+        self.runtime = runtime
+        self.cache_dir = cache_dir
+        self._images: dict[str, ImageRecord | BuildFailure] = {}
+
+    def prepare(
+        self,
+        specs: list[TestSpec],
+        checkouts: dict[str, LocalCheckout],
+        locked: list[ImageRecord] | None = None,
+    ) -> dict[str, ImageChain | BuildFailure]:
+        images = self.settings.images
+        missing = [spec.instance_id for spec in specs if spec.instance_id not in images]
+        if missing:
+            more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+            raise UserError(
+                f"environment.builder.images: no image for instance {missing[0]}{more}; "
+                "the image builder runs each instance in an image pinned by digest"
+            )
+        pins = {record.key: record for record in locked or () if record.builder == self.kind}
+        chains: dict[str, ImageChain | BuildFailure] = {}
+        for spec in specs:
+            reference = images[spec.instance_id]
+            if reference not in self._images:
+                self._images[reference] = self._image(spec.instance_id, reference, pins)
+            image = self._images[reference]
+            if isinstance(image, ImageRecord):
+                image = self._checked(spec, image)
+            if isinstance(image, BuildFailure):
+                chains[spec.instance_id] = image.model_copy(
+                    update={"reason": f"instance {spec.instance_id}: {image.reason}"}
+                )
+            else:
+                chains[spec.instance_id] = ImageChain(layers=[image])
+        return chains
+
+    # --- pull ------------------------------------------------------------------------
+
+    def _image(
+        self, instance_id: str, reference: str, pins: dict[str, ImageRecord]
+    ) -> ImageRecord | BuildFailure:
+        """The image of ``reference``: found in the store by its digest, else pulled."""
+        parsed = parse_pinned_reference(reference)
+        assert parsed is not None, reference  # the config validated it
+        repository, manifest_digest = parsed
+        inputs = [
+            PinnedInput(kind="image", name=repository, digest=manifest_digest, source=reference)
+        ]
+        key = layer_key(self.kind, LAYER, inputs, None)
+        log = self.cache_dir / "builds" / f"{LAYER}-{manifest_digest.removeprefix('sha256:')}.log"
+        pulled, seconds = False, 0.0
+        try:
+            found = self._inspect(reference)
+            if found is None:
+                started = time.monotonic()
+                self._pull(reference, log)
+                pulled, seconds = True, round(time.monotonic() - started, 3)
+                found = self._inspect(reference)
+                if found is None:
+                    raise ImageProblem(f"{reference} is not in the store right after its pull")
+        except ImageProblem as problem:
+            return BuildFailure(
+                builder=self.kind,
+                layer=LAYER,
+                key=key,
+                reason=str(problem),
+                build_log=str(problem.log) if problem.log else None,
+            )
+        image_id = "sha256:" + found["Id"].removeprefix("sha256:")
+        # podman checked the manifest's bytes against the digest; the store must say so too.
+        # (under any repository: the digest names the bytes, the registry only where they were)
+        digests = {entry.rpartition("@")[2] for entry in found.get("RepoDigests") or []}
+        if manifest_digest not in digests:
+            raise UserError(
+                f"instance {instance_id}: the store's image {_short(image_id)} for {reference} "
+                f"is not recorded under {manifest_digest}; refusing it"
+            )
+        pinned = pins.get(key)
+        if pinned is not None and pinned.image_digest != image_id:
+            raise UserError(
+                f"instance {instance_id}: {reference} is image {image_id} here, but the "
+                f"lockfile pinned {pinned.image_digest}; refusing it (a manifest list gives "
+                "one image per platform: was it locked on another architecture?)"
+            )
+        return ImageRecord(
+            builder=self.kind,
+            layer=LAYER,
+            key=key,
+            inputs_digest=inputs_digest(inputs),
+            inputs=inputs,
+            tag=reference,
+            parent_key=None,
+            image_digest=image_id,
+            built=pulled,
+            build_seconds=seconds,
+        )
+
+    def _inspect(self, reference: str) -> dict | None:
+        """podman's record of the image stored under ``reference``, or None."""
+        done = self.runtime.podman("image", "inspect", "--format", "json", reference, check=False)
+        if done.returncode != 0:
+            return None
+        try:
+            (found,) = json.loads(done.stdout)
+        except ValueError:
+            return None
+        return found if isinstance(found, dict) and found.get("Id") else None
+
+    def _pull(self, reference: str, log: Path) -> None:
+        """``podman pull`` by digest: podman refuses a manifest whose bytes do not match."""
+        tls = "true" if self.settings.tls_verify else "false"
+        done = self.runtime.podman("pull", "--quiet", f"--tls-verify={tls}", reference, check=False)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        atomic.write_text(log, f"$ podman pull --tls-verify={tls} {reference}\n{done.stderr}")
+        if done.returncode != 0:
+            reason = _last_line(done.stderr).removeprefix("Error: ")
+            raise ImageProblem(f"pulling {reference} failed: {reason}", log)
+
+    # --- the supervisor's contract ----------------------------------------------------
+
+    def _checked(self, spec: TestSpec, image: ImageRecord) -> ImageRecord | BuildFailure:
+        """The image, if it holds what the supervisor needs for ``spec``; else a failure."""
+        check_key = sha256_json(
+            {
+                "check": CONTRACT_CHECK,
+                "supervisor": sha256_bytes(SUPERVISOR.read_bytes()),
+                "base_commit": spec.base_commit,
+                "user": TEST_USER,
+            }
+        ).removeprefix("sha256:")[:32]
+        verdict = self._cache("images", image.image_digest, f"check-{check_key}.json")
+        try:
+            if verdict.exists():
+                result = json.loads(verdict.read_text())
+            else:
+                result = self._run_check(spec, image)
+                atomic.write_text(verdict, json.dumps(result, sort_keys=True) + "\n")
+        except ImageProblem as problem:
+            return self._failure(image, str(problem))
+        if result["problems"]:
+            return self._failure(
+                image, f"{image.tag} cannot run trials: " + "; ".join(result["problems"])
+            )
+        packages = self._manifest_file(image.image_digest)
+        if result["packages"] is not None and not packages.exists():
+            lines = sorted(result["packages"].splitlines())
+            atomic.write_text(packages, "\n".join(lines) + "\n")
+        if not packages.exists():
+            return image
+        return image.model_copy(
+            update={"package_manifest_digest": sha256_bytes(packages.read_bytes())}
+        )
+
+    def _run_check(self, spec: TestSpec, image: ImageRecord) -> dict:
+        found = self._inspect(image.tag) or {}
+        config = found.get("Config") or {}
+        if config.get("Entrypoint"):
+            raise ImageProblem(
+                f"{image.tag} has an ENTRYPOINT ({' '.join(config['Entrypoint'])}): the "
+                "supervisor must be the container's command"
+            )
+        if str(config.get("User") or "") not in _ROOT_USERS:
+            raise ImageProblem(
+                f"{image.tag} runs as user {config['User']!r}: the supervisor must start "
+                "as the container's root"
+            )
+        done = self.runtime.podman(
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "--pull",
+            "never",
+            "--security-opt",
+            "no-new-privileges",
+            f"--volume={SUPERVISOR}:{SUPERVISOR_PATH}:ro",
+            image.tag,
+            "/usr/bin/python3",
+            "-I",
+            "-S",
+            "-c",
+            CONTRACT_CHECK,
+            TESTBED,
+            GIT_DIR,
+            SUPERVISOR_PATH,
+            spec.base_commit,
+            str(TEST_USER["uid"]),
+            check=False,
+        )
+        if done.returncode in (126, 127):
+            raise ImageProblem(
+                f"{image.tag} has no /usr/bin/python3 to run the supervisor with "
+                f"({_RUNTIME_FAILURES[done.returncode]})"
+            )
+        try:
+            result = json.loads(done.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            result = None
+        if done.returncode != 0 or not isinstance(result, dict):
+            raise ImageProblem(
+                f"checking {image.tag} failed (podman exit code {done.returncode}): "
+                f"{_last_line(done.stderr)}"
+            )
+        return {"problems": list(result.get("problems") or []), "packages": result.get("packages")}
+
+    def _failure(self, image: ImageRecord, reason: str) -> BuildFailure:
+        return BuildFailure(builder=self.kind, layer=LAYER, key=image.key, reason=reason)
+
+    # --- files -----------------------------------------------------------------------
+
+    def _cache(self, folder: str, image_digest: str, suffix: str) -> Path:
+        path = self.cache_dir / folder / f"{image_digest.removeprefix('sha256:')}.{suffix}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def _manifest_file(self, image_digest: str) -> Path:
+        # The same file name as the Containerfile builder's: one list per image Id.
+        return self._cache("images", image_digest, "packages.txt")
+
+    def missing(self, records: list[ImageRecord]) -> list[ImageRecord]:
+        # A reference pinned by digest is not a name the store lists: ask by reference.
+        return [r for r in records if f"sha256:{self.runtime.image_id(r.tag)}" != r.image_digest]
+
+    def package_manifest(self, base: ImageRecord) -> Path | None:
+        manifest = self._manifest_file(base.image_digest)
+        return manifest if manifest.exists() else None
+
+
+def _short(digest: str) -> str:
+    return digest.removeprefix("sha256:")[:12]

@@ -1,0 +1,1 @@
+"""Grade: a test log becomes a status map, an observation, a score."""

@@ -1,0 +1,357 @@
+"""Observation: the normalized facts of one attempt, built from its artifacts only.
+
+Two sources:
+
+* an attempt evalrepro ran (``source = "supervisor"``): the facts come from the
+  supervisor's report (``supervisor.json``: patch method, protected files, reset
+  verification, exit code, limits, the exit guard) and the test region is the byte range
+  the report records, not text between marker lines; the patch checks
+  (``patchcheck``) add what was refused or found suspect before the container;
+* a bare log (``source = "log"``, ``evalrepro grade``, a log from another harness): the
+  region is cut out between SWE-bench's marker lines (``testlog``) by the rules the
+  caller names (``log_rules``: swebench 5.0.2's, the default, or ``strict``), and only
+  what the log itself says is known.
+
+Either way the region is parsed (``parsers``) and each listed test judged
+(``grading``). Whether the attempt counts is decided later, from this record alone, by
+``score``.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from evalrepro.config.sample import Sample
+from evalrepro.grade.grading import TestsReport, tests_report
+from evalrepro.grade.parsers import Family, LogParser, Status
+from evalrepro.grade.testlog import (
+    HarnessEvent,
+    LogRules,
+    RegionStatus,
+    TestLog,
+    read_test_log,
+    suite_ran_shown,
+)
+from evalrepro.records.base import Record
+from evalrepro.run.patchcheck import PatchCheck, SuspectFinding
+from evalrepro.run.protection import ResolvedProtection
+from evalrepro.run.supervision import ProtectedFile, SupervisorReport
+
+
+class PatchStatus(StrEnum):
+    APPLIED = "applied"  # tests ran against the patched tree
+    REJECTED = "rejected"  # does not apply to the base commit: a product failure
+    INVALID = "invalid"  # empty, or unsafe: breaks the input contract
+
+
+class ExecutionStatus(StrEnum):
+    COMPLETED = "completed"
+    TIMEOUT = "timeout"
+    LIMIT = "limit"  # stopped by a resource limit (which one: ``limit``)
+    ABORTED = "aborted"  # the sandbox died while the tests ran
+    NOT_RUN = "not_run"
+
+
+class ParserStatus(StrEnum):
+    OK = "ok"
+    NO_MARKERS = "no_markers"  # the test region never closed (crash, kill, timeout)
+    SUSPECT = "suspect"  # duplicated markers: the log cannot be trusted
+    EMPTY = "empty"  # nothing parsed and no evidence that the suite ran
+    UNTRUSTED = "untrusted"  # the parsed lines contradict the runner's totals or exit code
+    NOT_PARSED = "not_parsed"  # no test output to parse (the tests did not run)
+
+
+# SWE-bench harness lines that mean the environment, not the patch, broke.
+_INFRASTRUCTURE_EVENTS = (HarnessEvent.RESET_FAILED, HarnessEvent.TESTS_ERRORED)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Observation(Record):
+    record: Literal["Observation"] = "Observation"
+    schema_version: int = 2
+    instance_id: str
+    #: Where the facts come from: evalrepro's supervisor, or a bare log.
+    source: Literal["supervisor", "log"] = "log"
+    #: The rules that read a bare log (``testlog``); None for the supervisor's byte range.
+    log_rules: Literal["swebench", "strict"] | None = None
+    #: None when unknown (grading a bare log whose patch step was not recorded).
+    patch_status: PatchStatus | None = None
+    patch_method: str | None = None
+    #: Why the patch never reached a container: "empty" or "unsafe: ...".
+    patch_problem: str | None = None
+    execution_status: ExecutionStatus = ExecutionStatus.COMPLETED
+    infrastructure_error: str | None = None
+    #: The limit that stopped the tests ("memory", "pids", "disk", "output").
+    limit: str | None = None
+    limit_detail: str = ""
+    #: "verified": the test files were base + test patch when the tests started.
+    reset: Literal["verified", "failed"] | None = None
+    reset_detail: str = ""
+    #: Test infrastructure the model patch changed, and what the policy did with it.
+    protected: list[ProtectedFile] = []
+    protection_policy: Literal["restore", "record", "invalid"] | None = None
+    #: Code that reaches into the test framework (static scan and exit guard).
+    suspects: list[SuspectFinding] = []
+    suspect_policy: Literal["invalid", "record"] | None = None
+    #: How the test runner (Python) ended: "abnormal" = without its normal shutdown.
+    runner_exit: Literal["clean", "abnormal", "unknown"] | None = None
+    runner_detail: str = ""
+    parser: str
+    parser_status: ParserStatus
+    parser_detail: str = ""
+    test_exit_code: int | None = None
+    status_map: dict[str, str]
+    tests: TestsReport | None = None
+
+
+def observe(
+    log_text: str,
+    sample: Sample,
+    parser: LogParser,
+    *,
+    rules: LogRules = "swebench",
+    patch_status: PatchStatus | None = None,
+    patch_method: str | None = None,
+    execution_status: ExecutionStatus = ExecutionStatus.COMPLETED,
+    infrastructure_error: str | None = None,
+) -> Observation:
+    """The Observation of a bare log, read by ``rules`` (``testlog``).
+
+    ``"swebench"`` (the default: a bare log comes from elsewhere, most often SWE-bench's
+    own harness) reproduces swebench 5.0.2's ``get_logs_eval`` for every compatible
+    parser: "found" exactly when ``parser_status`` is OK, and then its status map, so
+    the F2P/P2P lists and the resolution are its own (when it finds nothing, the log is
+    unscorable here, and ``status_map`` still shows what was parsed, for a reader). A
+    native parser gets the same region and fallback, still checks the runner's totals
+    (a mismatch is ``untrusted``) and gives its own evidence that the suite ran.
+    ``"strict"`` is the distrusting reading: whole-line markers, one region, no
+    fallback to the whole log, duplicate markers unscorable.
+    """
+    log = read_test_log(log_text, rules)
+    if HarnessEvent.TESTS_TIMED_OUT in log.events or log.harness_timeout:
+        execution_status = ExecutionStatus.TIMEOUT
+    if patch_status is None and HarnessEvent.PATCH_APPLY_FAILED in log.events:
+        patch_status = PatchStatus.REJECTED
+    if patch_status is None and log.patch_method is not None:
+        patch_status, patch_method = PatchStatus.APPLIED, log.patch_method
+    for event in _INFRASTRUCTURE_EVENTS:
+        if event in log.events and infrastructure_error is None:
+            infrastructure_error = f"harness reported '{event.value}'"
+
+    common = {
+        "instance_id": sample.instance_id,
+        "source": "log",
+        "log_rules": rules,
+        "patch_status": patch_status,
+        "patch_method": patch_method,
+        "execution_status": execution_status,
+        "infrastructure_error": infrastructure_error,
+        "parser": parser.name,
+        "test_exit_code": log.exit_code,
+    }
+    if rules == "swebench" and log.events:
+        # swebench grades nothing once one of its harness lines is anywhere in the log.
+        shown = ", ".join(f"'{event.value}'" for event in log.events)
+        return Observation(
+            **common,
+            parser_status=ParserStatus.NOT_PARSED,
+            parser_detail=f"the log holds {shown}: swebench grades no test output then",
+            status_map={},
+        )
+    if not log.usable:
+        status = (
+            ParserStatus.SUSPECT
+            if log.region_status is RegionStatus.SUSPECT
+            else ParserStatus.NO_MARKERS
+        )
+        return Observation(**common, parser_status=status, parser_detail=log.detail, status_map={})
+    if rules == "strict":
+        return Observation(**common, **_parsed(log.region, log.exit_code, sample, parser))
+    return Observation(**common, **_parsed_as_swebench(log, sample, parser))
+
+
+def _parsed_as_swebench(log: TestLog, sample: Sample, parser: LogParser) -> dict:
+    """The rest of swebench's ``get_logs_eval``, once its harness lines and markers passed."""
+    parsed = parser.parse(log.region)
+    whole_log = not parsed.statuses
+    if whole_log:
+        # swebench re-parses the whole log when the region yields nothing (install
+        # output, the patch's diff and every trace line included).
+        parsed = parser.parse(log.text)
+    statuses = {test: str(status) for test, status in parsed.statuses.items()}
+    # swebench accepts an empty map only with its SUITE_RAN evidence in the whole log;
+    # a native parser has better evidence, the runner's own totals in what it parsed.
+    suite_ran = suite_ran_shown(log.text) if parser.family is Family.SWEBENCH else parsed.suite_ran
+    status, detail = _judge_parse(parsed.problems, statuses, suite_ran, log.exit_code)
+    if status is ParserStatus.OK and whole_log:
+        detail = "no results between the markers: the whole log was parsed, as swebench does"
+    return {
+        "parser_status": status,
+        "parser_detail": detail,
+        "status_map": statuses,
+        "tests": tests_report(
+            statuses,
+            sample.fail_to_pass,
+            sample.pass_to_pass,
+            fail_only=parser.fail_only or sample.fail_only,
+        ),
+    }
+
+
+def observe_attempt(
+    sample: Sample,
+    parser: LogParser,
+    protection: ResolvedProtection,
+    check: PatchCheck,
+    *,
+    report: SupervisorReport | None,
+    region: str | None,
+) -> Observation:
+    """The Observation of an attempt evalrepro ran (or refused to run).
+
+    ``check`` is the patch check (a refused patch never ran: ``report`` is None);
+    ``report`` the supervisor's report with the runtime's own facts; ``region`` the test
+    output read back by the report's byte range.
+    """
+    facts: dict = {
+        "instance_id": sample.instance_id,
+        "source": "supervisor",
+        "parser": parser.name,
+        "protection_policy": protection.policy,
+        "suspect_policy": protection.suspect,
+        "suspects": list(check.suspects),
+        "status_map": {},
+        "parser_status": ParserStatus.NOT_PARSED,
+    }
+    if check.problem is not None:
+        return Observation(
+            **facts,
+            patch_status=PatchStatus.INVALID,
+            patch_problem=check.problem,
+            execution_status=ExecutionStatus.NOT_RUN,
+        )
+    if report is None:
+        return Observation(
+            **facts,
+            execution_status=ExecutionStatus.NOT_RUN,
+            infrastructure_error="the attempt has no supervisor report",
+        )
+    problem = report.runtime.error or _infrastructure(report)
+    if report.patch is not None:
+        facts["patch_status"] = {
+            "applied": PatchStatus.APPLIED,
+            "rejected": PatchStatus.REJECTED,
+            "unsafe": PatchStatus.INVALID,
+        }[report.patch.status]
+        facts["patch_method"] = report.patch.method
+        if report.patch.status == "unsafe":
+            facts["patch_problem"] = f"unsafe: {report.patch.detail}"
+        # The supervisor keeps only replacements by code in files the patch changed.
+        facts["suspects"] += [
+            SuspectFinding(
+                rule="framework_replaced",
+                path=item.file,
+                line=0,
+                text=f"{item.target} replaced by code in {item.file} (seen at the runner's exit)",
+            )
+            for item in (report.tests.replaced if report.tests else [])
+        ]
+        facts["suspects"] += [
+            SuspectFinding(
+                rule="changed_during_run",
+                path=item.split(" (", 1)[0],
+                line=0,
+                text=f"{item} changed while the tests ran",
+            )
+            for item in (report.tests.changed_during_run if report.tests else [])
+        ]
+    if report.protect is not None:
+        facts["protected"] = report.protect.touched
+    if report.reset is not None:
+        facts["reset"] = "verified" if report.reset.ok else "failed"
+        facts["reset_detail"] = report.reset.detail or (report.reset.reason or "")
+    tests = report.tests
+    if tests is None:
+        execution = ExecutionStatus.NOT_RUN
+        if report.tests_started is not None and problem is None:
+            if report.runtime.deadline_passed:
+                execution = ExecutionStatus.TIMEOUT
+                facts["limit_detail"] = "the tests outran the host's deadline: container removed"
+            else:
+                execution = ExecutionStatus.ABORTED
+                facts["limit_detail"] = "the sandbox ended while the tests ran (killed or crashed)"
+        return Observation(**facts, execution_status=execution, infrastructure_error=problem)
+
+    facts["test_exit_code"] = tests.exit_code
+    facts["runner_exit"] = tests.runner_exit
+    facts["runner_detail"] = tests.runner_detail
+    execution = ExecutionStatus.COMPLETED
+    if tests.stopped is not None:
+        if tests.stopped.limit == "timeout":
+            execution = ExecutionStatus.TIMEOUT
+        else:
+            execution, facts["limit"] = ExecutionStatus.LIMIT, tests.stopped.limit
+        facts["limit_detail"] = tests.stopped.detail
+    if region is None:
+        problem = problem or "test_output.txt does not hold the recorded test output"
+        return Observation(**facts, execution_status=execution, infrastructure_error=problem)
+    facts |= _parsed(region, tests.exit_code, sample, parser)
+    return Observation(**facts, execution_status=execution, infrastructure_error=problem)
+
+
+def _infrastructure(report: SupervisorReport) -> str | None:
+    """What went wrong on the harness's side of the sandbox, if anything."""
+    if report.stream_problem is not None:
+        return report.stream_problem
+    if report.error is not None:
+        return f"supervisor failed in its {report.error.phase} phase: {report.error.detail}"
+    if report.start is None:
+        return "the supervisor never started"
+    if not report.complete and report.tests_started is None:
+        if report.runtime.deadline_passed:
+            return "the sandbox did not reach its tests by the host's deadline"
+        return "the sandbox ended before the tests started"
+    if report.reset is not None and report.reset.reason == "test_patch_failed":
+        return f"the test patch does not apply to the base commit ({report.reset.detail})"
+    return None
+
+
+def _parsed(region: str, exit_code: int | None, sample: Sample, parser: LogParser) -> dict:
+    parsed = parser.parse(region)
+    statuses = {test: str(status) for test, status in parsed.statuses.items()}
+    status, detail = _judge_parse(parsed.problems, statuses, parsed.suite_ran, exit_code)
+    return {
+        "parser_status": status,
+        "parser_detail": detail,
+        "status_map": statuses,
+        "tests": tests_report(
+            statuses,
+            sample.fail_to_pass,
+            sample.pass_to_pass,
+            fail_only=parser.fail_only or sample.fail_only,
+        ),
+    }
+
+
+def _judge_parse(
+    problems: tuple[str, ...], statuses: dict[str, str], suite_ran: bool, exit_code: int | None
+) -> tuple[ParserStatus, str]:
+    if problems:
+        return ParserStatus.UNTRUSTED, "; ".join(problems)
+    if not statuses and not suite_ran:
+        # terminal-bench's all([]) == True trap: nothing parsed is not "all passed".
+        return ParserStatus.EMPTY, "no test results in the test output"
+    failing = {Status.FAILED, Status.ERROR}
+    if exit_code not in (None, 0) and statuses and not any(s in failing for s in statuses.values()):
+        # The code under test can print its own PASSED lines; the exit code it cannot fake.
+        return (
+            ParserStatus.UNTRUSTED,
+            f"test command exited {exit_code} but the log reports no failing test",
+        )
+    return ParserStatus.OK, ""

@@ -1,0 +1,151 @@
+"""Score: resolved / unresolved / invalid, decided from an Observation alone.
+
+The order of judgement is fixed (../shared/docs/semantics.md): infrastructure, then the
+patch, then what the patch did to the test setup, then how the run ended, then the log,
+then the tests. It is written as a table so the order is visible and cannot drift: the
+first rule that matches decides.
+
+What the patch is to blame for and cannot be scored as a fix is ``unresolved`` (empty,
+unsafe, rejected); what leaves the tests' verdict untrustworthy is ``invalid`` (a test
+reset that did not hold, test infrastructure changed under the ``invalid`` policy,
+suspect code under the ``invalid`` policy, a timeout, a limit, a sandbox that died, a
+runner that left without its normal shutdown while reporting success, an unscorable
+log). Every invalid trial still counts in the denominator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from enum import StrEnum
+from typing import Literal
+
+from evalrepro.grade.grading import Resolution
+from evalrepro.grade.observation import ExecutionStatus, Observation, ParserStatus, PatchStatus
+from evalrepro.records.base import Record
+
+
+class Outcome(StrEnum):
+    RESOLVED = "resolved"
+    UNRESOLVED = "unresolved"
+    INVALID = "invalid"  # unscorable: infrastructure, timeout or an untrustworthy log
+
+
+class Score(Record):
+    record: Literal["Score"] = "Score"
+    outcome: Outcome
+    #: A code from JUDGEMENT, or "tests_passed" / "tests_failed".
+    reason: str
+    detail: str = ""
+    resolution: Resolution | None = None
+
+
+Rule = Callable[[Observation], bool]
+Detail = Callable[[Observation], str]
+
+_LIMITS = ("memory", "pids", "disk", "output")
+
+
+def _suspects(o: Observation) -> str:
+    shown = [f"{s.rule} in {s.path}" + (f":{s.line}" if s.line else "") for s in o.suspects[:5]]
+    more = f" and {len(o.suspects) - 5} more" if len(o.suspects) > 5 else ""
+    return "; ".join(shown) + more
+
+
+def _protected(o: Observation) -> str:
+    return ", ".join(f"{p.path} ({p.reason})" for p in o.protected[:5]) + (
+        f" and {len(o.protected) - 5} more" if len(o.protected) > 5 else ""
+    )
+
+
+# (reason, outcome, applies, detail), judged in order.
+JUDGEMENT: tuple[tuple[str, Outcome, Rule, Detail], ...] = (
+    (
+        "infrastructure_error",
+        Outcome.INVALID,
+        lambda o: o.infrastructure_error is not None,
+        lambda o: o.infrastructure_error or "",
+    ),
+    ("patch_empty", Outcome.UNRESOLVED, lambda o: o.patch_problem == "empty", lambda o: ""),
+    (
+        "patch_unsafe",
+        Outcome.UNRESOLVED,
+        lambda o: (o.patch_problem or "").startswith("unsafe"),
+        lambda o: (o.patch_problem or "").removeprefix("unsafe: "),
+    ),
+    (
+        "patch_rejected",
+        Outcome.UNRESOLVED,
+        lambda o: o.patch_status is PatchStatus.REJECTED,
+        lambda o: "",
+    ),
+    (
+        "patch_invalid",
+        Outcome.UNRESOLVED,
+        lambda o: o.patch_status is PatchStatus.INVALID,
+        lambda o: o.patch_problem or "",
+    ),
+    ("test_reset_failed", Outcome.INVALID, lambda o: o.reset == "failed", lambda o: o.reset_detail),
+    (
+        "test_infrastructure_changed",
+        Outcome.INVALID,
+        lambda o: o.protection_policy == "invalid" and bool(o.protected),
+        _protected,
+    ),
+    (
+        "suspect_patch",
+        Outcome.INVALID,
+        lambda o: o.suspect_policy == "invalid" and bool(o.suspects),
+        _suspects,
+    ),
+    (
+        "timeout",
+        Outcome.INVALID,
+        lambda o: o.execution_status is ExecutionStatus.TIMEOUT,
+        lambda o: o.limit_detail,
+    ),
+    *(
+        (
+            f"limit_{name}",
+            Outcome.INVALID,
+            (lambda o, name=name: o.execution_status is ExecutionStatus.LIMIT and o.limit == name),
+            lambda o: o.limit_detail,
+        )
+        for name in _LIMITS
+    ),
+    (
+        "sandbox_died",
+        Outcome.INVALID,
+        lambda o: o.execution_status is ExecutionStatus.ABORTED,
+        lambda o: o.limit_detail,
+    ),
+    (
+        "not_run",
+        Outcome.INVALID,
+        lambda o: o.execution_status is ExecutionStatus.NOT_RUN,
+        lambda o: "",
+    ),
+    (
+        "runner_exit_abnormal",
+        Outcome.INVALID,
+        # Only a success is suspicious: a crash that reports failure is a failure.
+        lambda o: o.runner_exit == "abnormal" and o.test_exit_code == 0,
+        lambda o: o.runner_detail,
+    ),
+    (
+        "log_unparseable",
+        Outcome.INVALID,
+        lambda o: o.parser_status is not ParserStatus.OK,
+        lambda o: o.parser_detail,
+    ),
+)
+
+
+def score(observation: Observation) -> Score:
+    for reason, outcome, applies, detail in JUDGEMENT:
+        if applies(observation):
+            return Score(outcome=outcome, reason=reason, detail=detail(observation))
+    assert observation.tests is not None  # parser_status OK implies a tests report
+    resolution = observation.tests.resolution
+    if resolution is Resolution.FULL:
+        return Score(outcome=Outcome.RESOLVED, reason="tests_passed", resolution=resolution)
+    return Score(outcome=Outcome.UNRESOLVED, reason="tests_failed", resolution=resolution)

@@ -1,0 +1,258 @@
+"""``evalrepro lock`` and ``evalrepro run``: config -> plan -> lockfile -> execute -> report.
+
+Run directory (default ``runs/<experiment>-<UTC time>/``)::
+
+    lockfile.lock.json     the frozen plan (see lockfile.py); a resume must match it
+    run.json               each session: when, command line, host, backend mode
+    config.json            the validated, composed config
+    images/                each base image's installed packages (name=version)
+    trials/<label>/        one per trial: attempt-N/ (artifacts + Attempt record),
+                           result.json (the TrialResult: the source of truth)
+    results.json           the aggregate, rebuilt from the trial results
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+
+from evalrepro import atomic
+from evalrepro.build.images import BuildFailure, ImageChain, package_manifest_name
+from evalrepro.config.environment import SandboxEnvironment
+from evalrepro.config.experiment import ExperimentConfig
+from evalrepro.errors import UserError
+from evalrepro.plan.lockfile import Difference, Lockfile, build_lockfile, differences, read_lockfile
+from evalrepro.plan.plan import Plan, build_plan
+from evalrepro.report.progress import TrialProgress
+from evalrepro.report.run_report import (
+    RunReport,
+    RunResults,
+    aggregate,
+    build_run_report,
+    print_gate,
+    print_results,
+)
+from evalrepro.report.timing import record_builds
+from evalrepro.run.backend import Backend
+from evalrepro.run.execute import AttemptSettings, TrialJob, container_prefix
+from evalrepro.run.executors import open_executor
+from evalrepro.run.recorder import Recorder
+from evalrepro.run.rundir import RunDirectory
+
+
+def default_cache_dir() -> Path:
+    if os.environ.get("EVALREPRO_CACHE"):
+        return Path(os.environ["EVALREPRO_CACHE"])
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "evalrepro"
+
+
+def plan_and_lock(
+    config: ExperimentConfig,
+    console: Console,
+    cache_dir: Path,
+    pinned_by: Lockfile | None = None,
+    backend: Backend | None = None,
+) -> tuple[Backend, Plan, Lockfile]:
+    """The plan with every image built, and its lockfile. ``pinned_by``: a lockfile whose
+    image records the builder rebuilds exactly (a builder that pins its inputs reuses
+    its pins instead of resolving them again; a layer it cannot rebuild is a failure
+    naming the input). ``backend``: one opened already (the config's, unless a test
+    brings its own)."""
+    backend = backend or Backend.open(
+        config.environment, cache_dir, concurrency=config.executor.concurrency
+    )
+    locked = None
+    if pinned_by is not None and pinned_by.environment.builder == backend.builder.kind:
+        locked = [image.record() for image in pinned_by.environment.images]
+    backend.check()
+    console.print(f"[bold]{escape(config.name)}[/]: resolving the plan and its images ...")
+    for advice in config.dataset.command_advice():
+        console.print(f"[yellow]note[/]: {escape(advice)}", soft_wrap=True)
+    plan = build_plan(config, backend.builder, cache_dir, locked)
+    _print_images(console, plan)
+    return backend, plan, build_lockfile(config, plan)
+
+
+def lock_experiment(
+    config: ExperimentConfig,
+    console: Console,
+    *,
+    output: Path,
+    cache_dir: Path,
+    update: bool = False,
+    backend: Backend | None = None,
+) -> Lockfile:
+    """Resolve the config into a lockfile, building every image; run no trial.
+
+    An existing lockfile at ``output`` keeps its pins (as a package manager's lockfile
+    does): inputs are resolved again only where the config changed, or with ``update``.
+    """
+    previous = None
+    if output.is_file() and not update:
+        previous = read_lockfile(output, checked=False)
+    _, _, lockfile = plan_and_lock(config, console, cache_dir, previous, backend)
+    if lockfile.environment.build_failures:
+        failed = lockfile.environment.build_failures[0]
+        raise UserError(
+            f"cannot lock: the {failed.layer} layer failed to build ({failed.reason})"
+            + (f"; log: {failed.build_log}" if failed.build_log else "")
+        )
+    lockfile.write(output)
+    console.print(f"locked {len(lockfile.trials)} trials into {escape(str(output))}")
+    return lockfile
+
+
+def run_experiment(
+    config: ExperimentConfig,
+    console: Console,
+    *,
+    run_dir: Path | None,
+    cache_dir: Path,
+    locked: Lockfile | None = None,
+    backend: Backend | None = None,
+    tolerate: Collection[str] = (),
+    only: Collection[tuple[str, int]] | None = None,
+    swebench_run_id: str | None = None,
+) -> RunOutcome:
+    """Lock, then execute into ``run_dir``; with ``locked``, the plan must match it.
+
+    ``tolerate``: classes of difference from ``locked`` that do not stop the run (a
+    reproduction with another harness: the difference is what it measures). ``only``:
+    run just these trials, by (instance id, sample index); the others stay missing.
+    ``swebench_run_id``: the run id of its SWE-bench layout (default: the folder's name)."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    directory = RunDirectory(run_dir or config.run.output_dir / f"{config.name}-{stamp}")
+    # Held before planning: a second process is refused at once, not after the builds.
+    with directory.exclusive():
+        # A resumed run rebuilds its own pins; a lockfile to run, its pins.
+        existing = directory.lockfile_path
+        previous = read_lockfile(existing) if existing.is_file() else None
+        pins = locked or previous
+        backend, plan, lockfile = plan_and_lock(config, console, cache_dir, pins, backend)
+        try:
+            if locked is not None:
+                found = differences(locked, lockfile, same_target=True)
+                for difference in found:
+                    if difference.kind in tolerate:
+                        console.print(
+                            f"[yellow]note[/]: {escape(difference.kind)}: "
+                            f"{escape(difference.detail)}",
+                            soft_wrap=True,
+                        )
+                found = [d for d in found if d.kind not in tolerate]
+                if found:
+                    raise PlanMismatch(found)
+            resuming = directory.begin(lockfile, backend.describe(), previous=previous)
+            prefix = container_prefix(directory.path)
+            done = directory.completed(lockfile)
+            # Before their folders go: a killed session's containers may still write there.
+            leftovers = backend.runtime.remove_leftovers(prefix)
+            removed = directory.remove_incomplete(lockfile)
+            _write_image_artifacts(directory.path, plan, backend)
+            record_builds(directory.path, plan.images)
+            todo = [p for p in plan.trials if p.trial.trial_id not in done]
+            if only is not None:
+                wanted = set(only)
+                todo = [
+                    p for p in todo if (p.sample.instance_id, p.trial.key.sample_index) in wanted
+                ]
+            if resuming:
+                console.print(
+                    f"resuming {escape(str(directory.path))}: {len(done)} of "
+                    f"{len(plan.trials)} trials done"
+                    + (f", leftovers of {len(removed)} removed" if removed else "")
+                    + (f", {len(leftovers)} stray containers removed" if leftovers else "")
+                )
+            environment = config.environment
+            sandboxed = isinstance(environment, SandboxEnvironment)
+            settings = AttemptSettings(
+                limits=environment.limits if sandboxed else None,
+                timeout=environment.timeout if sandboxed else 1,
+                allow_user_namespaces=sandboxed and environment.allow_user_namespaces,
+                sandbox_prefix=prefix,
+                max_attempts=config.executor.max_attempts,
+            )
+            recorder = Recorder(directory.path)
+            jobs = [TrialJob(planned, settings, recorder) for planned in todo]
+            executor = open_executor(config.executor, backend.runtime)
+            timeout = settings.timeout if sandboxed else None
+            with TrialProgress(console, len(todo), timeout) as progress:
+                new = executor.run(jobs, progress)
+        finally:
+            backend.close()
+        by_id = {**done, **{result.trial.trial_id: result for result in new}}
+        results = [by_id[t.trial_id] for t in lockfile.trials if t.trial_id in by_id]
+        summary = aggregate(config.name, plan.target_id, results, planned=len(lockfile.trials))
+        directory.write_results(summary)
+        directory.write_swebench_layout(lockfile, by_id, run_id=swebench_run_id)
+        report = build_run_report(directory.path, lockfile, by_id)
+    print_results(console, summary)
+    print_gate(console, report)
+    console.print(f"run directory: {escape(str(directory.path))}")
+    return RunOutcome(results=summary, report=report, run_dir=directory.path)
+
+
+class PlanMismatch(UserError):
+    """The plan made here is not the lockfile's: an image, the dataset or a setting
+    differs. Nothing ran."""
+
+    def __init__(self, found: list[Difference]) -> None:
+        self.differences = found
+        listed = "; ".join(f"{d.kind}: {d.detail}" for d in found)
+        super().__init__(f"the plan no longer matches the lockfile, refusing to run ({listed})")
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    results: RunResults
+    report: RunReport
+    run_dir: Path
+
+
+def _write_image_artifacts(run_dir: Path, plan: Plan, backend: Backend) -> None:
+    """Each base image's installed packages (name=version), beside the run's results."""
+    for image in plan.images:
+        if not isinstance(image, ImageChain):
+            continue
+        base = image.layers[0]
+        manifest = backend.builder.package_manifest(base)
+        target = run_dir / package_manifest_name(base.key)
+        if manifest is not None and not target.exists():
+            atomic.write_bytes(target, manifest.read_bytes())
+
+
+def _print_images(console: Console, plan: Plan) -> None:
+    layers: dict[str, tuple[str, bool]] = {}
+    failures: dict[str, BuildFailure] = {}
+    failed_trials = 0
+    for image in plan.images:
+        records = image.layers if isinstance(image, ImageChain) else image.below
+        for record in records:
+            layers[record.key] = (record.layer, record.built)
+        if isinstance(image, BuildFailure):
+            failures[image.key] = image
+            failed_trials += 1
+    built = sum(1 for _, was_built in layers.values() if was_built)
+    console.print(
+        f"images: {len(layers)} layers ready ({built} built now, {len(layers) - built} "
+        "reused)"
+        + (
+            f"; [red]{len(failures)} failed[/] ({failed_trials} trials without an image)"
+            if failures
+            else ""
+        )
+    )
+    for failure in failures.values():
+        console.print(
+            f"  [red]{escape(failure.layer)} layer failed[/]: {escape(failure.reason)}"
+            + (f" (log: {escape(failure.build_log)})" if failure.build_log else ""),
+            highlight=False,
+            soft_wrap=True,
+        )

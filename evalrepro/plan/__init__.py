@@ -1,0 +1,1 @@
+"""Plan and lock: the experiment resolved into trials, frozen into a lockfile."""

@@ -1,0 +1,98 @@
+"""The harness that runs, observes and grades a trial: its version and its code digest.
+
+A trial id includes the harness, so that a change to what decides a verdict gives new
+trial ids even without a version bump. The version alone does not do that (a development
+checkout changes every day under one version), so the harness is also identified by
+``code_digest()``: sha256 over the canonical JSON of ``{path: sha256 of the file's
+bytes}`` for every module that can change a result (:data:`RESULT_CODE`: the log
+parsers, grading and scoring, the observation and test-log models, the test specs, the
+patch checks and protection rules, and the scripts that run inside the container).
+The rest (reports, the CLI, builders) can change freely without new trial ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from functools import cache
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from evalrepro import PACKAGE_DIR, __version__
+from evalrepro.digest import sha256_json
+
+#: The modules (files, or packages taken whole) whose code can change a trial's result.
+RESULT_CODE = (
+    "grade/grading.py",
+    "grade/observation.py",
+    "grade/parsers",
+    "grade/score.py",
+    "grade/testlog.py",
+    "plan/testspec.py",
+    "run/evalscript.py",
+    "run/patchcheck.py",
+    "run/protection.py",
+    "run/sandbox",
+    "run/supervision.py",
+)
+
+
+def code_files(root: Path = PACKAGE_DIR) -> dict[str, Path]:
+    """The files :func:`code_digest` covers, by their path relative to the package."""
+    files: dict[str, Path] = {}
+    for name in RESULT_CODE:
+        path = root / name
+        found = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+        for file in found:
+            if "__pycache__" not in file.parts:
+                files[file.relative_to(root).as_posix()] = file
+    return files
+
+
+def code_digest(root: Path | None = None) -> str:
+    """sha256 over the canonical JSON of {relative path: "sha256:<hex> of its bytes"}
+    (of the running evalrepro's code, unless ``root`` names another copy)."""
+    return _running_digest() if root is None else _digest(root)
+
+
+@cache
+def _running_digest() -> str:
+    # Once per process: the code that is running does not change under it.
+    return _digest(PACKAGE_DIR)
+
+
+def _digest(root: Path) -> str:
+    return sha256_json(
+        {
+            rel: "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+            for rel, path in code_files(root).items()
+        }
+    )
+
+
+class HarnessSource(BaseModel):
+    """Where the running evalrepro came from: provenance for a session, never identity."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: str
+    #: The git commit of a development checkout (None for an installed release).
+    commit: str | None = None
+    #: True when evalrepro runs from a source checkout (pip install -e).
+    editable: bool = False
+
+
+@cache
+def source() -> HarnessSource:
+    checkout = PACKAGE_DIR.parent
+    if not (checkout / ".git").exists() or not (checkout / "pyproject.toml").exists():
+        return HarnessSource(version=__version__)
+    done = subprocess.run(
+        ["git", "-C", str(checkout), "rev-parse", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    commit = done.stdout.strip() if done.returncode == 0 else None
+    return HarnessSource(version=__version__, commit=commit, editable=True)

@@ -1,0 +1,189 @@
+"""Plan: the experiment resolved into trials, before anything runs.
+
+One trial per instance x target sample. Building the plan materializes the repo sources
+and asks the backend for every image, because a trial's id includes its image digest:
+two runs share a trial id only if they ran the same test spec in the same image under
+the same harness. An instance the target has no patch for is planned as the target
+says (``target.missing``): refused (default), an empty patch (the denominator is the
+dataset), or left out (the denominator is what was submitted).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalrepro import __version__
+from evalrepro.build.base import Builder
+from evalrepro.build.images import BuildFailure, ImageChain, ImageRecord
+from evalrepro.config.experiment import ExperimentConfig
+from evalrepro.config.sample import Sample, load_samples
+from evalrepro.errors import UserError
+from evalrepro.grade.parsers import LogParser
+from evalrepro.plan.harness import code_digest
+from evalrepro.plan.testspec import TestSpec
+from evalrepro.records.trial import Trial, TrialKey
+from evalrepro.run.patchcheck import PatchCheck, check_patch, patch_bytes
+from evalrepro.sources.repos import resolve_sources
+from evalrepro.targets.base import Prediction, Target
+
+
+@dataclass(frozen=True)
+class PlannedTrial:
+    trial: Trial
+    sample: Sample
+    spec: TestSpec
+    parser: LogParser
+    prediction: Prediction
+    image: ImageChain | BuildFailure
+    #: The patch's checks, made once, when the trial is planned.
+    check: PatchCheck
+
+    @property
+    def label(self) -> str:
+        return self.trial.label
+
+    @property
+    def image_ref(self) -> ImageRecord | None:
+        """The image the trial runs in (None: it could not be built)."""
+        return self.image.image if isinstance(self.image, ImageChain) else None
+
+    @property
+    def unavailable(self) -> str | None:
+        """Why there is no image, when there is none."""
+        if isinstance(self.image, BuildFailure):
+            return f"image {self.image.layer} layer: {self.image.reason}"
+        return None
+
+    @property
+    def patch(self) -> bytes:
+        return patch_bytes(self.prediction.model_patch)
+
+    @property
+    def patch_known(self) -> bool:
+        return self.prediction.patch_known
+
+    @property
+    def test_patch(self) -> bytes:
+        return patch_bytes(self.sample.test_patch)
+
+
+@dataclass(frozen=True)
+class Plan:
+    target_id: str
+    trials: list[PlannedTrial]
+    #: The kind of the builder that made (or found) the images.
+    builder: str = ""
+
+    @property
+    def images(self) -> list[ImageChain | BuildFailure]:
+        return [planned.image for planned in self.trials]
+
+
+def planned_predictions(
+    samples: list[Sample], predictions: list[Prediction], target: Target, target_id: str
+) -> list[tuple[Sample, Prediction]]:
+    """(sample, its patch) for every trial to plan, in dataset then sample order.
+
+    A sample the target gave no patch for is handled as ``target.missing`` declares.
+    """
+    by_key = {(p.instance_id, p.sample_index): p for p in predictions}
+    wanted = [(s, i) for s in samples for i in range(target.samples)]
+    missing = [(s.instance_id, i) for s, i in wanted if (s.instance_id, i) not in by_key]
+    if missing and target.missing == "error":
+        listed = ", ".join(
+            f"{iid}" + (f" sample {i}" if target.samples > 1 else "") for iid, i in missing[:3]
+        )
+        raise UserError(
+            f"target: no patch for {len(missing)} of {len(wanted)} planned trials ({listed}"
+            f"{' ...' if len(missing) > 3 else ''}); set target.missing=empty (planned as "
+            "empty patches, scored unresolved) or target.missing=skip (left out of the plan)"
+        )
+    planned = []
+    for sample, index in wanted:
+        prediction = by_key.get((sample.instance_id, index))
+        if prediction is None:
+            if target.missing == "skip":
+                continue
+            prediction = Prediction(
+                instance_id=sample.instance_id,
+                model_name_or_path=target_id,
+                model_patch=None,
+                sample_index=index,
+            )
+        planned.append((sample, prediction))
+    return planned
+
+
+def build_plan(
+    config: ExperimentConfig,
+    builder: Builder,
+    cache_dir: Path,
+    locked: list[ImageRecord] | None = None,
+) -> Plan:
+    """The trials of ``config``, with every image built; ``locked``: the image records of
+    a lockfile being run again, for a builder that builds exactly what it pinned."""
+    dataset = config.dataset
+    samples = dataset.load()
+    predictions = config.target.patches(samples)
+    target = config.target.target_id(predictions)
+    wanted = planned_predictions(samples, predictions, config.target, target)
+    planned_ids = {sample.instance_id for sample, _ in wanted}
+    samples = [sample for sample in samples if sample.instance_id in planned_ids]
+    specs = {sample.instance_id: dataset.test_spec(sample) for sample in samples}
+    parsers = {sample.instance_id: dataset.parser_for(sample) for sample in samples}
+
+    if builder.needs_sources:
+        # Every instance of the file counts toward the histories (a remote's is the
+        # ancestry of the base commits it serves): a selection builds the whole dataset's
+        # layers.
+        resolved = resolve_sources(
+            dataset.sources(),
+            load_samples(Path(dataset.instances)),
+            cache_dir,
+            dataset=dataset.name,
+            selected={sample.instance_id for sample in samples},
+        )
+        checkouts = {iid: resolved.checkout(iid) for iid in resolved.keys}
+        unavailable = resolved.unavailable
+        buildable = [spec for spec in specs.values() if spec.instance_id in checkouts]
+    else:
+        checkouts, unavailable, buildable = {}, {}, list(specs.values())
+    images: dict[str, ImageChain | BuildFailure] = dict(
+        builder.prepare(buildable, checkouts, locked)
+    )
+    for instance_id, reason in unavailable.items():
+        images[instance_id] = BuildFailure(
+            builder=builder.kind, layer="history", key="", reason=f"repo source: {reason}"
+        )
+
+    trials = []
+    for sample, prediction in wanted:
+        index = prediction.sample_index
+        image = images[sample.instance_id]
+        spec = specs[sample.instance_id]
+        key = TrialKey(
+            instance_id=sample.instance_id,
+            target_id=target,
+            repository_commit=sample.base_commit,
+            image_digest=image.image.image_digest
+            if isinstance(image, ImageChain)
+            else f"unbuilt:{image.layer}:{image.key}",
+            test_spec_digest=spec.digest(),
+            harness_version=__version__,
+            harness_digest=code_digest(),
+            sample_index=index,
+            target_digest=config.target.identity(prediction),
+        )
+        trials.append(
+            PlannedTrial(
+                trial=Trial.of(key),
+                sample=sample,
+                spec=spec,
+                parser=parsers[sample.instance_id],
+                prediction=prediction,
+                image=image,
+                check=check_patch(patch_bytes(prediction.model_patch), spec.eval_script.protection),
+            )
+        )
+    return Plan(target_id=target, trials=trials, builder=builder.kind)

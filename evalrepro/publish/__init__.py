@@ -1,0 +1,1 @@
+"""Publish: verify a run, bundle it, check and reproduce a bundle."""

@@ -1,0 +1,430 @@
+"""``evalrepro verify BUNDLE``: a bundle checked from its own bytes, offline.
+
+Nothing here runs podman or Nix or reaches the network. Every problem is listed, one
+line each, by the check that found it:
+
+``checksum``     the bag: every payload file against the manifest, the manifests
+                 against the tag manifest, no file the manifest does not list
+``signature``    the tag manifest's SSH signature, against an allowed-signers file
+``bundle``       the index (bundle.json): readable, its inputs where and what it says
+``attestation``  the in-toto statement: every file a subject, by its sha256
+``crate``        the RO-Crate metadata: valid (Process Run Crate, RO-Crate 1.3), and
+                 every file it describes with its sha256
+``lockfile``     the lockfile: its digests, and the digest the index recorded
+``predictions``  the bundled predictions give the patches the lockfile locked
+``report``       the reports and the trial viewer, made again from the trial results
+and every check of ``verify RUN`` on the run inside (trials present, results, artifact
+digests, the aggregate, each log re-graded with its parser and TestSpec).
+
+An adversary who rewrites a file and its manifest line is caught by the checks that
+read meaning (the artifact digests in a result, the aggregate, the re-grade, the
+reports); one who rewrites everything consistently writes a different bundle, which
+only a signature by a key the reviewer trusts tells apart.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from evalrepro import __version__
+from evalrepro.digest import sha256_bytes, sha256_file
+from evalrepro.errors import UserError
+from evalrepro.files import read_regular_file
+from evalrepro.plan.lockfile import LOCKFILE_NAME, Lockfile, read_lockfile, short_digest
+from evalrepro.publish.bundle import (
+    ATTESTATION,
+    BUILD_INPUTS,
+    CRATE,
+    IMAGES,
+    INPUTS,
+    SIGNATURE,
+    SIGNED_FILE,
+    BundleIndex,
+    OpenedBundle,
+    bundle_report,
+    open_bundle,
+    payload_files,
+    render_reports,
+)
+from evalrepro.publish.verify import RunCheck, check_run
+
+_HEX = re.compile(r"[0-9a-f]{64}")
+#: The largest metadata file read (the crate and the statement list every file).
+_MAX_METADATA = 256 << 20
+
+
+@dataclass
+class BundleCheck(RunCheck):
+    """A run check (``run`` is the bundle) with the bundle's own: files, signer, notes."""
+
+    files: int = 0
+    #: Who signed it, when a signature was checked and holds.
+    signer: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def bundle(self) -> Path:
+        return self.run
+
+    def payload(self) -> dict:
+        payload = super().payload()
+        payload["bundle"] = str(payload.pop("run"))
+        return {**payload, "files": self.files, "signer": self.signer, "notes": self.notes}
+
+
+def check_bundle(path: Path, *, allowed_signers: Path | None = None) -> BundleCheck:
+    """Every problem of the bundle at ``path`` (an archive or an unpacked folder)."""
+    check = BundleCheck(run=path)
+    with open_bundle(path) as opened:
+        _check_bag(check, opened)
+        _check_signature(check, opened, allowed_signers)
+        digests = _payload_digests(opened)
+        check.files = len(digests)
+        index = _check_index(check, opened, digests)
+        _check_attestation(check, opened, digests)
+        _check_crate(check, opened, digests)
+        lockfile = _check_lockfile(check, opened, index)
+        if lockfile is None:
+            return check
+        paths = config_paths(opened, index)
+        run = check_run(opened.run, config_paths=paths)
+        check.planned, check.checked, check.regraded = run.planned, run.checked, run.regraded
+        for problem in run.problems:
+            # check_run names files relative to the run: named here from the payload.
+            first = problem.detail.split(":", 1)[0]
+            inside = (opened.run / first).exists() or first.startswith(("trials/", "results"))
+            check.add(problem.kind, f"run/{problem.detail}" if inside else problem.detail)
+        _check_predictions(check, lockfile, paths)
+        if index is not None:
+            _check_reports(check, opened, lockfile, index)
+    return check
+
+
+# --- the bag ---------------------------------------------------------------------------
+
+
+def _check_bag(check: BundleCheck, opened: OpenedBundle) -> None:
+    import bagit
+
+    # bagit logs every file it checks; its errors come back as exceptions.
+    logging.getLogger("bagit").setLevel(logging.CRITICAL)
+    try:
+        bag = bagit.Bag(str(opened.bag))
+        bag.validate(processes=1)
+    except bagit.BagValidationError as error:
+        for detail in error.details or [error]:
+            check.add("checksum", _bag_detail(detail))
+    except bagit.BagError as error:
+        check.add("checksum", f"not a valid bag: {error}")
+
+
+def _bag_detail(detail: Exception) -> str:
+    import bagit
+
+    if isinstance(detail, bagit.ChecksumMismatch):
+        return (
+            f"{detail.path}: sha256 {str(detail.expected)[:12]} in the manifest, the file has "
+            f"{str(detail.found)[:12]}"
+        )
+    if isinstance(detail, bagit.FileMissing):
+        return f"{detail.path}: in the manifest, not in the bundle"
+    if isinstance(detail, bagit.UnexpectedFile):
+        return f"{detail.path}: in the bundle, not in the manifest (added?)"
+    return str(detail)
+
+
+def _check_signature(check: BundleCheck, opened: OpenedBundle, allowed: Path | None) -> None:
+    if allowed is not None and not allowed.is_file():
+        raise UserError(f"--allowed-signers {allowed}: no such file")
+    signature = opened.bag / SIGNATURE
+    if not signature.is_file():
+        if allowed is not None:
+            check.add("signature", "the bundle is not signed (no tagmanifest-sha256.txt.sig)")
+        return
+    if allowed is None:
+        check.notes.append("signed; the signature was not checked (pass --allowed-signers)")
+        return
+    from evalrepro.publish.signing import verify
+
+    signer, why = verify(opened.bag / SIGNED_FILE, signature, allowed)
+    if why is not None:
+        check.add("signature", f"{SIGNATURE}: {why}")
+    check.signer = signer
+
+
+# --- the payload's own records -----------------------------------------------------------
+
+
+def _payload_digests(opened: OpenedBundle) -> dict[str, str]:
+    return {
+        relative: sha256_file(opened.data / relative).removeprefix("sha256:")
+        for relative in payload_files(opened.data)
+    }
+
+
+def _check_index(
+    check: BundleCheck, opened: OpenedBundle, digests: dict[str, str]
+) -> BundleIndex | None:
+    try:
+        index = opened.index()
+    except UserError as error:
+        check.add("bundle", _relative(str(error), opened))
+        return None
+    listed = {item.path for item in index.inputs}
+    for item in index.inputs:
+        parts = item.path.split("/")
+        if item.role == "build":
+            placed = len(parts) == 2 and parts[0] == BUILD_INPUTS and _HEX.fullmatch(parts[1])
+        else:
+            placed = len(parts) == 3 and parts[:2] == [INPUTS, item.sha256]
+            placed = placed and parts[2] not in ("", ".", "..")
+        if not placed:
+            check.add("bundle", f"{item.path}: not where its digest puts it ({item.source})")
+        elif digests.get(item.path) is None:
+            check.add("bundle", f"{item.path}: missing ({item.role} {item.source})")
+        elif digests[item.path] != item.sha256:
+            check.add("bundle", f"{item.path}: its bytes are not its name's sha256")
+    for path in digests:
+        if path.startswith((f"{INPUTS}/", f"{BUILD_INPUTS}/")) and path not in listed:
+            check.add("bundle", f"{path}: an input the index does not list")
+    for archive in index.images:
+        if archive not in digests or not archive.startswith(f"{IMAGES}/"):
+            check.add("bundle", f"{archive}: the images archive the index names is missing")
+    return index
+
+
+def _metadata(check: BundleCheck, opened: OpenedBundle, name: str, kind: str) -> object | None:
+    try:
+        return json.loads(read_regular_file(opened.data / name, _MAX_METADATA, name))
+    except UserError as error:
+        check.add(kind, _relative(str(error), opened))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        check.add(kind, f"{name}: not JSON ({error})")
+    return None
+
+
+def _check_attestation(check: BundleCheck, opened: OpenedBundle, digests: dict[str, str]) -> None:
+    from evalrepro.publish.attestation import check_statement
+
+    statement = _metadata(check, opened, ATTESTATION, "attestation")
+    if statement is None:
+        return
+    for problem in check_statement(statement, digests):
+        # The statement's own lines name their kind and full digests: shortened here.
+        line = re.sub(r"\b([0-9a-f]{12})[0-9a-f]{52}\b", r"\1", problem)
+        check.add("attestation", line.removeprefix("attestation: "))
+
+
+def _check_crate(check: BundleCheck, opened: OpenedBundle, digests: dict[str, str]) -> None:
+    from evalrepro.publish.crate import validate_crate
+
+    metadata = _metadata(check, opened, CRATE, "crate")
+    if metadata is None:
+        return
+    for problem in validate_crate(opened.data):
+        check.add("crate", problem)
+    graph = metadata.get("@graph") if isinstance(metadata, dict) else None
+    if not isinstance(graph, list):
+        check.add("crate", f"{CRATE}: no @graph")
+        return
+    described: dict[str, object] = {}
+    for entity in graph:
+        if isinstance(entity, dict) and _is_file(entity) and isinstance(entity.get("@id"), str):
+            # The rocrate library percent-encodes ids (a wheel's "+" is "%2B").
+            described[unquote(entity["@id"])] = entity.get("sha256")
+    expected = {**digests, ATTESTATION: sha256_bytes((opened.data / ATTESTATION).read_bytes())}
+    for path, digest in sorted(expected.items()):
+        if path not in described:
+            check.add("crate", f"{path}: a file the crate does not describe")
+        elif described[path] != digest.removeprefix("sha256:"):
+            check.add("crate", f"{path}: the crate gives another sha256")
+    for path in sorted(described.keys() - expected.keys()):
+        check.add("crate", f"{path}: described by the crate, not in the bundle")
+
+
+def _is_file(entity: dict) -> bool:
+    kind = entity.get("@type")
+    return kind == "File" or (isinstance(kind, list) and "File" in kind)
+
+
+def _check_lockfile(
+    check: BundleCheck, opened: OpenedBundle, index: BundleIndex | None
+) -> Lockfile | None:
+    path = opened.run / LOCKFILE_NAME
+    try:
+        lockfile = read_lockfile(path, checked=False)
+    except UserError as error:
+        check.add("lockfile", _relative(str(error), opened))
+        return None
+    if index is not None:
+        digest = sha256_bytes(path.read_bytes()).removeprefix("sha256:")
+        if digest != index.lockfile_sha256.removeprefix("sha256:"):
+            check.add(
+                "lockfile",
+                f"run/{LOCKFILE_NAME}: sha256 {digest[:12]}, the bundle's index recorded "
+                f"{index.lockfile_sha256.removeprefix('sha256:')[:12]} (edited?)",
+            )
+    return lockfile
+
+
+def config_paths(opened: OpenedBundle, index: BundleIndex | None) -> dict[str, str]:
+    """The config's files as the bundle holds them, by the config key that names them."""
+    if index is None:
+        return {}
+    keys = {"dataset": "dataset.instances", "predictions": "target.path"}
+    return {
+        keys[item.role]: str(opened.data / item.path) for item in index.inputs if item.role in keys
+    }
+
+
+def _check_predictions(check: BundleCheck, lockfile: Lockfile, paths: dict[str, str]) -> None:
+    """The bundled predictions file gives every patch the lockfile locked, by digest."""
+    if "target.path" not in paths:
+        return
+    from evalrepro.targets.static import Prediction, PredictionsTarget
+
+    try:
+        config = lockfile.experiment_config(paths)
+        if not isinstance(config.target, PredictionsTarget):
+            return
+        samples = config.dataset.load()
+        given = {(p.instance_id, p.sample_index): p for p in config.target.patches(samples)}
+    except UserError as error:
+        check.add("predictions", f"cannot read the bundled predictions: {error}")
+        return
+    for locked in lockfile.target.predictions:
+        prediction = given.get((locked.instance_id, locked.sample_index)) or Prediction(
+            instance_id=locked.instance_id,
+            model_name_or_path=lockfile.target.target_id,
+            model_patch=None,
+            sample_index=locked.sample_index,
+        )
+        if prediction.patch_digest != locked.patch_digest:
+            check.add(
+                "predictions",
+                f"{locked.instance_id} sample {locked.sample_index}: the bundled predictions "
+                f"give patch {short_digest(prediction.patch_digest) or 'none'}, the lockfile "
+                f"locked {short_digest(locked.patch_digest) or 'none'}",
+            )
+
+
+# --- the reports -----------------------------------------------------------------------
+
+
+def _check_reports(
+    check: BundleCheck, opened: OpenedBundle, lockfile: Lockfile, index: BundleIndex
+) -> None:
+    """The reports and the viewer, made again from the trial results, must be the
+    bundle's, byte for byte (a number edited in one is a difference)."""
+    import tempfile
+
+    from evalrepro.report.view import write_view
+
+    report, results = bundle_report(opened.run, lockfile, index.reports, opened.bag.name)
+    other = (
+        f" (made by evalrepro {index.evalrepro_version}, checked by {__version__})"
+        if index.evalrepro_version != __version__
+        else ""
+    )
+    for path, text in render_reports(opened.data, report).items():
+        _compare_file(check, opened, path, text.encode("utf-8"), other)
+    stored = opened.data / "reports" / "report.json"
+    if stored.is_file():
+        _name_numbers(check, stored, report.model_dump(mode="json"))
+    with tempfile.TemporaryDirectory(prefix="evalrepro-view-") as tmp:
+        site = write_view(opened.run, report, results, output=Path(tmp) / "view")
+        made = {
+            f"view/{p.relative_to(site.root).as_posix()}": p
+            for p in site.root.rglob("*")
+            if p.is_file()
+        }
+        bundled = {
+            f"view/{p.relative_to(opened.data / 'view').as_posix()}"
+            for p in (opened.data / "view").rglob("*")
+            if p.is_file()
+        }
+        for name in sorted(made):
+            _compare_file(check, opened, name, made[name].read_bytes(), other)
+        for name in sorted(bundled - made.keys()):
+            check.add("report", f"{name}: a viewer page the trial results do not give")
+
+
+def _compare_file(
+    check: BundleCheck, opened: OpenedBundle, path: str, expected: bytes, other: str
+) -> None:
+    file = opened.data / path
+    if not file.is_file():
+        check.add("report", f"{path}: missing")
+    elif file.read_bytes() != expected:
+        check.add("report", f"{path}: differs from the one the trial results give{other}")
+
+
+def _name_numbers(check: BundleCheck, stored: Path, rebuilt: dict) -> None:
+    """Which values of report.json differ: the first few, by their place."""
+    try:
+        ours = json.loads(stored.read_bytes())
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        return
+    found = [
+        f"{where}: {json.dumps(a)[:40]} in the bundle, {json.dumps(b)[:40]} from the trials"
+        for where, a, b in _differences(ours, rebuilt)
+    ]
+    for line in found[:5]:
+        check.add("report", f"reports/report.json: {line}")
+    if len(found) > 5:
+        check.add("report", f"reports/report.json: and {len(found) - 5} more values differ")
+
+
+def _differences(a: object, b: object, where: str = "") -> list[tuple[str, object, object]]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for key in sorted(a.keys() | b.keys(), key=str):
+            out += _differences(a.get(key), b.get(key), f"{where}.{key}" if where else str(key))
+        return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        out = []
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            out += _differences(x, y, f"{where}[{i}]")
+        return out
+    return [] if a == b else [(where, a, b)]
+
+
+def _relative(message: str, opened: OpenedBundle) -> str:
+    return message.replace(f"{opened.data}/", "")
+
+
+# --- output for people -----------------------------------------------------------------
+
+
+def print_bundle_check(console: Console, check: BundleCheck) -> None:
+    if check.problems:
+        table = Table("check", "problem", title=escape(str(check.bundle)), title_justify="left")
+        for problem in check.problems:
+            table.add_row(Text(problem.kind), Text(problem.detail), style="red")
+        console.print(table, highlight=False)
+    for note in check.notes:
+        console.print(Text(f"note: {note}"), highlight=False)
+    signed = f", signed by {escape(check.signer)}" if check.signer else ""
+    summary = (
+        f"{check.files} files, {check.planned} planned trials, {check.checked} results "
+        f"checked, {check.regraded} logs re-graded{signed}"
+    )
+    where = escape(str(check.bundle))
+    if check.ok:
+        console.print(f"[bold green]ok[/]: {where}: {summary}", highlight=False)
+    else:
+        count = len(check.problems)
+        console.print(
+            f"[bold red]{count} problem{'' if count == 1 else 's'}[/] in {where}: {summary}",
+            highlight=False,
+        )

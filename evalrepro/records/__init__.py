@@ -1,0 +1,1 @@
+"""Records: every file evalrepro writes, as versioned pydantic models."""

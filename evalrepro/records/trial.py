@@ -1,0 +1,125 @@
+"""Trial and Attempt.
+
+A Trial is one pre-declared experiment: an instance x a target (x a sample index). Its
+id is sha256 over the canonical JSON of everything that defines it, so two runs agree
+on a trial id only if they ran the same test spec in the same image under the same
+harness, for the same target. An Attempt is one infrastructure execution of a trial;
+retries add attempts, never trials. A TrialResult is a trial's outcome: the source of
+truth every report is computed from.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalrepro.digest import sha256_json
+from evalrepro.grade.observation import Observation
+from evalrepro.grade.score import Score
+from evalrepro.records.artifact import Artifact
+from evalrepro.records.base import Record, read_record
+
+
+class TrialKey(BaseModel):
+    """The components of a trial id, stored beside it so a reader can recompute it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    instance_id: str
+    target_id: str
+    repository_commit: str
+    image_digest: str
+    test_spec_digest: str
+    harness_version: str
+    #: ``evalrepro.plan.harness.code_digest()``: the code that can change a result.
+    harness_digest: str
+    sample_index: int = Field(default=0, ge=0)
+    #: What defines the target's answer in this trial (the target's ``identity``): a
+    #: saved patch's sha256, an agent's configuration digest. None in trials recorded
+    #: before keys held it: their ids are what they were.
+    target_digest: str | None = None
+
+    def trial_id(self) -> str:
+        """sha256 over the canonical JSON of the key (fields that are None left out)."""
+        return sha256_json(self.model_dump(mode="json", exclude_none=True))
+
+
+def _unchanged(data: dict[str, Any]) -> dict[str, Any]:
+    """A step whose new shape only adds optional fields: the old record reads as it is."""
+    return data
+
+
+class Trial(Record):
+    record: Literal["Trial"] = "Trial"
+    #: 2: the key holds the harness code digest; 3: and the target's digest.
+    schema_version: int = 3
+    migrations = {2: _unchanged}
+    trial_id: str
+    key: TrialKey
+
+    @classmethod
+    def of(cls, key: TrialKey) -> Trial:
+        return cls(trial_id=key.trial_id(), key=key)
+
+    @property
+    def label(self) -> str:
+        return trial_label(self.key.instance_id, self.key.sample_index, self.trial_id)
+
+
+def trial_label(instance_id: str, sample_index: int, trial_id: str) -> str:
+    """A trial's folder name: readable, and unique by the id's first digits."""
+    return f"{instance_id}--s{sample_index}--{trial_id.removeprefix('sha256:')[:12]}"
+
+
+class Attempt(Record):
+    record: Literal["Attempt"] = "Attempt"
+    trial_id: str
+    number: int = Field(ge=1)
+    #: Why this attempt ran: "planned" for the first, the infrastructure error otherwise.
+    reason: str = "planned"
+    started_at: datetime
+    finished_at: datetime
+    artifacts: list[Artifact]
+    observation: Observation
+    score: Score
+
+
+class Usage(BaseModel):
+    """What producing a patch cost, when the target reports it (an agent's tokens and
+    money); evalrepro only adds it up."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input_tokens: int | None = Field(default=None, ge=0)
+    output_tokens: int | None = Field(default=None, ge=0)
+    cost_usd: float | None = Field(default=None, ge=0)
+
+
+class TrialResult(Record):
+    """The outcome of one trial: its final score and every attempt it took."""
+
+    record: Literal["TrialResult"] = "TrialResult"
+    #: 3: the trial key holds the harness code digest; 4: and the target's digest.
+    schema_version: int = 4
+    migrations = {3: _unchanged}
+    trial: Trial
+    instance_id: str
+    target_id: str
+    sample_index: int
+    score: Score
+    attempts: list[Attempt]
+    #: How the host enforced each resource limit in the final attempt ({} if not run).
+    limits: dict[str, str]
+    #: What the target reported producing the patch cost (tokens, money), if anything.
+    usage: Usage | None = None
+
+
+#: Largest trial result read (a result with thousands of tests is a few MB).
+MAX_RESULT_BYTES = 64 << 20
+
+
+def read_trial_result(path: Path) -> TrialResult:
+    return read_record(path, TrialResult, limit=MAX_RESULT_BYTES)

@@ -1,0 +1,1 @@
+"""Report: results, metrics, intervals, comparisons; console, JSON, Markdown, HTML, LaTeX."""

@@ -1,0 +1,176 @@
+"""Metrics of a run: counts side by side, every rate over the planned trials, with its
+interval (Wilson for a single proportion; a bootstrap over instances for pass@k and the
+per-sample rate, where no closed form fits).
+
+Computed from the lockfile (what was planned) and the trial results (what happened);
+an unfinished trial counts as missing, in no outcome, and still in the denominator.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from evalrepro.grade.score import Outcome
+from evalrepro.plan.lockfile import Lockfile
+from evalrepro.records.base import Record
+from evalrepro.records.trial import TrialResult
+from evalrepro.report.stats import Interval, pass_at_k_interval, pass_k_values, wilson_interval
+
+
+class RepoBreakdown(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    planned: int
+    resolved: int
+    unresolved: int
+    invalid: int
+    missing: int
+    #: Resolved over the repo's planned trials, with its Wilson interval: per-repo n is
+    #: often small, and the interval says how little a repo's rate alone shows.
+    rate: Interval
+
+    @property
+    def resolved_rate(self) -> float:
+        return self.resolved / self.planned if self.planned else 0.0
+
+
+class RunMetrics(Record):
+    record: Literal["RunMetrics"] = "RunMetrics"
+    schema_version: int = 2
+    experiment: str
+    target_id: str
+    planned: int
+    resolved: int
+    unresolved: int
+    invalid: int
+    missing: int
+    resolved_rate: Interval
+    unresolved_rate: Interval
+    invalid_rate: Interval
+    #: Trials whose every artifact exists with its recorded digest, over planned trials
+    #: (a trial whose evidence changed still counts in its outcome, not here).
+    evidence_completeness: float
+    attempts: int
+    retried_trials: int
+    retry_reasons: dict[str, int]
+    #: Final score reasons (failure modes included), over all finished trials.
+    reasons: dict[str, int]
+    per_repo: dict[str, RepoBreakdown]
+    samples: int
+    #: pass@k over instances (multi-sample targets only), keyed "pass@k".
+    pass_at_k: dict[str, Interval] = {}
+    #: Mean per-sample resolve rate with a bootstrap interval over instances.
+    sample_rate: Interval | None = None
+
+    def values(self) -> dict[str, float]:
+        """The numbers a gate rule can name."""
+        values = {
+            "planned": float(self.planned),
+            "resolved": float(self.resolved),
+            "unresolved": float(self.unresolved),
+            "invalid": float(self.invalid),
+            "resolved_rate": self.resolved_rate.estimate,
+            "unresolved_rate": self.unresolved_rate.estimate,
+            "invalid_rate": self.invalid_rate.estimate,
+            "evidence_completeness": self.evidence_completeness,
+        }
+        values |= {name: interval.estimate for name, interval in self.pass_at_k.items()}
+        return values
+
+
+def evidence_of(run_dir: Path, results: dict[str, TrialResult]) -> dict[str, bool]:
+    """Per trial id: every artifact of every attempt still has its recorded digest."""
+    return {
+        trial_id: all(a.matches(run_dir) for attempt in r.attempts for a in attempt.artifacts)
+        for trial_id, r in results.items()
+    }
+
+
+def _rate(count: int, planned: int, confidence: float) -> Interval:
+    low, high = wilson_interval(count, planned, confidence)
+    estimate = count / planned if planned else 0.0
+    return Interval(estimate=estimate, low=low, high=high, method="wilson", confidence=confidence)
+
+
+def compute_metrics(
+    lockfile: Lockfile,
+    results: dict[str, TrialResult],
+    run_dir: Path,
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    evidence: dict[str, bool] | None = None,
+) -> RunMetrics:
+    planned = len(lockfile.trials)
+    outcomes = Counter(result.score.outcome for result in results.values())
+    repos = {instance.instance_id: instance.repo for instance in lockfile.dataset.instances}
+
+    per_repo: dict[str, Counter[str]] = defaultdict(Counter)
+    for trial in lockfile.trials:
+        bucket = per_repo[repos[trial.key.instance_id]]
+        bucket["planned"] += 1
+        result = results.get(trial.trial_id)
+        bucket[result.score.outcome if result else "missing"] += 1
+
+    evidence = evidence if evidence is not None else evidence_of(run_dir, results)
+    complete_evidence = sum(evidence.get(trial_id, False) for trial_id in results)
+    retry_reasons = Counter(
+        attempt.reason
+        for result in results.values()
+        for attempt in result.attempts
+        if attempt.number > 1
+    )
+    metrics = {
+        "experiment": lockfile.experiment,
+        "target_id": lockfile.target.target_id,
+        "planned": planned,
+        "resolved": outcomes[Outcome.RESOLVED],
+        "unresolved": outcomes[Outcome.UNRESOLVED],
+        "invalid": outcomes[Outcome.INVALID],
+        "missing": planned - len(results),
+        "resolved_rate": _rate(outcomes[Outcome.RESOLVED], planned, confidence),
+        "unresolved_rate": _rate(outcomes[Outcome.UNRESOLVED], planned, confidence),
+        "invalid_rate": _rate(outcomes[Outcome.INVALID], planned, confidence),
+        "evidence_completeness": complete_evidence / planned if planned else 0.0,
+        "attempts": sum(len(result.attempts) for result in results.values()),
+        "retried_trials": sum(len(result.attempts) > 1 for result in results.values()),
+        "retry_reasons": dict(sorted(retry_reasons.items())),
+        "reasons": dict(sorted(Counter(r.score.reason for r in results.values()).items())),
+        "per_repo": {
+            repo: RepoBreakdown(
+                **{
+                    k: counts[k]
+                    for k in ("planned", "resolved", "unresolved", "invalid", "missing")
+                },
+                rate=_rate(counts["resolved"], counts["planned"], confidence),
+            )
+            for repo, counts in sorted(per_repo.items())
+        },
+        "samples": lockfile.target.samples,
+    }
+    if lockfile.target.samples > 1:
+        per_instance = sample_outcomes(lockfile, results)
+        options = {"n_resamples": n_resamples, "confidence": confidence, "seed": seed}
+        metrics["pass_at_k"] = {
+            f"pass@{k}": pass_at_k_interval(per_instance, k, **options)
+            for k in pass_k_values(lockfile.target.samples)
+        }
+        metrics["sample_rate"] = pass_at_k_interval(per_instance, 1, **options)
+    return RunMetrics(**metrics)
+
+
+def sample_outcomes(lockfile: Lockfile, results: dict[str, TrialResult]) -> list[np.ndarray]:
+    """Per instance (lockfile order), the resolved 0/1 of each sample; missing = 0."""
+    by_instance: dict[str, list[bool]] = defaultdict(list)
+    for trial in lockfile.trials:
+        result = results.get(trial.trial_id)
+        by_instance[trial.key.instance_id].append(
+            result is not None and result.score.outcome is Outcome.RESOLVED
+        )
+    return [np.array(outcomes, dtype=bool) for outcomes in by_instance.values()]

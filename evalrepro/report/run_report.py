@@ -1,0 +1,698 @@
+"""Report: a run's results, aggregated from the trial results alone.
+
+``results.json`` is an aggregate: it can always be rebuilt from the trials'
+``result.json`` files, which are the source of truth. Counts are reported side by side
+and every rate is over the planned trials, never over valid trials alone.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from evalrepro import __version__
+from evalrepro.config.gate import RuleVerdict
+from evalrepro.digest import sha256_bytes
+from evalrepro.grade.score import Outcome
+from evalrepro.plan.lockfile import LOCKFILE_NAME, Lockfile
+from evalrepro.records.base import Record
+from evalrepro.records.trial import TrialResult, trial_label
+from evalrepro.report.metrics import RunMetrics, compute_metrics, evidence_of
+from evalrepro.report.stats import Interval
+from evalrepro.report.timing import RunTiming, TrialTiming, run_timing, trial_timing
+from evalrepro.run.sessions import read_sessions
+
+
+class TrialLine(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    trial_id: str
+    instance_id: str
+    sample_index: int
+    outcome: Outcome
+    reason: str
+    #: The score's detail: for an invalid trial, what made it so.
+    detail: str = ""
+    attempts: int
+
+
+class RunResults(Record):
+    record: Literal["RunResults"] = "RunResults"
+    schema_version: int = 2
+    experiment: str
+    target_id: str
+    planned: int
+    #: Planned trials without a result (an interrupted run); counted in no outcome.
+    missing: int = 0
+    resolved: int
+    unresolved: int
+    invalid: int
+    resolved_rate: float
+    invalid_rate: float
+    retried_trials: int
+    reasons: dict[str, int]
+    trials: list[TrialLine]
+
+
+def aggregate(
+    experiment: str, target_id: str, results: list[TrialResult], *, planned: int | None = None
+) -> RunResults:
+    outcomes = Counter(result.score.outcome for result in results)
+    planned = len(results) if planned is None else planned
+    return RunResults(
+        experiment=experiment,
+        target_id=target_id,
+        planned=planned,
+        missing=planned - len(results),
+        resolved=outcomes[Outcome.RESOLVED],
+        unresolved=outcomes[Outcome.UNRESOLVED],
+        invalid=outcomes[Outcome.INVALID],
+        resolved_rate=outcomes[Outcome.RESOLVED] / planned if planned else 0.0,
+        invalid_rate=outcomes[Outcome.INVALID] / planned if planned else 0.0,
+        retried_trials=sum(len(result.attempts) > 1 for result in results),
+        reasons=dict(sorted(Counter(result.score.reason for result in results).items())),
+        trials=[
+            TrialLine(
+                trial_id=result.trial.trial_id,
+                instance_id=result.instance_id,
+                sample_index=result.sample_index,
+                outcome=result.score.outcome,
+                reason=result.score.reason,
+                detail=result.score.detail,
+                attempts=len(result.attempts),
+            )
+            for result in results
+        ],
+    )
+
+
+_STYLE = {Outcome.RESOLVED: "green", Outcome.UNRESOLVED: "yellow", Outcome.INVALID: "red"}
+
+
+def print_results(console: Console, results: RunResults) -> None:
+    table = Table(
+        "instance",
+        "sample",
+        "outcome",
+        "reason",
+        "attempts",
+        title=escape(f"{results.experiment}: {results.target_id}"),
+        title_justify="left",
+    )
+    for line in results.trials:
+        # Ids and reasons come from records on disk: text, never markup.
+        table.add_row(
+            escape(line.instance_id),
+            str(line.sample_index),
+            line.outcome,
+            escape(line.reason),
+            str(line.attempts),
+            style=_STYLE[line.outcome],
+        )
+    console.print(table)
+    console.print(
+        f"{results.planned} trials: [green]{results.resolved} resolved[/], "
+        + (f"[bold red]{results.missing} missing[/], " if results.missing else "")
+        + f"[yellow]{results.unresolved} unresolved[/], [red]{results.invalid} invalid[/]; "
+        f"resolved rate {results.resolved_rate:.1%} of planned trials, "
+        f"invalid rate {results.invalid_rate:.1%}"
+        + (f"; {results.retried_trials} trials retried" if results.retried_trials else "")
+    )
+    print_invalid_reasons(console, results)
+
+
+def print_invalid_reasons(console: Console, results: RunResults) -> None:
+    """Why trials are invalid: each reason once, with its count and a first example, so
+    that a config mistake that invalidates every trial says what it is."""
+    invalid = [line for line in results.trials if line.outcome is Outcome.INVALID]
+    by_reason: dict[str, list[TrialLine]] = {}
+    for line in invalid:
+        by_reason.setdefault(line.reason, []).append(line)
+    for reason, lines in sorted(by_reason.items()):
+        first = next((line for line in lines if line.detail), lines[0])
+        count = f"{len(lines)} trial" + ("s" if len(lines) > 1 else "")
+        example = f", e.g. {first.instance_id}: {first.detail}" if first.detail else ""
+        console.print(
+            f"[red]invalid[/] {escape(reason)} ({count}){escape(example)}", soft_wrap=True
+        )
+
+
+# --- the full report: metrics, gate, SWE-bench's run-report fields ---------------------
+
+
+class SwebenchFields(BaseModel):
+    """The keys of swebench 5.0.2's run report (``make_run_report``), so that tooling made
+    for SWE-bench reads ours: computed as ``RUN/swebench/`` lays the run out
+    (``swebench_layout.Verdicts``), one definition for both."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    total_instances: int
+    submitted_instances: int
+    completed_instances: int
+    resolved_instances: int
+    unresolved_instances: int
+    infra_failure_instances: int
+    ambiguous_failure_instances: int
+    empty_patch_instances: int
+    error_instances: int
+    completed_ids: list[str]
+    incomplete_ids: list[str]
+    empty_patch_ids: list[str]
+    submitted_ids: list[str]
+    resolved_ids: list[str]
+    unresolved_ids: list[str]
+    infra_failure_ids: list[str]
+    ambiguous_failure_ids: list[str]
+    failure_reasons: dict[str, str]
+    error_ids: list[str]
+    schema_version: int
+
+
+class FlaggedTrial(BaseModel):
+    """A trial whose patch did something a reviewer should look at, whatever its score:
+    code that reaches into the test framework, test infrastructure it changed, a runner
+    that left without its normal shutdown."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    instance_id: str
+    sample_index: int
+    outcome: Outcome
+    reason: str
+    #: "rule in path:line" per finding (static scan and exit guard).
+    suspects: list[str]
+    #: "path (restored|recorded)" per test infrastructure file the patch changed.
+    protected: list[str]
+    runner_exit: str | None
+
+
+class Provenance(BaseModel):
+    """Where a report's numbers come from: printed on every page and table of it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: The evalrepro that made this report, and the harness that ran the trials.
+    evalrepro_version: str
+    harness_version: str
+    #: The commit of the development checkout that ran the trials (``run.json``).
+    harness_commit: str | None
+    #: sha256 over the bytes of the run's lockfile (``lockfile.lock.json``).
+    lockfile_digest: str
+    experiment: str
+    target_id: str
+    dataset: str
+    instances: int
+    planned_trials: int
+    gate: str
+    gate_rules: list[str]
+    #: How the trials ran, from each session's record: e.g. "podman rootless (4.3.1)".
+    runtime: list[str]
+    sessions: int
+    #: The first session's start and the last trial's end (None: not known yet).
+    started_at: datetime | None
+    finished_at: datetime | None
+    generated_at: datetime
+    #: The statistics' settings: interval level, bootstrap resamples and seed.
+    confidence: float
+    n_resamples: int
+    seed: int
+
+
+class TrialRow(BaseModel):
+    """One planned trial in the per-instance table: its outcome, why, and what it took."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    trial_id: str
+    #: Its folder, relative to the run directory (``trials/<label>``).
+    folder: str
+    instance_id: str
+    sample_index: int
+    repo: str
+    #: resolved / unresolved / invalid, or "missing" (no result yet).
+    outcome: str
+    reason: str
+    detail: str
+    attempts: int
+    timing: TrialTiming | None
+    #: False when an artifact of the trial changed since it was recorded.
+    evidence_complete: bool
+
+
+class RunReport(Record):
+    record: Literal["RunReport"] = "RunReport"
+    schema_version: int = 2
+    run: str
+    provenance: Provenance
+    metrics: RunMetrics
+    gate_name: str
+    gate: list[RuleVerdict]
+    gate_passed: bool
+    swebench: SwebenchFields
+    flagged: list[FlaggedTrial] = []
+    #: Every planned trial, in the lockfile's order.
+    trials: list[TrialRow] = []
+    timing: RunTiming
+    #: What is wrong with the evidence (changed artifacts, unreadable results), one line
+    #: each; ``verify`` refuses such a run, the report shows it.
+    evidence_problems: list[str] = []
+
+
+def build_run_report(
+    run_dir: Path,
+    lockfile: Lockfile,
+    results: dict[str, TrialResult],
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    evidence_problems: list[str] | None = None,
+    generated_at: datetime | None = None,
+) -> RunReport:
+    """``generated_at``: the report's time (now, unless a bundle fixes it so that the
+    same run gives the same report)."""
+    evidence = evidence_of(run_dir, results)  # every artifact hashed once
+    metrics = compute_metrics(
+        lockfile,
+        results,
+        run_dir,
+        confidence=confidence,
+        n_resamples=n_resamples,
+        seed=seed,
+        evidence=evidence,
+    )
+    verdicts = lockfile.gate.evaluate(metrics.values())
+    rows = trial_rows(run_dir, lockfile, results, evidence=evidence)
+    finished = [results[t.trial_id] for t in lockfile.trials if t.trial_id in results]
+    timing = run_timing(run_dir, finished, [row.timing for row in rows if row.timing])
+    return RunReport(
+        run=str(run_dir),
+        provenance=provenance(
+            run_dir,
+            lockfile,
+            timing,
+            confidence=confidence,
+            n_resamples=n_resamples,
+            seed=seed,
+            generated_at=generated_at,
+        ),
+        metrics=metrics,
+        gate_name=lockfile.gate.name,
+        gate=verdicts,
+        gate_passed=all(v.passed for v in verdicts),
+        swebench=_swebench_fields(lockfile, results),
+        flagged=flagged_trials(lockfile, results),
+        trials=rows,
+        timing=timing,
+        evidence_problems=evidence_problems or [],
+    )
+
+
+def provenance(
+    run_dir: Path,
+    lockfile: Lockfile,
+    timing: RunTiming,
+    *,
+    confidence: float,
+    n_resamples: int,
+    seed: int,
+    generated_at: datetime | None = None,
+) -> Provenance:
+    runtimes = []
+    sessions = read_sessions(run_dir)
+    for session in sessions:
+        backend = session.backend
+        described = " ".join(str(backend[k]) for k in ("kind", "mode") if k in backend)
+        if backend.get("podman"):
+            described += f" ({backend['podman']})"
+        if described and described not in runtimes:
+            runtimes.append(described)
+    if lockfile.environment.kind == "recorded":
+        runtimes = runtimes or ["recorded (logs written elsewhere)"]
+    lock_path = run_dir / LOCKFILE_NAME
+    return Provenance(
+        evalrepro_version=__version__,
+        harness_version=lockfile.harness.version,
+        harness_commit=next(
+            (s.evalrepro.commit for s in sessions if s.evalrepro and s.evalrepro.commit), None
+        ),
+        lockfile_digest=sha256_bytes(lock_path.read_bytes()) if lock_path.is_file() else "",
+        experiment=lockfile.experiment,
+        target_id=lockfile.target.target_id,
+        dataset=lockfile.dataset.name,
+        instances=len(lockfile.dataset.instances),
+        planned_trials=len(lockfile.trials),
+        gate=lockfile.gate.name,
+        gate_rules=[str(rule) for rule in lockfile.gate.rules],
+        runtime=runtimes,
+        sessions=len(sessions),
+        started_at=timing.started_at,
+        finished_at=timing.finished_at,
+        generated_at=generated_at or datetime.now(UTC),
+        confidence=confidence,
+        n_resamples=n_resamples,
+        seed=seed,
+    )
+
+
+def trial_rows(
+    run_dir: Path,
+    lockfile: Lockfile,
+    results: dict[str, TrialResult],
+    *,
+    evidence: dict[str, bool] | None = None,
+) -> list[TrialRow]:
+    evidence = evidence if evidence is not None else evidence_of(run_dir, results)
+    repos = {instance.instance_id: instance.repo for instance in lockfile.dataset.instances}
+    rows = []
+    for trial in lockfile.trials:
+        key = trial.key
+        result = results.get(trial.trial_id)
+        label = trial_label(key.instance_id, key.sample_index, trial.trial_id)
+        common = {
+            "trial_id": trial.trial_id,
+            "folder": f"trials/{label}",
+            "instance_id": key.instance_id,
+            "sample_index": key.sample_index,
+            "repo": repos.get(key.instance_id, ""),
+        }
+        if result is None:
+            rows.append(
+                TrialRow(
+                    **common,
+                    outcome="missing",
+                    reason="not_run",
+                    detail="",
+                    attempts=0,
+                    timing=None,
+                    evidence_complete=False,
+                )
+            )
+            continue
+        rows.append(
+            TrialRow(
+                **common,
+                outcome=str(result.score.outcome),
+                reason=result.score.reason,
+                detail=result.score.detail,
+                attempts=len(result.attempts),
+                timing=trial_timing(run_dir, result),
+                evidence_complete=evidence[trial.trial_id],
+            )
+        )
+    return rows
+
+
+def flagged_trials(lockfile: Lockfile, results: dict[str, TrialResult]) -> list[FlaggedTrial]:
+    flagged = []
+    for trial in lockfile.trials:
+        result = results.get(trial.trial_id)
+        if result is None:
+            continue
+        seen = result.attempts[-1].observation
+        abnormal = seen.runner_exit == "abnormal"
+        if not (seen.suspects or seen.protected or abnormal):
+            continue
+        flagged.append(
+            FlaggedTrial(
+                instance_id=result.instance_id,
+                sample_index=result.sample_index,
+                outcome=result.score.outcome,
+                reason=result.score.reason,
+                suspects=[
+                    f"{s.rule} in {s.path}" + (f":{s.line}" if s.line else "")
+                    for s in seen.suspects
+                ],
+                protected=[f"{p.path} ({p.action})" for p in seen.protected],
+                runner_exit=seen.runner_exit,
+            )
+        )
+    return flagged
+
+
+def _swebench_fields(lockfile: Lockfile, results: dict[str, TrialResult]) -> SwebenchFields:
+    from evalrepro.report.swebench_layout import Verdicts
+
+    return SwebenchFields.model_validate(Verdicts(lockfile, results).run_report())
+
+
+def percent(value: float) -> str:
+    """A fraction as a percentage with one decimal, as every report prints it."""
+    return f"{value * 100:.1f}%"
+
+
+def _interval(interval: Interval) -> str:
+    level = f"{interval.confidence * 100:g}%"
+    low, high = percent(interval.low), percent(interval.high)
+    return f"{percent(interval.estimate)} ({level} CI {low} to {high})"
+
+
+def _level(interval: Interval) -> str:
+    return f"{interval.confidence * 100:g}%"
+
+
+def _range(interval: Interval) -> str:
+    return f"{percent(interval.estimate)} [{percent(interval.low)}, {percent(interval.high)}]"
+
+
+def seconds(value: float) -> str:
+    """A duration as people read it: 0.42 s, 12.3 s, 4 min 05 s, 2 h 03 min."""
+    if value < 10:
+        return f"{value:.2f} s"
+    if value < 60:
+        return f"{value:.1f} s"
+    minutes, rest = divmod(round(value), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+def provenance_line(p: Provenance) -> str:
+    """One line of where the numbers come from, as every report shows it."""
+    commit = f" at commit {p.harness_commit[:12]}" if p.harness_commit else ""
+    when = ""
+    if p.started_at and p.finished_at:
+        when = f"; ran {p.started_at:%Y-%m-%d %H:%M} to {p.finished_at:%Y-%m-%d %H:%M} UTC"
+    return (
+        f"evalrepro {p.evalrepro_version}; trials run by evalrepro {p.harness_version}{commit}; "
+        f"lockfile {p.lockfile_digest[:19]}; experiment {p.experiment}, target "
+        f"{p.target_id}, dataset {p.dataset} ({p.instances} instances, {p.planned_trials} "
+        f"trials); runtime {', '.join(p.runtime) or 'unknown'}{when}; gate {p.gate}; "
+        f"intervals {p.confidence * 100:g}%, {p.n_resamples} resamples, seed {p.seed}; "
+        f"generated {p.generated_at:%Y-%m-%d %H:%M} UTC"
+    )
+
+
+def print_timing(console: Console, timing: RunTiming) -> None:
+    t = timing.seconds
+    table = Table("time and cost", "total", "per trial", title_justify="left")
+    per = (lambda v: seconds(v / timing.trials)) if timing.trials else (lambda v: "-")
+    table.add_row(
+        f"image builds ({timing.layers_built} layers built)",
+        seconds(timing.build_total),
+        "-",
+    )
+    for name, label in (
+        ("wall", "trials, wall time (all attempts)"),
+        ("container", "  containers"),
+        ("patch", "  patch apply"),
+        ("reset", "  test reset"),
+        ("tests", "  tests"),
+    ):
+        table.add_row(label, seconds(getattr(t, name)), per(getattr(t, name)))
+    table.add_row("attempts", str(timing.attempts), f"{timing.retried_trials} trials retried")
+    if timing.input_tokens is not None or timing.output_tokens is not None:
+        table.add_row(
+            "tokens (input / output)",
+            f"{timing.input_tokens or 0} / {timing.output_tokens or 0}",
+            "",
+        )
+    if timing.cost_usd is not None:
+        table.add_row("cost (as the target reported it)", f"${timing.cost_usd:.2f}", "")
+    console.print(table)
+
+
+def print_run_report(console: Console, report: RunReport) -> None:
+    m = report.metrics
+    console.print(f"[dim]{escape(provenance_line(report.provenance))}[/]", highlight=False)
+    console.print(
+        f"[bold]{escape(m.experiment)}[/] ({escape(m.target_id)}): {m.planned} planned trials: "
+        f"[green]{m.resolved} resolved[/], [yellow]{m.unresolved} unresolved[/], "
+        f"[red]{m.invalid} invalid[/]"
+        + (f", [bold red]{m.missing} missing[/]" if m.missing else ""),
+        highlight=False,
+    )
+    rates = Table("metric (over planned trials)", "value", title_justify="left")
+    rates.add_row("resolved rate", _interval(m.resolved_rate))
+    rates.add_row("unresolved rate", _interval(m.unresolved_rate))
+    rates.add_row("invalid rate", _interval(m.invalid_rate))
+    for name, interval in m.pass_at_k.items():
+        rates.add_row(name, _interval(interval))
+    if m.sample_rate is not None:
+        rates.add_row("mean per-sample rate", _interval(m.sample_rate))
+    rates.add_row("evidence completeness", percent(m.evidence_completeness))
+    rates.add_row("attempts", f"{m.attempts} ({m.retried_trials} trials retried)")
+    console.print(rates)
+    repos = Table(
+        "repo",
+        "n (planned)",
+        "resolved",
+        "unresolved",
+        "invalid",
+        "missing",
+        f"resolved rate ({_level(m.resolved_rate)} Wilson)",
+        title="per repo",
+        title_justify="left",
+    )
+    for repo, row in m.per_repo.items():
+        repos.add_row(
+            escape(repo),
+            str(row.planned),
+            str(row.resolved),
+            str(row.unresolved),
+            str(row.invalid),
+            str(row.missing),
+            _range(row.rate),
+        )
+    console.print(repos)
+    print_timing(console, report.timing)
+    if m.reasons or m.retry_reasons:
+        modes = Table(
+            "score reason / retry reason", "trials", title="failure modes", title_justify="left"
+        )
+        for reason, count in m.reasons.items():
+            modes.add_row(escape(reason), str(count))
+        for reason, count in m.retry_reasons.items():
+            modes.add_row(escape(f"retry: {reason}"), str(count), style="dim")
+        console.print(modes)
+    print_flagged(console, report)
+    for problem in report.evidence_problems:
+        console.print(f"[red]evidence[/]: {escape(problem)}", highlight=False, soft_wrap=True)
+    print_gate(console, report)
+
+
+def print_flagged(console: Console, report: RunReport) -> None:
+    if not report.flagged:
+        return
+    table = Table(
+        "instance",
+        "sample",
+        "outcome (reason)",
+        "suspect code / test infrastructure changed / runner exit",
+        title="flagged trials (look at these patches)",
+        title_justify="left",
+    )
+    for line in report.flagged:
+        facts = [*line.suspects, *(f"changed {p}" for p in line.protected)]
+        if line.runner_exit == "abnormal":
+            facts.append("runner exit abnormal")
+        table.add_row(
+            escape(line.instance_id),
+            str(line.sample_index),
+            escape(f"{line.outcome} ({line.reason})"),
+            escape("; ".join(facts)),
+            style=_STYLE[line.outcome],
+        )
+    console.print(table)
+
+
+def print_gate(console: Console, report: RunReport) -> None:
+    gate = Table(
+        "rule",
+        "measured",
+        "verdict",
+        title=escape(f"gate '{report.gate_name}'"),
+        title_justify="left",
+    )
+    for verdict in report.gate:
+        measured = "n/a" if verdict.value is None else f"{verdict.value:.4g}"
+        gate.add_row(
+            escape(str(verdict.rule)),
+            measured,
+            "pass" if verdict.passed else "FAIL",
+            style="green" if verdict.passed else "red",
+        )
+    console.print(gate)
+    console.print(
+        "[bold green]gate passed[/]" if report.gate_passed else "[bold red]gate failed[/]"
+    )
+
+
+def _md(text: str) -> str:
+    """Text for a Markdown table cell: pipes escaped, no line breaks."""
+    return " ".join(text.replace("|", "\\|").split())
+
+
+def markdown_run_report(report: RunReport) -> str:
+    """The report as Markdown tables, for a paper's appendix."""
+    m = report.metrics
+    lines = [
+        f"### {m.experiment}: {m.target_id}",
+        "",
+        f"_{_md(provenance_line(report.provenance))}_",
+        "",
+        f"{m.planned} planned trials: {m.resolved} resolved, {m.unresolved} unresolved, "
+        f"{m.invalid} invalid"
+        + (f", {m.missing} missing" if m.missing else "")
+        + ". Rates are over planned trials; intervals are Wilson (pass@k: bootstrap over "
+        "instances).",
+        "",
+        "| metric | value |",
+        "| --- | --- |",
+        f"| resolved rate | {_interval(m.resolved_rate)} |",
+        f"| invalid rate | {_interval(m.invalid_rate)} |",
+        *(f"| {name} | {_interval(interval)} |" for name, interval in m.pass_at_k.items()),
+        f"| evidence completeness | {percent(m.evidence_completeness)} |",
+        f"| attempts | {m.attempts} ({m.retried_trials} trials retried) |",
+        "",
+        f"| repo | n (planned) | resolved | unresolved | invalid | resolved rate "
+        f"({_level(m.resolved_rate)} Wilson) |",
+        "| --- | --- | --- | --- | --- | --- |",
+        *(
+            f"| {_md(repo)} | {r.planned} | {r.resolved} | {r.unresolved} | {r.invalid} | "
+            f"{_range(r.rate)} |"
+            for repo, r in m.per_repo.items()
+        ),
+        "",
+        "| time | total |",
+        "| --- | --- |",
+        f"| image builds ({report.timing.layers_built} layers) | "
+        f"{seconds(report.timing.build_total)} |",
+        f"| trials, wall time | {seconds(report.timing.seconds.wall)} |",
+        f"| tests | {seconds(report.timing.seconds.tests)} |",
+        "",
+        *(
+            [
+                "| flagged trial | outcome (reason) | suspect code, test infrastructure changed |",
+                "| --- | --- | --- |",
+                *(
+                    f"| {f.instance_id} (sample {f.sample_index}) | {f.outcome} ({f.reason}) | "
+                    + "; ".join([*f.suspects, *(f"changed {p}" for p in f.protected)]).replace(
+                        "|", "\\|"
+                    )
+                    + " |"
+                    for f in report.flagged
+                ),
+                "",
+            ]
+            if report.flagged
+            else []
+        ),
+        f"| gate '{report.gate_name}' rule | measured | verdict |",
+        "| --- | --- | --- |",
+        *(
+            f"| {v.rule} | {'n/a' if v.value is None else f'{v.value:.4g}'} | "
+            f"{'pass' if v.passed else 'FAIL'} |"
+            for v in report.gate
+        ),
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,214 @@
+"""Where a run's time (and, when a target reports it, its tokens and money) went.
+
+Each number comes from the record that measured it, never from a guess:
+
+* image builds: ``images/builds.json``, every layer a session of this run built and how
+  long its build took (``ImageRecord.build_seconds``); a layer serves many trials, so
+  its time is the run's, not a trial's;
+* per attempt: its wall time on the host (``Attempt.started_at`` to ``finished_at``:
+  patch checks, the container, reading the stream, grading), the container's life as the
+  host measured it (``RuntimeFacts.seconds``), and the supervisor's own clocks for
+  applying the patch, resetting the test files and running the tests
+  (``supervisor.json``);
+* tokens and cost: the ``usage`` of each prediction, as the target reported it.
+
+A trial's time is the sum over its attempts: a retry costs time too. A regraded log has
+no container and no supervisor: only its wall time is known.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from evalrepro import atomic
+from evalrepro.build.images import BuildFailure, ImageChain
+from evalrepro.errors import UserError
+from evalrepro.files import read_regular_file
+from evalrepro.records.base import Record, read_record
+from evalrepro.records.trial import TrialResult
+from evalrepro.run.sessions import read_sessions
+from evalrepro.run.supervision import SupervisorReport
+
+BUILDS_FILE = "images/builds.json"
+
+
+class ImageBuild(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: str
+    layer: str
+    tag: str
+    seconds: float
+
+
+class ImageBuilds(Record):
+    """The image layers this run's sessions built (a layer found ready is not listed)."""
+
+    record: Literal["ImageBuilds"] = "ImageBuilds"
+    builds: list[ImageBuild] = []
+
+
+def record_builds(run_dir: Path, images: list[ImageChain | BuildFailure]) -> None:
+    """Add the layers built now to ``images/builds.json`` (each key once)."""
+    path = run_dir / BUILDS_FILE
+    known = read_builds(run_dir)
+    seen = {build.key for build in known.builds}
+    new: list[ImageBuild] = []
+    for image in images:
+        layers = image.layers if isinstance(image, ImageChain) else image.below
+        for layer in layers:
+            if layer.built and layer.key not in seen:
+                seen.add(layer.key)
+                new.append(
+                    ImageBuild(
+                        key=layer.key, layer=layer.layer, tag=layer.tag, seconds=layer.build_seconds
+                    )
+                )
+    if new or not path.exists():
+        record = ImageBuilds(builds=[*known.builds, *new])
+        atomic.write_text(path, record.model_dump_json(indent=2) + "\n")
+
+
+def read_builds(run_dir: Path) -> ImageBuilds:
+    path = run_dir / BUILDS_FILE
+    if not path.is_file():
+        return ImageBuilds()
+    try:
+        return read_record(path, ImageBuilds)
+    except UserError:
+        # A report must not fail on a damaged timing record; it shows no build times.
+        return ImageBuilds()
+
+
+class PhaseSeconds(BaseModel):
+    """Seconds spent, by phase, summed over attempts (0 where a phase did not run)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: Host wall time of the attempts, start to finish.
+    wall: float = 0.0
+    #: The container's whole life (podman run), host-measured.
+    container: float = 0.0
+    #: Applying the model patch (the supervisor's clock).
+    patch: float = 0.0
+    #: Writing and verifying the test files.
+    reset: float = 0.0
+    #: The test command.
+    tests: float = 0.0
+
+    def __add__(self, other: PhaseSeconds) -> PhaseSeconds:
+        names = PhaseSeconds.model_fields
+        return PhaseSeconds(**{name: getattr(self, name) + getattr(other, name) for name in names})
+
+
+class TrialTiming(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    attempts: int
+    seconds: PhaseSeconds
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+
+
+class RunTiming(BaseModel):
+    """A run's time and cost in total."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    trials: int
+    attempts: int
+    retried_trials: int
+    #: Summed over every attempt of every finished trial.
+    seconds: PhaseSeconds
+    #: Image layers built by this run's sessions, and their build time by layer kind.
+    layers_built: int
+    build_seconds: dict[str, float]
+    #: When the first session started and the last trial finished (None: no trial yet).
+    started_at: datetime | None
+    finished_at: datetime | None
+    #: Totals over the trials whose target reported them; None when none did.
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+
+    @property
+    def build_total(self) -> float:
+        return sum(self.build_seconds.values())
+
+
+#: Largest supervisor.json read for its clocks.
+_MAX_REPORT_BYTES = 16 << 20
+
+
+def _supervisor_report(run_dir: Path, attempt_artifacts: list) -> SupervisorReport | None:
+    """The attempt's supervisor.json, if its recorded artifact is intact (a changed one
+    tells nothing trustworthy about time either)."""
+    for artifact in attempt_artifacts:
+        if artifact.path.endswith("/supervisor.json") and artifact.matches(run_dir):
+            try:
+                data = read_regular_file(run_dir / artifact.path, _MAX_REPORT_BYTES)
+                return SupervisorReport.model_validate_json(data)
+            except (UserError, ValidationError):
+                return None
+    return None
+
+
+def trial_timing(run_dir: Path, result: TrialResult) -> TrialTiming:
+    total = PhaseSeconds()
+    for attempt in result.attempts:
+        wall = max(0.0, (attempt.finished_at - attempt.started_at).total_seconds())
+        phases = {"wall": wall}
+        report = _supervisor_report(run_dir, attempt.artifacts)
+        if report is not None:
+            phases["container"] = report.runtime.seconds
+            phases["patch"] = report.patch.seconds if report.patch else 0.0
+            phases["reset"] = report.reset.seconds if report.reset else 0.0
+            phases["tests"] = report.tests.seconds if report.tests else 0.0
+        total = total + PhaseSeconds(**phases)
+    usage = result.usage
+    return TrialTiming(
+        attempts=len(result.attempts),
+        seconds=total,
+        input_tokens=usage.input_tokens if usage else None,
+        output_tokens=usage.output_tokens if usage else None,
+        cost_usd=usage.cost_usd if usage else None,
+    )
+
+
+def _sum(values: list[float | int | None]) -> float | int | None:
+    known = [value for value in values if value is not None]
+    return sum(known) if known else None
+
+
+def run_timing(run_dir: Path, results: list[TrialResult], timings: list[TrialTiming]) -> RunTiming:
+    builds = read_builds(run_dir).builds
+    by_layer: dict[str, float] = {}
+    for build in builds:
+        by_layer[build.layer] = round(by_layer.get(build.layer, 0.0) + build.seconds, 3)
+    total = PhaseSeconds()
+    for timing in timings:
+        total = total + timing.seconds
+    return RunTiming(
+        trials=len(results),
+        attempts=sum(t.attempts for t in timings),
+        retried_trials=sum(t.attempts > 1 for t in timings),
+        seconds=PhaseSeconds(**{k: round(v, 3) for k, v in total.model_dump().items()}),
+        layers_built=len(builds),
+        build_seconds=by_layer,
+        started_at=_first_session(run_dir),
+        finished_at=max((r.attempts[-1].finished_at for r in results if r.attempts), default=None),
+        input_tokens=_sum([t.input_tokens for t in timings]),  # type: ignore[arg-type]
+        output_tokens=_sum([t.output_tokens for t in timings]),  # type: ignore[arg-type]
+        cost_usd=_sum([t.cost_usd for t in timings]),
+    )
+
+
+def _first_session(run_dir: Path) -> datetime | None:
+    """When the run's first session started (``run.json``), or None if unknown."""
+    sessions = read_sessions(run_dir)
+    return sessions[0].started_at if sessions else None

@@ -1,0 +1,915 @@
+"""The trial viewer: a run as a static site that needs no server (``evalrepro view``).
+
+``RUN/view/`` (or ``--output DIR``) holds ``index.html`` (the run's headline numbers, its
+provenance and every planned trial, filtered by outcome and reason with radio buttons
+and CSS alone: without CSS support every row shows) and one page per trial,
+``trials/<label>.html``: the patch as a diff, the eval script (the attempt's
+``program.json``) and the test patch, the test log with the graded region marked, each
+FAIL_TO_PASS / PASS_TO_PASS test passed or failed, the parsed status map, the
+observation, the score, every attempt, the timing, and links to the index and to the
+previous and next trial. Links are relative and no page names an absolute path, so the
+site reads the same from a copied folder or an unpacked bundle.
+
+Everything of a trial is hostile input, read with bounds:
+
+* a file is opened only at a path from the trial's ``result.json`` that stays inside the
+  trial's folder (no absolute path, no ``..``), walking down from the run directory
+  without following a symbolic link at any step, and only if it is a regular file;
+* a log or patch is never read whole: the first and last KiB (and, for a log, the graded
+  region's start and end, with some context) are shown, each cut said with its size;
+  a window of very many short lines is cut to its first and last lines;
+* what is shown is escaped, and control characters, bidi overrides and invalid UTF-8 are
+  shown as visible marks (``report_html.visible``); lists (tests, status map) are cut at
+  ``MAX_LISTED`` entries, with a count of the rest.
+
+The site is written file by file atomically; pages an earlier ``view`` wrote into the
+same folder that no longer belong to a trial are removed (``view.json`` lists them).
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import json
+import os
+import re
+import stat
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from evalrepro import atomic
+from evalrepro.errors import UserError
+from evalrepro.records.artifact import Artifact
+from evalrepro.records.base import Record, read_record
+from evalrepro.records.trial import Attempt, TrialResult
+from evalrepro.report.html import (
+    OUTCOMES,
+    clip,
+    href,
+    reason_label,
+    relative_problems,
+    render_page,
+    run_sections,
+    size,
+    trial_page,
+)
+from evalrepro.report.run_report import RunReport, TrialRow, build_run_report
+from evalrepro.run.supervision import SupervisorReport, TrialProgram
+
+VIEW_DIR = "view"
+MANIFEST = "view.json"
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much of a file a page shows: all of it up to ``whole`` bytes; otherwise the
+    first ``head`` and last ``tail`` bytes and, for a log, the graded region's first
+    ``region_head`` and last ``region_tail`` bytes with ``context`` bytes around them."""
+
+    whole: int
+    head: int
+    tail: int
+    region_head: int = 0
+    region_tail: int = 0
+    context: int = 0
+    #: A run of more lines than this is cut to its first and last halves.
+    max_lines: int = 2000
+
+
+LOG = Budget(
+    whole=192 << 10,
+    head=32 << 10,
+    tail=32 << 10,
+    region_head=96 << 10,
+    region_tail=32 << 10,
+    context=2 << 10,
+)
+PATCH = Budget(whole=192 << 10, head=128 << 10, tail=32 << 10, max_lines=3000)
+SMALL = Budget(whole=32 << 10, head=8 << 10, tail=16 << 10, max_lines=400)
+#: Largest record file (program.json, supervisor.json, image.json) parsed.
+MAX_RECORD = 4 << 20
+#: Tests, status map entries and list items shown at most; the rest is counted.
+MAX_LISTED = 2000
+#: Characters of one field (a detail, a command) shown at most.
+MAX_FIELD = 8000
+
+
+# --- reading inside the run, without following links --------------------------------------
+
+
+class Unreadable(Exception):
+    """Why a file of the run is not shown (one phrase)."""
+
+
+def _inside(relative: str, folder: str) -> list[str]:
+    """The path's components, if it names a file inside ``folder`` of the run."""
+    parts = relative.split("/")
+    if (
+        not relative.startswith(folder + "/")
+        or any(part in ("", ".", "..") for part in parts)
+        or "\0" in relative
+    ):
+        raise Unreadable("its recorded path leaves the trial's folder: not followed")
+    return parts
+
+
+def _descend(run_dir: Path, parts: list[str]) -> int:
+    """A descriptor of the folder ``run_dir/parts...``, reached without following a link."""
+    directory = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts:
+            try:
+                step = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=directory)
+            except OSError as error:
+                raise Unreadable(_opening(error, folder=True)) from None
+            os.close(directory)
+            directory = step
+    except BaseException:
+        os.close(directory)
+        raise
+    return directory
+
+
+def open_in_run(run_dir: Path, relative: str, folder: str) -> tuple[int, int]:
+    """An open file descriptor of ``run_dir/relative`` and its size; every component is
+    opened without following a symbolic link, and the file must be a regular file."""
+    parts = _inside(relative, folder)
+    directory = _descend(run_dir, parts[:-1])
+    try:
+        fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=directory)
+    except OSError as error:
+        raise Unreadable(_opening(error, folder=False)) from None
+    finally:
+        os.close(directory)
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise Unreadable("not a regular file: not read")
+    return fd, info.st_size
+
+
+def check_folder(run_dir: Path, folder: str) -> None:
+    """``folder`` of the run is a real folder all the way down (no link), or Unreadable."""
+    parts = folder.split("/")
+    if any(part in ("", ".", "..") for part in parts) or "\0" in folder:
+        raise Unreadable("its path leaves the run directory: not followed")
+    os.close(_descend(run_dir, parts))
+
+
+def _opening(error: OSError, *, folder: bool) -> str:
+    if error.errno == errno.ENOENT:
+        return "missing"
+    if error.errno == errno.ELOOP or (folder and error.errno == errno.ENOTDIR):
+        return "a symbolic link (or one in its path): not followed"
+    return f"cannot be read ({error.strerror})"
+
+
+def _read_record(run_dir: Path, artifact: Artifact, folder: str) -> bytes:
+    fd, length = open_in_run(run_dir, artifact.path, folder)
+    try:
+        if length > MAX_RECORD:
+            raise Unreadable(f"{size(length)}, larger than the {size(MAX_RECORD)} read")
+        return os.pread(fd, MAX_RECORD, 0)
+    finally:
+        os.close(fd)
+
+
+# --- excerpts of big, hostile text files --------------------------------------------------
+
+
+RowKind = Literal["line", "graded", "mark", "cut", "add", "del", "hunk", "file", "meta", "ctx"]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line as shown: its kind (a CSS class) and its text (escaped when shown)."""
+
+    kind: RowKind
+    text: str
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A file as a page shows it."""
+
+    name: str
+    size: int
+    #: Bytes shown (the rest is cut, each cut marked in ``rows``).
+    shown: int
+    rows: list[Row]
+    notes: list[str] = field(default_factory=list)
+    #: Why it is not shown (missing, a link, not recorded); then nothing else is set.
+    problem: str | None = None
+
+    @property
+    def cut(self) -> int:
+        return self.size - self.shown
+
+
+def _absent(name: str, problem: str) -> Shown:
+    return Shown(name=name, size=0, shown=0, rows=[], problem=problem)
+
+
+def _windows(length: int, budget: Budget, region: tuple[int, int] | None) -> list[list[int]]:
+    """The byte ranges to show, sorted and merged."""
+    if length <= budget.whole:
+        return [[0, length]]
+    spans = [[0, budget.head], [length - budget.tail, length]]
+    if region is not None:
+        start, count = region
+        end = start + count
+        if count <= budget.region_head + budget.region_tail:
+            spans.append([start - budget.context, end + budget.context])
+        else:
+            spans.append([start - budget.context, start + budget.region_head])
+            spans.append([end - budget.region_tail, end + budget.context])
+    merged: list[list[int]] = []
+    for low, high in sorted([max(0, a), min(length, b)] for a, b in spans):
+        if merged and low <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], high)
+        else:
+            merged.append([low, high])
+    return merged
+
+
+def _lines(data: bytes, kind: RowKind, max_lines: int) -> tuple[list[Row], int]:
+    """Rows of ``data`` (split at newlines) and the bytes cut when there are too many."""
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    cut = 0
+    middle: list[bytes] = []
+    if len(lines) > max_lines:
+        keep = max_lines // 2
+        middle = lines[keep:-keep]
+        lines = [*lines[:keep], b"", *lines[-keep:]]
+        cut = sum(len(line) + 1 for line in middle)
+    rows = []
+    for index, line in enumerate(lines):
+        if middle and index == max_lines // 2:
+            rows.append(Row("cut", f"\u2026 {len(middle):,} lines ({size(cut)}) not shown \u2026"))
+            continue
+        rows.append(Row(kind, line.decode("utf-8", "replace").removesuffix("\r")))
+    return rows, cut
+
+
+def excerpt(
+    fd: int, length: int, budget: Budget, region: tuple[int, int] | None = None
+) -> tuple[list[Row], int]:
+    """The rows shown of an open file of ``length`` bytes, and how many bytes they show;
+    with ``region`` (offset, length), the rows inside it are ``graded``, marked where it
+    starts and ends."""
+    start, end = (region[0], region[0] + region[1]) if region is not None else (-1, -1)
+    rows: list[Row] = []
+    shown, position, marked = 0, 0, False
+
+    def mark_empty(at: int) -> None:
+        nonlocal marked
+        if region is not None and start == end == at and not marked:
+            rows.append(Row("mark", _region_note(start, end)))
+            marked = True
+
+    for low, high in _windows(length, budget, region):
+        if low > position:
+            rows.append(_cut_row(position, low, length, start <= position and low <= end))
+        data = os.pread(fd, high - low, low)
+        high = low + len(data)  # the file may have shrunk meanwhile
+        bounds = sorted({low, high, *(b for b in (start, end) if low < b < high)})
+        for a, b in itertools.pairwise(bounds):
+            mark_empty(a)
+            graded = start <= a and b <= end
+            if graded and a == start:
+                rows.append(Row("mark", _region_note(start, end)))
+            part, cut = _lines(
+                data[a - low : b - low], "graded" if graded else "line", budget.max_lines
+            )
+            rows += part
+            shown += (b - a) - cut
+            if graded and b == end:
+                rows.append(Row("mark", "\u25b2 end of the graded region"))
+        mark_empty(high)
+        position = high
+    if position < length:
+        rows.append(_cut_row(position, length, length, start <= position < end))
+    return rows, shown
+
+
+def _region_note(start: int, end: int) -> str:
+    if start == end:
+        return f"\u25bc the graded region is empty (0 bytes at byte {start:,})"
+    return (
+        f"\u25bc graded region: bytes {start:,} to {end:,} ({size(end - start)}), "
+        "as the supervisor recorded it"
+    )
+
+
+def _cut_row(low: int, high: int, length: int, graded: bool) -> Row:
+    inside = " (inside the graded region)" if graded else ""
+    return Row(
+        "cut",
+        f"\u2026 {size(high - low)} not shown{inside}: bytes {low:,} to {high:,} of "
+        f"{length:,} \u2026",
+    )
+
+
+def show_file(
+    run_dir: Path,
+    artifact: Artifact | None,
+    folder: str,
+    budget: Budget,
+    name: str,
+    region: tuple[int, int] | None = None,
+) -> Shown:
+    if artifact is None:
+        return _absent(name, "not recorded for this attempt")
+    try:
+        fd, length = open_in_run(run_dir, artifact.path, folder)
+    except Unreadable as why:
+        return _absent(name, str(why))
+    notes = []
+    try:
+        if region is not None and (region[0] < 0 or region[1] < 0 or sum(region) > length):
+            notes.append(
+                f"The recorded region (bytes {region[0]:,} to {sum(region):,}) lies outside "
+                f"the file of {length:,} bytes (changed since?): nothing is marked."
+            )
+            region = None
+        rows, shown = excerpt(fd, length, budget, region)
+    finally:
+        os.close(fd)
+    if length != artifact.size:
+        notes.append(
+            f"On disk it is {length:,} bytes; the attempt recorded {artifact.size:,} "
+            "(changed since it was recorded)."
+        )
+    return Shown(name=name, size=length, shown=shown, rows=rows, notes=notes)
+
+
+_HUNK = re.compile(r"@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+_META = (
+    "diff ",
+    "index ",
+    "new file mode",
+    "deleted file mode",
+    "old mode",
+    "new mode",
+    "similarity index",
+    "dissimilarity index",
+    "rename ",
+    "copy ",
+    "Binary files",
+    "GIT binary patch",
+)
+
+
+def diff_rows(rows: list[Row]) -> list[Row]:
+    """Rows of a patch classified as added, removed, hunk header, file header, meta or
+    context; a hunk's body is counted by its header, as patch tools read it, so a removed
+    line that starts with ``--`` is not taken for a file header."""
+    out: list[Row] = []
+    old = new = 0
+    for row in rows:
+        if row.kind != "line":
+            old = new = 0  # a cut: the hunk's counts no longer hold
+            out.append(row)
+            continue
+        text, kind = row.text, None
+        if old > 0 or new > 0:
+            first = text[:1]
+            if first == "+":
+                new, kind = new - 1, "add"
+            elif first == "-":
+                old, kind = old - 1, "del"
+            elif first in (" ", ""):
+                old, new, kind = old - 1, new - 1, "ctx"
+            elif first == "\\":
+                kind = "meta"
+            else:
+                old = new = 0
+        if kind is None:
+            hunk = _HUNK.match(text)
+            if hunk:
+                kind = "hunk"
+                old = int(hunk.group(1)) if hunk.group(1) is not None else 1
+                new = int(hunk.group(2)) if hunk.group(2) is not None else 1
+            elif text.startswith(("+++ ", "--- ")):
+                kind = "file"
+            elif text.startswith(_META):
+                kind = "meta"
+            elif text.startswith("+"):
+                kind = "add"
+            elif text.startswith("-"):
+                kind = "del"
+            else:
+                kind = "ctx"
+        out.append(Row(kind, text))
+    return out
+
+
+# --- one trial's page ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TestLine:
+    group: str
+    test: str
+    passed: bool
+    status: str
+
+
+@dataclass(frozen=True)
+class Value:
+    """A record's field as a page shows it: a label and lines of text."""
+
+    name: str
+    lines: list[str]
+
+
+@dataclass(frozen=True)
+class ArtifactLine:
+    name: str
+    media_type: str
+    size: int
+    sha256: str
+    state: str
+    ok: bool
+
+
+@dataclass
+class TrialView:
+    row: TrialRow
+    number: int
+    total: int
+    index: str
+    previous: tuple[str, TrialRow] | None
+    next: tuple[str, TrialRow] | None
+    problems: list[str]
+    #: Why the trial's records are not shown although it has a result.
+    withheld: str = ""
+    result: TrialResult | None = None
+    attempt: Attempt | None = None
+    patch: Shown | None = None
+    test_patch: Shown | None = None
+    log: Shown | None = None
+    log_notes: list[str] = field(default_factory=list)
+    program: TrialProgram | None = None
+    program_problem: str = ""
+    program_fields: list[Value] = field(default_factory=list)
+    supervisor: list[Value] = field(default_factory=list)
+    supervisor_problem: str = ""
+    image: list[Value] = field(default_factory=list)
+    runtime_log: Shown | None = None
+    foreign: list[Value] = field(default_factory=list)
+    tests: list[TestLine] = field(default_factory=list)
+    tests_total: int = 0
+    tests_note: str = ""
+    status_map: list[tuple[str, str]] = field(default_factory=list)
+    status_map_total: int = 0
+    observation: list[Value] = field(default_factory=list)
+    artifacts: list[ArtifactLine] = field(default_factory=list)
+
+
+def _text(value: object) -> str:
+    if isinstance(value, list | tuple):
+        return ", ".join(_text(v) for v in value[:MAX_LISTED]) or "none"
+    if isinstance(value, Enum):
+        return str(value.value)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None:
+        return "-"
+    return clip(value, MAX_FIELD)
+
+
+def _value_lines(value: Any) -> list[str]:
+    """A field's value as lines of text: lists item by item, models field by field."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
+    if isinstance(value, dict):
+        items = list(value.items())
+        lines = [f"{k}: {_text(v)}" for k, v in items[:MAX_LISTED]]
+        if len(items) > MAX_LISTED:
+            lines.append(f"and {len(items) - MAX_LISTED:,} more")
+        return lines or ["none"]
+    if isinstance(value, list | tuple):
+        lines = []
+        for item in value[:MAX_LISTED]:
+            if isinstance(item, BaseModel):
+                item = item.model_dump(mode="json")
+            if isinstance(item, dict):
+                lines.append(", ".join(f"{k}: {_text(v)}" for k, v in item.items()))
+            elif isinstance(item, list | tuple):
+                lines.append(" ".join(_text(v) for v in item))
+            else:
+                lines.append(_text(item))
+        if len(value) > MAX_LISTED:
+            lines.append(f"and {len(value) - MAX_LISTED:,} more")
+        return lines or ["none"]
+    return [_text(value)]
+
+
+def _record_values(record: BaseModel, skip: Iterable[str] = ()) -> list[Value]:
+    skipped = {"record", "schema_version", *skip}
+    return [
+        Value(name, _value_lines(getattr(record, name)))
+        for name in type(record).model_fields
+        if name not in skipped
+    ]
+
+
+def _observation_values(attempt: Attempt) -> list[Value]:
+    seen = attempt.observation
+    values = []
+    for item in _record_values(seen, skip=("status_map", "tests")):
+        # An empty patch is the target's answer, never a broken one: say what it is.
+        if seen.patch_problem == "empty" and item.name == "patch_status":
+            item = Value(item.name, ["empty patch: nothing to apply, no container ran"])
+        elif seen.patch_problem == "empty" and item.name == "patch_problem":
+            item = Value(item.name, ["empty patch"])
+        values.append(item)
+    return values
+
+
+_PROGRAM_LABELS = {
+    "base_commit": "base commit",
+    "test_command": "test command",
+    "test_files": "test files (written as base + test patch, then verified)",
+    "test_patch_empty": "test patch empty",
+    "patch_commands": "patch methods, tried in order",
+    "protection": "protection of test infrastructure",
+    "user": "test user",
+    "limits": "limits (bytes; timeout in seconds)",
+    "testbed": "repository in the sandbox",
+    "git_dir": "harness's git store",
+    "patch": "model patch (mounted)",
+    "test_patch": "test patch (mounted)",
+    "guard_source": "exit guard (mounted)",
+    "guard": "exit guard on",
+    "user_namespace": "tests in a user namespace of their own",
+    "allow_user_namespaces": "tests may create user namespaces",
+}
+
+
+def _program_values(program: TrialProgram) -> list[Value]:
+    values = []
+    order = [*_PROGRAM_LABELS, *type(program).model_fields]
+    for name in dict.fromkeys(order):
+        if name in {"record", "schema_version"} or name not in type(program).model_fields:
+            continue
+        value = getattr(program, name)
+        if name == "patch_commands":
+            lines = [f"{method}: {' '.join(argv)}" for method, argv in value]
+        elif name == "limits":
+            lines = [f"{k}: {_limit(k, v)}" for k, v in value.items()]
+        else:
+            lines = _value_lines(value)
+        values.append(Value(_PROGRAM_LABELS.get(name, name), lines))
+    return values
+
+
+def _limit(name: str, value: int) -> str:
+    if name == "timeout":
+        return f"{value} s"
+    return f"{value:,}" if name == "pids" else size(value)
+
+
+def _test_lines(attempt: Attempt) -> tuple[list[TestLine], int]:
+    tests = attempt.observation.tests
+    if tests is None:
+        return [], 0
+    statuses = attempt.observation.status_map
+    lines, total = [], 0
+    for group, report in (
+        ("FAIL_TO_PASS", tests.fail_to_pass),
+        ("PASS_TO_PASS", tests.pass_to_pass),
+    ):
+        listed = [(t, False) for t in report.failure] + [(t, True) for t in report.success]
+        total += len(listed)
+        for test, passed in listed[:MAX_LISTED]:
+            status = statuses.get(test, "not in the status map")
+            lines.append(TestLine(group, clip(test, 1000), passed, clip(status, 200)))
+    return lines, total
+
+
+def _artifact_lines(run_dir: Path, attempt: Attempt, folder: str) -> list[ArtifactLine]:
+    lines = []
+    for artifact in attempt.artifacts:
+        try:
+            fd, length = open_in_run(run_dir, artifact.path, folder)
+            os.close(fd)
+            ok = length == artifact.size
+            state = "on disk, size as recorded" if ok else f"on disk with {length:,} bytes"
+        except Unreadable as why:
+            state, ok = str(why), False
+        lines.append(
+            ArtifactLine(
+                name=artifact.path.rsplit("/", 1)[-1],
+                media_type=artifact.media_type,
+                size=artifact.size,
+                sha256=artifact.sha256,
+                state=state,
+                ok=ok,
+            )
+        )
+    return lines
+
+
+def _by_name(attempt: Attempt) -> dict[str, Artifact]:
+    return {a.path.rsplit("/", 1)[-1]: a for a in attempt.artifacts}
+
+
+def _fill(view: TrialView, run_dir: Path, result: TrialResult) -> None:
+    """Everything of the trial's final attempt (the one its score is), read with bounds."""
+    folder = view.row.folder
+    attempt = result.attempts[-1]
+    view.result, view.attempt = result, attempt
+    files = _by_name(attempt)
+    view.artifacts = _artifact_lines(run_dir, attempt, folder)
+    view.observation = _observation_values(attempt)
+    view.tests, view.tests_total = _test_lines(attempt)
+    seen = attempt.observation
+    if seen.tests is None and seen.execution_status == "not_run":
+        view.tests_note = f"Not graded: no tests ran ({reason_label(attempt.score.reason)})."
+    elif seen.tests is None:
+        view.tests_note = f"Not graded: the log's parser status is {seen.parser_status}" + (
+            f" ({clip(seen.parser_detail, 500)})." if seen.parser_detail else "."
+        )
+    statuses = list(attempt.observation.status_map.items())
+    view.status_map_total = len(statuses)
+    view.status_map = [(clip(t, 1000), clip(s, 200)) for t, s in statuses[:MAX_LISTED]]
+
+    view.patch = _diff(show_file(run_dir, files.get("patch.diff"), folder, PATCH, "patch.diff"))
+    view.test_patch = _diff(
+        show_file(run_dir, files.get("test.patch"), folder, PATCH, "test.patch")
+    )
+    region = None
+    supervisor = files.get("supervisor.json")
+    if supervisor is not None:
+        try:
+            report = SupervisorReport.model_validate_json(_read_record(run_dir, supervisor, folder))
+        except Unreadable as why:
+            view.supervisor_problem = f"supervisor.json: {why}"
+        except ValidationError as error:
+            view.supervisor_problem = (
+                f"supervisor.json is not a supervisor report ({error.error_count()} problems)"
+            )
+        else:
+            view.supervisor = _record_values(report)
+            if report.region is not None:
+                region = (report.region.offset, report.region.length)
+            else:
+                view.log_notes.append(
+                    "The supervisor recorded no graded region: the tests did not run."
+                )
+    if "foreign.json" in files:
+        view.log_notes.append(
+            "This log was written by another harness (evalrepro regrade): there is no "
+            "supervisor record, so no graded region is marked here. It was graded between "
+            "SWE-bench's marker lines, by the reading rules below."
+        )
+        view.foreign = _json_values(run_dir, files["foreign.json"], folder)
+    elif supervisor is None:
+        view.log_notes.append("No supervisor record for this attempt: no graded region is marked.")
+    elif view.supervisor_problem:
+        view.log_notes.append(f"{view.supervisor_problem}: no graded region is marked.")
+    view.log = show_file(
+        run_dir, files.get("test_output.txt"), folder, LOG, "test_output.txt", region
+    )
+    program = files.get("program.json")
+    if program is None:
+        view.program_problem = "No program.json: this attempt ran no eval script of evalrepro's."
+    else:
+        try:
+            view.program = TrialProgram.model_validate_json(_read_record(run_dir, program, folder))
+            view.program_fields = _program_values(view.program)
+        except Unreadable as why:
+            view.program_problem = f"program.json: {why}"
+        except ValidationError as error:
+            view.program_problem = (
+                f"program.json is not a trial program ({error.error_count()} problems)"
+            )
+    if "image.json" in files:
+        view.image = _json_values(run_dir, files["image.json"], folder)
+    view.runtime_log = (
+        show_file(run_dir, files["runtime.log"], folder, SMALL, "runtime.log")
+        if "runtime.log" in files
+        else None
+    )
+
+
+def _json_values(run_dir: Path, artifact: Artifact, folder: str) -> list[Value]:
+    try:
+        data = json.loads(_read_record(run_dir, artifact, folder))
+    except Unreadable as why:
+        return [Value("problem", [str(why)])]
+    except (ValueError, RecursionError):
+        return [Value("problem", ["not JSON"])]
+    if not isinstance(data, dict):
+        return [Value("value", _value_lines(data))]
+    return [Value(str(k), _value_lines(v)) for k, v in list(data.items())[:MAX_LISTED]]
+
+
+def _diff(shown: Shown) -> Shown:
+    if shown.problem is not None:
+        return shown
+    return Shown(
+        name=shown.name,
+        size=shown.size,
+        shown=shown.shown,
+        rows=diff_rows(shown.rows),
+        notes=shown.notes,
+    )
+
+
+# --- the site --------------------------------------------------------------------------
+
+
+class ViewManifest(Record):
+    """What a ``view`` wrote into its folder: the trial pages (to remove stale ones)."""
+
+    record: Literal["ViewManifest"] = "ViewManifest"
+    pages: list[str]
+
+
+@dataclass(frozen=True)
+class ViewSite:
+    root: Path
+    #: Trial pages written (one per planned trial).
+    pages: int
+    #: Pages of an earlier view that no longer belong to a trial, removed.
+    removed: int
+
+    @property
+    def index(self) -> Path:
+        return self.root / "index.html"
+
+
+def _checked_output(run_dir: Path, output: Path) -> Path:
+    output = Path(os.path.abspath(output))
+    for path in (output, output / "trials"):
+        if path.is_symlink():
+            raise UserError(f"--output {path}: a symbolic link; refusing to write through it")
+    resolved = output.resolve()
+    trials = run_dir / "trials"
+    if resolved == run_dir or resolved == trials or trials in resolved.parents:
+        raise UserError(
+            f"--output {output}: the viewer would write among the run's own records; "
+            "choose another folder (default: RUN/view)"
+        )
+    if resolved.exists() and not resolved.is_dir():
+        raise UserError(f"--output {output}: exists and is not a directory")
+    return resolved
+
+
+def _previous_pages(root: Path) -> list[str]:
+    try:
+        manifest = read_record(root / MANIFEST, ViewManifest)
+    except UserError:
+        return []
+    # Only plain page names inside trials/: the manifest is a file anyone could edit.
+    return [p for p in manifest.pages if re.fullmatch(r"[^/\\\0]+\.html", p) and p[0] != "."]
+
+
+def _names_folder(problem: str, label: str) -> bool:
+    return re.search(rf"trials/{re.escape(label)}(?:[/: ]|$)", problem) is not None
+
+
+def _filter_css(reasons: list[str]) -> str:
+    """The filters' rules: a checked radio button hides the rows of every other value."""
+    rules = [
+        f"#fo-{outcome}:checked ~ table tbody tr:not(.o-{outcome}) {{ display: none; }}"
+        for outcome in OUTCOMES
+    ]
+    rules += [
+        f"#fr-{index}:checked ~ table tbody tr:not(.r-{index}) {{ display: none; }}"
+        for index in range(len(reasons))
+    ]
+    return "\n" + "\n".join(rules) + "\n"
+
+
+def write_view(
+    run_dir: Path,
+    report: RunReport,
+    results: Mapping[str, TrialResult],
+    output: Path | None = None,
+) -> ViewSite:
+    """The viewer site of a run whose ``report`` was built from ``results``."""
+    run_dir = run_dir.resolve()
+    root = _checked_output(run_dir, output if output is not None else run_dir / VIEW_DIR)
+    rows = report.trials
+    names = [trial_page(row.folder) for row in rows]
+    problems = relative_problems(report.evidence_problems, run_dir)
+    title = f"{report.provenance.experiment} ({report.provenance.target_id})"
+
+    counts = Counter(row.reason for row in rows)
+    reasons = [reason for reason, _ in counts.most_common()]
+    reason_index = {reason: index for index, reason in enumerate(reasons)}
+    outcomes = Counter(row.outcome for row in rows)
+
+    writes: list[tuple[Path, str]] = []
+    writes.append(
+        (
+            root / "index.html",
+            render_page(
+                "view_index.html",
+                title=f"Trials of {title}",
+                extra_css=_filter_css(reasons),
+                report=report,
+                outcome_counts=[(o, outcomes[o]) for o in OUTCOMES],
+                reasons=[(reason_index[r], r, counts[r]) for r in reasons],
+                trial_href=lambda row: href(trial_page(row.folder)),
+                row_classes=lambda row: f"o-{row.outcome} r-{reason_index[row.reason]}",
+                **run_sections(report) | {"problems": problems},
+            ),
+        )
+    )
+    for number, (row, name) in enumerate(zip(rows, names, strict=True)):
+        own = row.folder.removeprefix("trials/")
+        view = TrialView(
+            row=row,
+            number=number + 1,
+            total=len(rows),
+            index="../index.html",
+            previous=(href(names[number - 1].removeprefix("trials/")), rows[number - 1])
+            if number
+            else None,
+            next=(href(names[number + 1].removeprefix("trials/")), rows[number + 1])
+            if number + 1 < len(rows)
+            else None,
+            problems=[p for p in problems if _names_folder(p, own)],
+        )
+        result = results.get(row.trial_id)
+        if result is not None and result.attempts:
+            try:
+                check_folder(run_dir, row.folder)
+            except Unreadable as why:
+                # Its result.json was read through the link; nothing more is.
+                view.withheld = f"{row.folder}: {why}; its records are not shown here."
+            else:
+                _fill(view, run_dir, result)
+        page = render_page(
+            "view_trial.html",
+            title=f"{clip(row.instance_id, 150)} (sample {row.sample_index})",
+            run_title=title,
+            v=view,
+        )
+        writes.append((root / name, page))
+
+    # fsync dominates writing many small files; it runs outside the GIL, so in parallel.
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda item: atomic.write_text(*item), writes))
+
+    current = {name.removeprefix("trials/") for name in names}
+    removed = 0
+    for stale in _previous_pages(root):
+        if stale not in current:
+            path = root / "trials" / stale
+            if path.is_file() or path.is_symlink():
+                path.unlink()
+                removed += 1
+    atomic.write_text(
+        root / MANIFEST, ViewManifest(pages=sorted(current)).model_dump_json(indent=2) + "\n"
+    )
+    return ViewSite(root=root, pages=len(rows), removed=removed)
+
+
+def view_run(
+    run_dir: Path,
+    output: Path | None = None,
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+) -> ViewSite:
+    """``evalrepro view RUN``: the run's report and its viewer site."""
+    from evalrepro.plan.lockfile import read_lockfile
+    from evalrepro.run.rundir import RunDirectory
+
+    directory = RunDirectory(run_dir)
+    if not directory.lockfile_path.exists():
+        raise UserError(f"{run_dir}: not a run directory (no {directory.lockfile_path.name})")
+    lockfile = read_lockfile(directory.lockfile_path)
+    survey = directory.survey(lockfile)
+    report = build_run_report(
+        directory.path,
+        lockfile,
+        survey.results,
+        confidence=confidence,
+        n_resamples=n_resamples,
+        seed=seed,
+        evidence_problems=[problem.message for problem in survey.problems],
+    )
+    return write_view(directory.path, report, survey.results, output)
+
+
+def relative_link(target: Path, page: Path) -> str:
+    """A link from a page to be written at ``page`` to ``target``, relative, encoded."""
+    relative = os.path.relpath(target.resolve(), page.resolve().parent)
+    return href(*Path(relative).as_posix().split("/"))

@@ -1,0 +1,1 @@
+"""Execute: executors schedule attempts, runtimes run them, the host records them."""

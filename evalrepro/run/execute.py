@@ -1,0 +1,146 @@
+"""Execute: the host's side of each trial, whatever executor schedules its attempts.
+
+A :class:`TrialJob` makes a trial's attempt specs (values, sent to a runtime here or on
+another machine), records each output through the :class:`~evalrepro.run.recorder.Recorder`
+and decides from the recorded attempt whether another follows: an infrastructure error
+(no image, podman failing, a container killed by the host) is retried as a new attempt
+of the same trial, up to ``max_attempts``; a rejected patch, a failing test or a timeout
+is a result and is never retried; an image that failed to build will not heal within
+the run. The number of trials never changes.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from evalrepro.config.environment import Limits
+from evalrepro.digest import sha256_bytes
+from evalrepro.plan.plan import PlannedTrial
+from evalrepro.records.trial import Attempt, TrialResult
+from evalrepro.run.attempt import AttemptOutput, AttemptSpec, ImageRef
+from evalrepro.run.recorder import Recorder
+from evalrepro.run.supervision import TrialProgram
+
+
+@dataclass(frozen=True)
+class AttemptSettings:
+    """What every attempt of a run shares: the environment's limits, and the run's
+    sandbox-name prefix. ``limits`` None: no sandbox of ours runs (recorded logs: what
+    the patch is, is judged as the harness that ran it judges it)."""
+
+    limits: Limits | None
+    timeout: int
+    allow_user_namespaces: bool
+    sandbox_prefix: str
+    max_attempts: int
+
+
+def container_prefix(run_dir: Path) -> str:
+    """The start of every sandbox name of a run directory's attempts.
+
+    A later session finds (and removes) the containers a killed one left running, and
+    no other run's.
+    """
+    return f"evalrepro-{sha256_bytes(str(run_dir).encode())[7:15]}-"
+
+
+class TrialJob:
+    """One trial's attempts, on the host. An executor asks for :meth:`next_spec` until
+    it is None, hands each output to :meth:`record`, then takes :meth:`finish`."""
+
+    def __init__(self, planned: PlannedTrial, settings: AttemptSettings, recorder: Recorder):
+        self.planned = planned
+        self.settings = settings
+        self.recorder = recorder
+        self.attempts: list[Attempt] = []
+        self._reason: str | None = "planned"
+        self._limits: dict[str, str] = {}
+        program = None
+        if settings.limits is not None:
+            program = TrialProgram.of(
+                planned.spec.eval_script,
+                settings.limits,
+                settings.timeout,
+                allow_user_namespaces=settings.allow_user_namespaces,
+            )
+        self._program = program
+
+    @property
+    def label(self) -> str:
+        return self.planned.label
+
+    def next_spec(self) -> AttemptSpec | None:
+        """The next attempt to run, or None: the trial is done."""
+        if self._reason is None:
+            return None
+        planned, settings = self.planned, self.settings
+        number = len(self.attempts) + 1
+        image = planned.image_ref
+        return AttemptSpec(
+            trial_id=planned.trial.trial_id,
+            label=planned.label,
+            number=number,
+            reason=self._reason,
+            instance_id=planned.sample.instance_id,
+            image=ImageRef(tag=image.tag, digest=image.image_digest) if image else None,
+            unavailable=planned.unavailable,
+            test_spec=planned.spec,
+            program=self._program,
+            patch=planned.patch,
+            patch_known=planned.patch_known,
+            test_patch=planned.test_patch,
+            patch_problem=planned.check.problem
+            if planned.patch_known and settings.limits is not None
+            else None,
+            timeout=settings.timeout,
+            output_limit=settings.limits.in_bytes("output") if settings.limits else 1,
+            # Unique even when two runs execute the same trial at once.
+            sandbox_name=f"{settings.sandbox_prefix}{planned.label[-12:]}-a{number}-"
+            f"{secrets.token_hex(3)}",
+        )
+
+    def record(self, spec: AttemptSpec, output: AttemptOutput, started_at: datetime) -> Attempt:
+        """Record one attempt's output; whether another attempt follows is decided here."""
+        attempt = self.recorder.record_attempt(
+            spec,
+            output,
+            check=self.planned.check,
+            sample=self.planned.sample,
+            parser=self.planned.parser,
+            started_at=started_at,
+        )
+        self.attempts.append(attempt)
+        self._limits = output.limits
+        infrastructure = attempt.observation.infrastructure_error
+        if (
+            infrastructure is None
+            or spec.image is None
+            or spec.number >= self.settings.max_attempts
+        ):
+            self._reason = None
+        else:
+            self._reason = f"retry after infrastructure error: {infrastructure}"
+        return attempt
+
+    def finish(self) -> TrialResult:
+        """The trial's result, written: the trial is complete."""
+        planned = self.planned
+        result = TrialResult(
+            trial=planned.trial,
+            instance_id=planned.sample.instance_id,
+            target_id=planned.trial.key.target_id,
+            sample_index=planned.prediction.sample_index,
+            score=self.attempts[-1].score,
+            attempts=self.attempts,
+            limits=self._limits,
+            usage=planned.prediction.usage,
+        )
+        self.recorder.record_trial(planned.label, result)
+        return result
+
+
+def now() -> datetime:
+    return datetime.now(UTC)

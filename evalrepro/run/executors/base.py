@@ -1,0 +1,50 @@
+"""What an executor is: it schedules the attempts of a run's trials, and owns retries.
+
+``run(jobs, events)`` drives every :class:`~evalrepro.run.execute.TrialJob` to its end:
+it asks each job for attempt specs, has a runtime turn each into an output (in this
+process, or on another machine: a spec and an output are values), hands every output
+back to its job on the host, which records it and says whether another attempt follows,
+and reports each finished trial through ``events``. It returns the finished trials'
+results; a trial it never started stays missing (a resume runs it). The executor is not
+part of a trial's identity.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar, Protocol
+
+from evalrepro.plan.plan import PlannedTrial
+from evalrepro.records.trial import TrialResult
+from evalrepro.run import attempt
+from evalrepro.run.execute import TrialJob, now
+from evalrepro.run.runtimes.base import Runtime
+
+
+class Events(Protocol):
+    """What an executor tells as it goes (live progress)."""
+
+    def attempt_started(self, planned: PlannedTrial, number: int) -> None: ...
+
+    def trial_finished(self, planned: PlannedTrial, result: TrialResult) -> None: ...
+
+
+class Executor(ABC):
+    kind: ClassVar[str]
+
+    def __init__(self, config: object, runtime: Runtime) -> None:
+        self.config = config
+        self.runtime = runtime
+
+    @abstractmethod
+    def run(self, jobs: list[TrialJob], events: Events) -> list[TrialResult]: ...
+
+    def drive(self, job: TrialJob, events: Events) -> TrialResult:
+        """One trial, attempt after attempt, in the calling thread."""
+        while (spec := job.next_spec()) is not None:
+            events.attempt_started(job.planned, spec.number)
+            started = now()
+            job.record(spec, attempt.execute(self.runtime, spec), started)
+        result = job.finish()
+        events.trial_finished(job.planned, result)
+        return result

@@ -1,0 +1,103 @@
+"""Test infrastructure protection: what a model patch may not change, and what happens if
+it does.
+
+A patch may change library code. Files that collect, configure or take part in running
+the tests are not a fix: ``conftest.py`` anywhere, ``pytest.ini`` / ``tox.ini``, the test
+sections of ``setup.cfg``, ``pyproject.toml`` and ``package.json``, everything in the
+dataset's test folders (``__init__.py`` included), ``sitecustomize`` / ``usercustomize``
+and ``.pth`` files, runner scripts such as Django's ``runtests.py``. The policy says what
+the supervisor does when the model patch changed one of them:
+
+* ``restore`` (default): put it back to the base commit before the tests run;
+* ``record``: leave it, and record it against the trial;
+* ``invalid``: the trial is invalid (the tests are not run).
+
+Each trial records which of them the patch touched. Separately, a static scan of the
+patch (``patchcheck``) and the exit guard flag library code that reaches into the test
+framework as *suspect*; ``suspect`` says whether that makes the trial ``invalid``
+(default) or is only ``record``-ed. Both values are part of every TestSpec's digest.
+
+Which files match is decided by ``evalrepro.run.sandbox.supervisor.protected_reason``, the
+same function the supervisor runs inside the container.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalrepro.run.sandbox.supervisor import TEST_DIR_NAMES, protected_reason
+
+#: Matched against a file's name, or against its whole path when the pattern has a "/".
+DEFAULT_PATTERNS: tuple[str, ...] = (
+    "conftest.py",
+    "pytest.ini",
+    ".pytest.ini",
+    "pytest.toml",
+    ".pytest.toml",
+    "tox.ini",
+    "noxfile.py",
+    "sitecustomize.py",
+    "usercustomize.py",
+    "*.pth",
+    "runtests.py",
+    "jest.config.*",
+    "vitest.config.*",
+    ".mocharc*",
+    "karma.conf.*",
+)
+
+
+class TestProtection(BaseModel):
+    """The dataset's declared policy (``dataset.protection`` in its config)."""
+
+    __test__ = False  # not a pytest test class
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: Test infrastructure the patch changed: restored to the base commit before the tests run, only
+    #: recorded, or the trial is invalid.
+    policy: Literal["restore", "record", "invalid"] = "restore"
+    #: Code that reaches into the test framework (static scan, exit guard): the trial is invalid, or
+    #: it is only recorded.
+    suspect: Literal["invalid", "record"] = "invalid"
+    #: Test infrastructure files, by name (or by whole path when the pattern has a "/"), anywhere in
+    #: the repo.
+    patterns: list[str] = Field(default_factory=lambda: list(DEFAULT_PATTERNS))
+    #: ``auto``: for each file of an instance's test patch, its nearest ancestor folder
+    #: named like a test folder (``tests``, ``test``, ``testing``, ``t``, ``spec``,
+    #: ``__tests__``). Or an explicit list of folders, relative to the repo root.
+    test_dirs: Literal["auto"] | list[str] = "auto"
+
+    def resolve(self, test_files: list[str]) -> ResolvedProtection:
+        if self.test_dirs == "auto":
+            folders = sorted({f for f in map(test_folder, test_files) if f is not None})
+        else:
+            folders = sorted({folder.strip("/") for folder in self.test_dirs})
+        return ResolvedProtection(
+            policy=self.policy, suspect=self.suspect, patterns=self.patterns, test_dirs=folders
+        )
+
+
+class ResolvedProtection(BaseModel):
+    """The policy as one instance's TestSpec holds it: test folders made explicit."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    policy: Literal["restore", "record", "invalid"]
+    suspect: Literal["invalid", "record"]
+    patterns: list[str]
+    test_dirs: list[str]
+
+    def reason(self, path: str) -> str | None:
+        """Why ``path`` is test infrastructure (sections of SECTION_FILES aside)."""
+        return protected_reason(path, self.model_dump())
+
+
+def test_folder(path: str) -> str | None:
+    """The nearest ancestor of ``path`` named like a test folder (``a/tests`` ...)."""
+    parts = path.split("/")[:-1]
+    for depth in range(len(parts), 0, -1):
+        if parts[depth - 1] in TEST_DIR_NAMES:
+            return "/".join(parts[:depth])
+    return None

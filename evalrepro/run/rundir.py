@@ -1,0 +1,168 @@
+"""The run directory: one experiment's evidence, safe to resume and hard to fool.
+
+Layout: ``lockfile.lock.json`` (the plan, with the validated config; never rewritten),
+``run.json`` (volatile: when, how and where each session ran), ``images/`` (each base
+image's package list), ``trials/<label>/`` (``evalrepro.run.recorder``), ``results.json``
+and ``swebench/`` (SWE-bench's own layout of the run).
+
+* One process at a time: an exclusive lock on ``.evalrepro.lock``.
+* Resuming: the new plan must be the same experiment as the locked one; otherwise the
+  run refuses, naming every difference (``lockfile.differences``).
+* A trial is complete when its ``result.json`` exists (written last, atomically); the
+  leftovers of an incomplete one are removed before it runs again, so a run killed at
+  any moment loses no finished trial and runs each unfinished one exactly once.
+* A complete trial is trusted only if it passes ``evalrepro.run.evidence``'s check, the
+  one ``verify`` runs too.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import platform
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from evalrepro import atomic
+from evalrepro.errors import UserError
+from evalrepro.plan.lockfile import LOCKFILE_NAME, Lockfile, differences, read_lockfile
+from evalrepro.records.trial import TrialResult, trial_label
+from evalrepro.report.run_report import RunResults, aggregate
+from evalrepro.report.swebench_layout import write_swebench_layout
+from evalrepro.run.evidence import Survey, survey
+from evalrepro.run.sessions import log_session
+
+
+class RunDirectory:
+    def __init__(self, path: Path) -> None:
+        self.path = path.resolve()
+
+    @property
+    def lockfile_path(self) -> Path:
+        return self.path / LOCKFILE_NAME
+
+    @property
+    def trials_dir(self) -> Path:
+        return self.path / "trials"
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the directory for this process; a second one gets a clear error."""
+        if self.path.exists() and not self.path.is_dir():
+            raise UserError(f"--run-dir {self.path}: exists and is not a directory")
+        created = not self.path.exists()
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise UserError(f"--run-dir {self.path}: cannot create it ({error.strerror})") from None
+        lock_file = self.path / ".evalrepro.lock"
+        handle = lock_file.open("a+")
+        locked = False
+        try:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.seek(0)
+                holder = handle.read().strip() or "another process"
+                raise UserError(
+                    f"run directory {self.path} is in use by {holder}; wait for it to finish"
+                ) from None
+            locked = True
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"evalrepro pid {os.getpid()} on {platform.node()}")
+            handle.flush()
+            yield
+        finally:
+            # A run refused before it began (a plan that failed) leaves no empty directory.
+            if locked and created and [p.name for p in self.path.iterdir()] == [lock_file.name]:
+                lock_file.unlink()
+                self.path.rmdir()
+            handle.close()
+
+    def begin(
+        self, lockfile: Lockfile, backend: dict[str, str], *, previous: Lockfile | None = None
+    ) -> bool:
+        """Start or resume; True when resuming. Refuses a run planned differently.
+
+        ``previous``: the directory's own lockfile, when the caller read it already."""
+        resuming = self.lockfile_path.exists()
+        if resuming:
+            locked = previous or read_lockfile(self.lockfile_path)
+            found = differences(locked, lockfile, same_target=True)
+            if found:
+                listed = "; ".join(f"{d.kind}: {d.detail}" for d in found)
+                raise UserError(
+                    f"run directory {self.path} holds a different experiment, refusing to "
+                    f"resume ({listed})"
+                )
+            # The identity may differ in what does not change a trial (max_workers, the
+            # instances' order or path): what must not differ is the set of trials.
+            ours = {t.trial_id for t in locked.trials}
+            theirs = {t.trial_id for t in lockfile.trials}
+            if ours != theirs:
+                raise UserError(
+                    f"run directory {self.path} holds other trials ({len(ours - theirs)} only "
+                    f"in the run, {len(theirs - ours)} only in the new plan); refusing to resume"
+                )
+        else:
+            # It holds the config (validated, composed): it is what makes the directory
+            # a run to resume.
+            lockfile.write(self.lockfile_path)
+        log_session(self.path, resumed=resuming, backend=backend)
+        return resuming
+
+    # --- trials ----------------------------------------------------------------------
+
+    def completed(self, lockfile: Lockfile) -> dict[str, TrialResult]:
+        """The trusted results of complete trials, by trial id; any problem with the
+        evidence is an error (``evalrepro.run.evidence``: the check ``verify`` lists)."""
+        found = self.survey(lockfile)
+        if found.problems:
+            first = found.problems[0]
+            raise UserError(f"{self.path / first.where}: {first.detail}")
+        return found.results
+
+    def survey(self, lockfile: Lockfile) -> Survey:
+        """Every complete trial's result, and every problem with the evidence, listed
+        instead of raised (``report`` shows them; ``completed`` refuses on the first)."""
+        return survey(self.path, lockfile)
+
+    def remove_incomplete(self, lockfile: Lockfile) -> list[str]:
+        """Delete the leftovers of trials that have no result; their labels."""
+        removed = []
+        for trial in lockfile.trials:
+            label = trial_label(trial.key.instance_id, trial.key.sample_index, trial.trial_id)
+            folder = self.trials_dir / label
+            if folder.is_dir() and not (folder / "result.json").exists():
+                shutil.rmtree(folder)
+                removed.append(label)
+        return removed
+
+    def rebuild_results(self, lockfile: Lockfile | None = None) -> RunResults:
+        """results.json recreated from the trial results alone (and the plan's order)."""
+        lockfile = lockfile or read_lockfile(self.lockfile_path)
+        done = self.completed(lockfile)
+        ordered = [done[t.trial_id] for t in lockfile.trials if t.trial_id in done]
+        return aggregate(
+            lockfile.experiment, lockfile.target.target_id, ordered, planned=len(lockfile.trials)
+        )
+
+    def write_swebench_layout(
+        self, lockfile: Lockfile, results: dict[str, TrialResult], run_id: str | None = None
+    ) -> Path:
+        """``swebench/``: SWE-bench's layout of this run, by the trial results; run id: the
+        directory's name, unless a regrade keeps its own."""
+        return write_swebench_layout(
+            self.path,
+            lockfile,
+            results,
+            run_id=run_id or self.path.name,
+            model=lockfile.target.target_id,
+        )
+
+    def write_results(self, results: RunResults) -> None:
+        atomic.write_text(self.path / "results.json", results.model_dump_json(indent=2) + "\n")
+

@@ -1,0 +1,394 @@
+"""Podman (rootless or root): one ``podman run`` per attempt, and the image store the
+builders put their images in.
+
+The runtime settings that work on these machines (runc, cgroupfs, file events, explicit
+ulimits) live in ``backends/podman/containers.conf``, which the runtime points
+``CONTAINERS_CONF`` at, for every podman command evalrepro runs (builders' included).
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import shlex
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import ClassVar
+
+from evalrepro import PACKAGE_DIR
+from evalrepro.config.environment import PodmanEnvironment
+from evalrepro.errors import UserError
+from evalrepro.run.attempt import AttemptOutput, AttemptSpec
+from evalrepro.run.evalscript import (
+    GUARD_PATH,
+    PATCH_PATH,
+    PROGRAM_PATH,
+    SUPERVISOR_PATH,
+    TEST_PATCH_PATH,
+)
+from evalrepro.run.runtimes.base import Runtime
+from evalrepro.run.sandbox import GUARD, SUPERVISOR
+from evalrepro.run.supervision import RuntimeFacts, StreamReader, SupervisorReport
+
+#: How long the phases before the tests (patch, reset) may take, in seconds.
+_PRE_TEST_SECONDS = 600
+#: How long after the supervisor's own timeout the host removes the container.
+_GRACE_SECONDS = 30
+#: How long after evalrepro's own deadline conmon kills a container whose run was orphaned.
+_BACKSTOP_SECONDS = 60
+#: What root podman's cgroups allow beyond the limits the watchdog enforces.
+_CGROUP_MEMORY_HEADROOM = 256 << 20
+_CGROUP_PIDS_HEADROOM = 64
+#: Bytes of podman's and the supervisor's stderr kept in runtime.log.
+_RUNTIME_LOG_BYTES = 1 << 20
+#: podman's own exit codes for "could not run the container at all".
+_RUNTIME_FAILURES = {125: "podman error", 126: "command not executable", 127: "command not found"}
+
+
+def backend_files() -> Path:
+    """``backends/podman/`` of a checkout, or the copy a wheel carries."""
+    for candidate in (
+        PACKAGE_DIR / "backend_files" / "podman",
+        PACKAGE_DIR.parent / "backends" / "podman",
+    ):
+        if (candidate / "containers.conf").is_file():
+            return candidate
+    raise UserError(f"evalrepro's podman files are missing (looked near {PACKAGE_DIR})")
+
+
+class PodmanError(Exception):
+    """A podman command failed (a builder turns it into a build failure)."""
+
+
+class PodmanRuntime(Runtime):
+    kind: ClassVar[str] = "podman"
+
+    def __init__(self, config: PodmanEnvironment, cache_dir: Path) -> None:
+        self.config = config
+        self.cache_dir = cache_dir
+        self.files = backend_files()
+        self.rootless = os.geteuid() != 0
+        self.env = {**os.environ, "CONTAINERS_CONF": str(self.files / "containers.conf")}
+        self._running: set[str] = set()
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    def check(self) -> None:
+        if shutil.which("podman") is None:
+            raise UserError("podman is not installed; run scripts/setup (it installs podman)")
+        if self.rootless and not _has_subids():
+            raise UserError(
+                "rootless podman needs subordinate ids for this user in /etc/subuid and "
+                "/etc/subgid; run scripts/setup or add them with usermod --add-subuids"
+            )
+        done = self.podman(
+            "info", "--format", "{{.Store.GraphDriverName}} {{.Version.Version}}", check=False
+        )
+        if done.returncode != 0:
+            raise UserError(f"podman does not work here: {_last_line(done.stderr)}")
+        self.storage_driver, self.version = [*done.stdout.split(), "?", "?"][:2]
+
+    def describe(self) -> dict[str, str]:
+        return {
+            "kind": self.kind,
+            "mode": "rootless" if self.rootless else "root",
+            "podman": getattr(self, "version", "?"),
+            "storage_driver": getattr(self, "storage_driver", "?"),
+            "runtime": "runc",
+        }
+
+    def run(self, spec: AttemptSpec) -> AttemptOutput:
+        # The supervisor's inputs, mounted read-only: a private folder of this attempt's,
+        # on this machine (the spec carries bytes, not paths), removed when it ends.
+        with tempfile.TemporaryDirectory(prefix="evalrepro-attempt-") as inputs:
+            folder = Path(inputs)
+            os.chmod(folder, 0o755)  # rootless: the container's root is not this user
+            for name, data in (
+                ("program.json", spec.program.model_dump_json(indent=2).encode() + b"\n"),
+                ("patch.diff", spec.patch),
+                ("test.patch", spec.test_patch),
+            ):
+                (folder / name).write_bytes(data)
+                os.chmod(folder / name, 0o644)
+            return self._run(spec, folder)
+
+    def _run(self, spec: AttemptSpec, inputs: Path) -> AttemptOutput:
+        assert spec.image is not None
+        flags, limits = self._limit_flags()
+        mounts = [
+            (SUPERVISOR, SUPERVISOR_PATH),
+            (GUARD, GUARD_PATH),
+            (inputs / "program.json", PROGRAM_PATH),
+            (inputs / "patch.diff", PATCH_PATH),
+            (inputs / "test.patch", TEST_PATCH_PATH),
+        ]
+        command = [
+            "run",
+            "--rm",
+            "--name",
+            spec.sandbox_name,
+            "--network",
+            spec.network,
+            "--init",
+            "--pull",
+            "never",
+            # Nothing but the supervisor's stream comes back; conmon keeps no copy.
+            "--log-driver",
+            "none",
+            # No setuid binary can give the test user root; the supervisor's watchdog
+            # reads every test process's /proc entries, even one that hides.
+            "--security-opt",
+            "no-new-privileges",
+            "--cap-add",
+            "SYS_PTRACE",
+            # A backstop only: if evalrepro is killed, conmon still stops the container.
+            f"--timeout={int(spec.timeout) + _PRE_TEST_SECONDS + _BACKSTOP_SECONDS}",
+            *flags,
+            # Read-only inputs only: the container has no way to write to the host.
+            *(f"--volume={source}:{target}:ro" for source, target in mounts),
+            spec.image.tag,
+            "/usr/bin/python3",
+            "-I",
+            "-S",
+            SUPERVISOR_PATH,
+            PROGRAM_PATH,
+        ]
+        reader = StreamReader(spec.output_limit)
+        log = BoundedLog(_RUNTIME_LOG_BYTES)
+        # How to run this container by hand: podman needs evalrepro's settings.
+        log.write(
+            f"# CONTAINERS_CONF={shlex.quote(self.env['CONTAINERS_CONF'])} "
+            f"podman {shlex.join(command)}\n".encode()
+        )
+        started = time.monotonic()
+        deadline = started + _PRE_TEST_SECONDS
+        deadline_passed = False
+        self._running.add(spec.sandbox_name)
+        try:
+            # Its own session: a Ctrl-C at the terminal stops evalrepro, which lets the
+            # running attempts finish; it must not reach (and kill) their containers.
+            process = subprocess.Popen(
+                ["podman", *command],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=self.env,
+                start_new_session=True,
+            )
+            pipes = {process.stdout.fileno(): reader.feed, process.stderr.fileno(): log.write}
+            with selectors.DefaultSelector() as selector:
+                for fd in pipes:
+                    selector.register(fd, selectors.EVENT_READ)
+                testing = False
+                while selector.get_map():
+                    if not testing and reader.report.tests_started is not None:
+                        # The supervisor stops the tests at the timeout; this is a backstop.
+                        deadline = time.monotonic() + spec.timeout + _GRACE_SECONDS
+                        testing = True
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0 or reader.problem is not None:
+                        deadline_passed = remaining <= 0
+                        self._remove(spec.sandbox_name)
+                        break
+                    for key, _ in selector.select(min(remaining, 1.0)):
+                        data = os.read(key.fd, 1 << 16)
+                        if not data:
+                            selector.unregister(key.fd)
+                        else:
+                            pipes[key.fd](data)
+            exit_code = _wait(process, 30)
+        except OSError as error:
+            facts = RuntimeFacts(error=f"podman could not start: {error}")
+            return AttemptOutput(report=SupervisorReport(runtime=facts), limits=limits)
+        finally:
+            self._running.discard(spec.sandbox_name)
+        error = None
+        if exit_code in _RUNTIME_FAILURES and reader.report.start is None:
+            error = f"{_RUNTIME_FAILURES[exit_code]} (podman exit code {exit_code})"
+            logged = log.text()
+            tail = _last_line(
+                "\n".join(line for line in logged.splitlines() if not line.startswith("# "))
+            )
+            error += f": {tail}" if tail else ""
+        runtime = RuntimeFacts(
+            exit_code=exit_code,
+            deadline_passed=deadline_passed,
+            error=error,
+            seconds=round(time.monotonic() - started, 3),
+        )
+        report = reader.finish(runtime)
+        return AttemptOutput(
+            artifacts={"test_output.txt": reader.output, "runtime.log": log.data()},
+            report=report,
+            limits=limits,
+        )
+
+    def close(self) -> None:
+        for name in list(self._running):
+            self._remove(name)
+
+    # --- limits ----------------------------------------------------------------------
+
+    def _limit_flags(self) -> tuple[list[str], dict[str, str]]:
+        limits = self.config.limits
+        # Any --ulimit replaces podman's defaults, so nofile and nproc always go together.
+        flags = [
+            f"--ulimit=nofile={limits.nofile}:{limits.nofile}",
+            f"--ulimit=nproc={limits.nproc}:{limits.nproc}",
+        ]
+        # The supervisor's part is the same in both modes (see its module docstring).
+        watchdog = "supervisor watchdog"
+        enforced = {
+            "memory": f"{watchdog}: {limits.memory} for all test processes together "
+            f"(PSS + shared memory), data ulimit per process, machine reserve "
+            f"{limits.memory_reserve}",
+            "pids": f"kernel: nproc {limits.pids} in the trial's own user namespace; "
+            f"{watchdog} stops the tests at the cap",
+            "disk": f"{watchdog}: {limits.disk} written, file-size ulimit, filesystem "
+            f"reserve {limits.disk_reserve}",
+            "output": f"supervisor: {limits.output}",
+            "time": "supervisor: the timeout, then the whole process tree is killed",
+            "nofile": f"ulimit {limits.nofile}",
+            "nproc": f"ulimit {limits.nproc} (per host user, what podman itself needs)",
+        }
+        if self.rootless:
+            # Rootless podman with cgroupfs on cgroup v1 cannot use cgroups: say so.
+            enforced["cpus"] = "not enforced (rootless: no cgroup)"
+        else:
+            # The cgroup is the backstop, with room for the supervisor and page cache: the
+            # watchdog stops the tests at the limits themselves, as in rootless mode, so
+            # that a trial is stopped at the same point with the same reason in both.
+            memory = limits.in_bytes("memory")
+            cgroup_memory = memory + max(_CGROUP_MEMORY_HEADROOM, memory // 4)
+            cgroup_pids = limits.pids + _CGROUP_PIDS_HEADROOM
+            flags += [
+                f"--memory={cgroup_memory}",
+                f"--pids-limit={cgroup_pids}",
+                f"--cpus={limits.cpus:g}",
+            ]
+            enforced["memory"] = f"cgroup {cgroup_memory} bytes (backstop); " + enforced["memory"]
+            enforced["pids"] = f"cgroup {cgroup_pids} (backstop); " + enforced["pids"]
+            enforced["cpus"] = f"cgroup {limits.cpus:g}"
+        return flags, enforced
+
+    def remove_leftovers(self, prefix: str) -> list[str]:
+        done = self.podman("ps", "--all", "--format", "{{.Names}}", check=False)
+        names = sorted(name for name in done.stdout.split() if name.startswith(prefix))
+        for name in names:
+            self._remove(name)
+        return names
+
+    # --- podman CLI ------------------------------------------------------------------
+
+    def podman(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        done = subprocess.run(
+            ["podman", *args], capture_output=True, text=True, env=self.env, check=False
+        )
+        if check and done.returncode != 0:
+            raise PodmanError(f"podman {args[0]} failed: {_last_line(done.stderr)}")
+        return done
+
+    def image_id(self, tag: str) -> str | None:
+        done = self.podman("image", "inspect", "--format", "{{.Id}}", tag, check=False)
+        return done.stdout.strip() or None if done.returncode == 0 else None
+
+    def image_ids(self) -> dict[str, str]:
+        """Every tagged image in the store, ``repository:tag`` -> Id (``sha256:<hex>``):
+        one listing, however many images (one ``inspect`` per layer costs 55-110 ms).
+
+        podman 4.3 lists the store without a lock against removal: an image another
+        process removes meanwhile fails the whole listing ("retrieving label for image
+        ...: image not known"). Such a listing is tried again; one that keeps failing
+        is a one-line error."""
+        for delay in (0.2, 0.5, 1.0, None):
+            done = self.podman(
+                "images", "--no-trunc", "--format", "{{.Repository}}:{{.Tag}} {{.ID}}", check=False
+            )
+            if done.returncode == 0 or delay is None:
+                break
+            time.sleep(delay)
+        if done.returncode != 0:
+            raise UserError(f"podman images failed: {_last_line(done.stderr)}")
+        ids = {}
+        for line in done.stdout.splitlines():
+            reference, _, image_id = line.partition(" ")
+            if image_id and not reference.endswith(":<none>"):
+                ids[reference] = (
+                    image_id if image_id.startswith("sha256:") else f"sha256:{image_id}"
+                )
+        return ids
+
+    def _remove(self, name: str) -> None:
+        self.podman("rm", "--force", "--time", "0", name, check=False)
+
+    def remove_tree(self, path: Path) -> None:
+        """Delete ``path``; rootless, files a user namespace made (sub-uids) need one too."""
+        shutil.rmtree(path, ignore_errors=True)
+        if path.exists() and self.rootless:
+            subprocess.run(
+                ["podman", "unshare", "rm", "-rf", "--", str(path)],
+                env=self.env,
+                capture_output=True,
+                check=False,
+            )
+
+
+class BoundedLog:
+    """A log kept in memory: the first ``most`` bytes, and a count of the rest."""
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self.seen = 0
+        self._kept = bytearray()
+
+    def write(self, data: bytes) -> None:
+        room = self.most - self.seen
+        if room > 0:
+            self._kept += data[:room]
+        self.seen += len(data)
+
+    def data(self) -> bytes:
+        more = self.seen - self.most
+        tail = f"\n[{more} more bytes not kept]\n".encode() if more > 0 else b""
+        return bytes(self._kept) + tail
+
+    def text(self) -> str:
+        return bytes(self._kept).decode(errors="replace")
+
+
+def _has_subids() -> bool:
+    user = os.environ.get("USER") or _username()
+    try:
+        return any(
+            line.split(":", 1)[0] in (user, str(os.getuid()))
+            for line in Path("/etc/subuid").read_text().splitlines()
+        )
+    except OSError:
+        return False
+
+
+def _username() -> str:
+    import pwd
+
+    return pwd.getpwuid(os.getuid()).pw_name
+
+
+def _bytes(size: str) -> int:
+    units = {"k": 1024, "m": 1024**2, "g": 1024**3}
+    return int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size)
+
+
+def _wait(process: subprocess.Popen, seconds: float) -> int | None:
+    try:
+        return process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait()
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""

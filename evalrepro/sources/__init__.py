@@ -1,0 +1,1 @@
+"""Repo sources: where an instance's repository history comes from."""

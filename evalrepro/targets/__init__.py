@@ -1,0 +1,1 @@
+"""Targets: what produces the patches under evaluation."""
