@@ -8,21 +8,18 @@ bytes, bounded by the runtime, and the supervisor's report, returned as a value.
 host alone writes a run directory (``evalrepro.run.recorder``).
 
 An attempt that must not run (no image, an empty or unsafe patch) never reaches a
-runtime: :func:`execute` answers it here, the same way on every executor.
+runtime's ``run``: ``Runtime.attempt`` answers it, the same way on every executor.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalrepro.grade.foreign import ForeignLog
 from evalrepro.plan.testspec import TestSpec
-from evalrepro.run.supervision import RuntimeFacts, SupervisorReport, TrialProgram
-
-if TYPE_CHECKING:
-    from evalrepro.run.runtimes.base import Runtime
+from evalrepro.run.supervision import SupervisorReport, TrialProgram
 
 #: Artifact names with their media types, in the order a recorder writes them.
 MEDIA_TYPES = {
@@ -104,21 +101,3 @@ class AttemptOutput(BaseModel):
     limits: dict[str, str] = {}
     #: The log came from another harness, read by these rules (a recorded runtime).
     foreign: ForeignLog | None = None
-
-
-def execute(runtime: Runtime, spec: AttemptSpec) -> AttemptOutput:
-    """The attempt's output: the runtime's, or the answer for one that must not run.
-
-    What a worker calls, here or on another machine; it writes nothing."""
-    if spec.image is None:
-        return AttemptOutput(
-            report=SupervisorReport(runtime=RuntimeFacts(error=spec.unavailable or "no image"))
-        )
-    if spec.patch_problem is not None:
-        # Empty and unsafe patches are the target's answer: scored, never run.
-        return AttemptOutput()
-    output = runtime.run(spec)
-    unknown = sorted(set(output.artifacts) - set(OUTPUT_NAMES))
-    if unknown:
-        raise ValueError(f"runtime {runtime.kind} returned artifacts it may not: {unknown}")
-    return output

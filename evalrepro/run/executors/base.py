@@ -16,7 +16,6 @@ from typing import ClassVar, Protocol
 
 from evalrepro.plan.plan import PlannedTrial
 from evalrepro.records.trial import TrialResult
-from evalrepro.run import attempt
 from evalrepro.run.execute import TrialJob, now
 from evalrepro.run.runtimes.base import Runtime
 
@@ -44,7 +43,7 @@ class Executor(ABC):
         while (spec := job.next_spec()) is not None:
             events.attempt_started(job.planned, spec.number)
             started = now()
-            job.record(spec, attempt.execute(self.runtime, spec), started)
+            job.record(spec, self.runtime.attempt(spec), started)
         result = job.finish()
         events.trial_finished(job.planned, result)
         return result

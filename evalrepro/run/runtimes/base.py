@@ -4,10 +4,11 @@ The lifecycle, in the order evalrepro calls it:
 
 1. ``check()``: the runtime is usable here (binaries, user namespaces); else UserError;
 2. ``remove_leftovers(prefix)``: remove the sandboxes of an earlier, killed session;
-3. ``run(spec)``, once per attempt, possibly from several threads or on another machine:
-   start the supervisor in a sandbox of the spec's image, read its stream within the
-   spec's bounds, and return an :class:`~evalrepro.run.attempt.AttemptOutput`. It writes
-   nothing on the host: the recorder does;
+3. ``attempt(spec)``, once per attempt, possibly from several threads or on another
+   machine: it answers an attempt that must not run, and calls ``run(spec)`` for the
+   others, which starts the supervisor in a sandbox of the spec's image, reads its stream
+   within the spec's bounds, and returns an :class:`~evalrepro.run.attempt.AttemptOutput`.
+   Neither writes on the host: the recorder does;
 4. ``close()``: remove whatever the runtime left running.
 
 A runtime is opened from its environment config (``environment.kind``, a plugin of the
@@ -20,7 +21,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
-from evalrepro.run.attempt import AttemptOutput, AttemptSpec
+from evalrepro.run.attempt import OUTPUT_NAMES, AttemptOutput, AttemptSpec
+from evalrepro.run.supervision import RuntimeFacts, SupervisorReport
 
 
 class Runtime(ABC):
@@ -31,6 +33,22 @@ class Runtime(ABC):
 
     @abstractmethod
     def run(self, spec: AttemptSpec) -> AttemptOutput: ...
+
+    def attempt(self, spec: AttemptSpec) -> AttemptOutput:
+        """The attempt's output: :meth:`run`'s, or the answer for one that must not run.
+
+        What an executor's worker calls, here or on another machine; it writes nothing."""
+        if spec.image is None:
+            error = spec.unavailable or "no image"
+            return AttemptOutput(report=SupervisorReport(runtime=RuntimeFacts(error=error)))
+        if spec.patch_problem is not None:
+            # Empty and unsafe patches are the target's answer: scored, never run.
+            return AttemptOutput()
+        output = self.run(spec)
+        unknown = sorted(set(output.artifacts) - set(OUTPUT_NAMES))
+        if unknown:
+            raise ValueError(f"runtime {self.kind} returned artifacts it may not: {unknown}")
+        return output
 
     def describe(self) -> dict[str, str]:
         """Facts about the runtime that a reader of the run needs (mode, versions)."""
