@@ -41,9 +41,9 @@ from pathlib import Path
 from evalrepro.config.sample import Sample
 from evalrepro.grade.observation import observe
 from evalrepro.grade.parsers import get_parser
-from evalrepro.regrade import regrade
 from evalrepro.grade.score import score
 from evalrepro.plan.lockfile import read_lockfile
+from evalrepro.regrade import regrade
 from evalrepro.report.run_report import _swebench_fields
 from evalrepro.run.rundir import RunDirectory
 

@@ -25,12 +25,13 @@ from pathlib import Path
 
 from rich.console import Console
 
+from evalrepro.config.executor import SerialExecutorConfig
 from evalrepro.config.experiment import compose
 from evalrepro.pipeline import default_cache_dir, run_experiment
 from evalrepro.plan.plan import build_plan
 from evalrepro.plan.testspec import RepoSpec
 from evalrepro.run.backend import Backend
-from evalrepro.run.execute import Executor
+from evalrepro.run.executors import run_trials
 
 
 def noop_config():
@@ -70,12 +71,18 @@ def overhead(repeat: int, cache: Path) -> None:
         repeat,
     )
     with tempfile.TemporaryDirectory() as scratch:
-        executor = Executor(backend, Path(scratch), timeout=60, max_attempts=1, max_workers=1)
+        environment = config.environment.model_copy(update={"timeout": 60})
         counter = iter(range(10**6))
 
         def one_trial() -> None:
             trial = planned.trial.model_copy(update={"trial_id": f"bench-{next(counter)}"})
-            result = executor.run_trial(dataclasses.replace(planned, trial=trial))
+            (result,) = run_trials(
+                [dataclasses.replace(planned, trial=trial)],
+                runtime=backend.runtime,
+                run_dir=Path(scratch),
+                environment=environment,
+                executor=SerialExecutorConfig(max_attempts=1),
+            )
             # A no-op test command prints no results (the score is invalid); what is
             # measured is that the whole attempt ran, without an infrastructure error.
             assert result.attempts[0].observation.infrastructure_error is None, result.score

@@ -4,7 +4,7 @@
         .venv/bin/python benchmarks/worker_scaling.py [--repeat 3] [--workers 1 2] [--test-work N]
         [--layer-rounds 2] [--source DIR ...]
 
-Each run is one ``evalrepro run +experiment=demo environment.max_workers=W`` process in a
+Each run is one ``evalrepro run +experiment=demo executor.max_workers=W`` process in a
 new run directory (images warm: one run first builds whatever is missing), its wall time
 as a user sees it; the workers alternate run by run, so a busy machine slows each alike.
 From each run's records: the time before the first trial starts (imports, config, repos,
@@ -48,8 +48,8 @@ from evalrepro.config.experiment import compose
 from evalrepro.pipeline import default_cache_dir
 from evalrepro.plan.lockfile import build_lockfile
 from evalrepro.plan.plan import build_plan
+from evalrepro.records.trial import read_trial_result
 from evalrepro.run.backend import Backend
-from evalrepro.run.execute import read_trial_result
 
 EVALREPRO = str(Path(sys.executable).parent / "evalrepro")
 SPECS = {"demo/calc": "pytest", "demo/textkit": "pytest", "demo/ledger": "unittest"}
@@ -74,7 +74,7 @@ def overrides(args: argparse.Namespace) -> list[str]:
 def lockfile(args: argparse.Namespace, workers: int, root: Path, env: dict[str, str]) -> Path:
     """``evalrepro lock`` of the demo at ``workers`` (a lockfile carries its config)."""
     output = Path(tempfile.mkdtemp(dir=root)) / "demo.lock.json"
-    command = [EVALREPRO, "lock", *overrides(args), f"environment.max_workers={workers}"]
+    command = [EVALREPRO, "lock", *overrides(args), f"executor.max_workers={workers}"]
     subprocess.run([*command, "--output", str(output)], check=True, capture_output=True, env=env)
     return output
 
@@ -88,7 +88,7 @@ def one_run(
 ) -> dict[str, float]:
     run_dir = Path(tempfile.mkdtemp(dir=root)) / "run"
     if locked is None:
-        command = [EVALREPRO, "run", *overrides(args), f"environment.max_workers={workers}"]
+        command = [EVALREPRO, "run", *overrides(args), f"executor.max_workers={workers}"]
     else:
         command = [EVALREPRO, "run", "--lockfile", str(locked)]
     command += ["--run-dir", str(run_dir)]
@@ -153,7 +153,7 @@ def layer_builds(args: argparse.Namespace) -> None:
     for workers in args.workers:
         token = f"evalrepro-bench-{uuid.uuid4().hex[:12]}"
         installs = [f"dataset.specs[{repo}][1.0].install=echo {token}" for repo in SPECS]
-        config = compose([*overrides(args), f"environment.max_workers={workers}", *installs])
+        config = compose([*overrides(args), f"executor.max_workers={workers}", *installs])
         backend = Backend.open(config.environment, cache)
         backend.check()
         started = time.perf_counter()

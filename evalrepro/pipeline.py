@@ -40,9 +40,8 @@ from evalrepro.report.run_report import (
 )
 from evalrepro.report.timing import record_builds
 from evalrepro.run.backend import Backend
-from evalrepro.run.execute import AttemptSettings, TrialJob, container_prefix
-from evalrepro.run.executors import open_executor
-from evalrepro.run.recorder import Recorder
+from evalrepro.run.execute import container_prefix
+from evalrepro.run.executors import run_trials
 from evalrepro.run.rundir import RunDirectory
 
 
@@ -171,28 +170,28 @@ def run_experiment(
                     + (f", {len(leftovers)} stray containers removed" if leftovers else "")
                 )
             environment = config.environment
-            sandboxed = isinstance(environment, SandboxEnvironment)
-            settings = AttemptSettings(
-                limits=environment.limits if sandboxed else None,
-                timeout=environment.timeout if sandboxed else 1,
-                allow_user_namespaces=sandboxed and environment.allow_user_namespaces,
-                sandbox_prefix=prefix,
-                max_attempts=config.executor.max_attempts,
-            )
-            recorder = Recorder(directory.path)
-            jobs = [TrialJob(planned, settings, recorder) for planned in todo]
-            executor = open_executor(config.executor, backend.runtime)
-            timeout = settings.timeout if sandboxed else None
+            timeout = environment.timeout if isinstance(environment, SandboxEnvironment) else None
             with TrialProgress(console, len(todo), timeout) as progress:
-                new = executor.run(jobs, progress)
+                new = run_trials(
+                    todo,
+                    runtime=backend.runtime,
+                    run_dir=directory.path,
+                    environment=environment,
+                    executor=config.executor,
+                    events=progress,
+                )
         finally:
             backend.close()
         by_id = {**done, **{result.trial.trial_id: result for result in new}}
         results = [by_id[t.trial_id] for t in lockfile.trials if t.trial_id in by_id]
         summary = aggregate(config.name, plan.target_id, results, planned=len(lockfile.trials))
         directory.write_results(summary)
-        directory.write_swebench_layout(lockfile, by_id, run_id=swebench_run_id)
-        report = build_run_report(directory.path, lockfile, by_id)
+        # Every result here was checked (a resumed run's survey) or recorded by this run:
+        # its artifacts are not hashed again.
+        directory.write_swebench_layout(lockfile, by_id, run_id=swebench_run_id, intact=True)
+        report = build_run_report(
+            directory.path, lockfile, by_id, evidence=dict.fromkeys(by_id, True)
+        )
     print_results(console, summary)
     print_gate(console, report)
     console.print(f"run directory: {escape(str(directory.path))}")

@@ -134,6 +134,11 @@ def regrade_config(
             f"{logs_dir}: {len(unknown)} log folder(s) name instances not in {dataset_file}: "
             f"{listed}"
         )
+    for folder in folders:
+        log = folder / LOG_NAME
+        if log.is_symlink() or not log.is_file():
+            # Refused before anything is written; the runtime reads it again, bounded.
+            raise UserError(f"{log}: cannot read the log: not a regular file")
     model = model or logs_dir.resolve().name
     graded = [samples[folder.name] for folder in folders]
     parsers = {sample.instance_id: _parser_for(sample, parser) for sample in graded}

@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
-from evalrepro.grade.parsers import LogParser, ParsedLog, get_parser
 
+from evalrepro.grade.parsers import LogParser, ParsedLog, get_parser
 from tests.corpus import CorpusLog
 from tests.reference import swebench_status_map
 

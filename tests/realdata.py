@@ -28,14 +28,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evalrepro.sources.repos import (
-    SDIST_MESSAGE,
-    SDIST_SIGNATURE,
-    Signature,
-    commit_directory,
-    init_repository,
-    sdist_commit,
-)
+from evalrepro.sources.commits import Signature, commit_directory, init_repository
+from evalrepro.sources.sdist import SDIST_MESSAGE, SDIST_SIGNATURE, sdist_commit
 from tests.demo_harness import _PYTEST_TRUTH_PLUGIN
 
 SDISTS = {

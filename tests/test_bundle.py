@@ -120,7 +120,6 @@ def test_a_bundle_holds_the_run_its_reports_viewer_inputs_and_standard_metadata(
         data = opened.data
         for path in (
             "run/lockfile.lock.json",
-            "run/config.json",
             "run/results.json",
             "run/images/builds.json",
             "reports/report.json",
@@ -132,6 +131,8 @@ def test_a_bundle_holds_the_run_its_reports_viewer_inputs_and_standard_metadata(
             "ro-crate-metadata.json",
         ):
             assert (data / path).is_file(), path
+        # The run's files, whatever they are: the lockfile holds the config (no config.json).
+        assert not (data / "run" / "config.json").exists()
         assert len(list((data / "run" / "trials").iterdir())) == 12
         index = opened.index()
         [dataset] = [item for item in index.inputs if item.role == "dataset"]

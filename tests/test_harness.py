@@ -24,24 +24,31 @@ def package_copy(tmp_path: Path) -> Path:
 def test_the_digest_covers_parsers_grading_scoring_and_the_in_container_scripts():
     files = code_files()
     for path in (
-        "parsers/pytest.py",
-        "grading.py",
-        "score.py",
-        "evalscript.py",
-        "sandbox/supervisor.py",
-        "sandbox/guard.py",
+        "grade/parsers/pytest.py",
+        "grade/grading.py",
+        "grade/score.py",
+        "run/evalscript.py",
+        "run/sandbox/supervisor.py",
+        "run/sandbox/guard.py",
     ):
         assert path in files
-    for presentation in ("report.py", "cli.py", "view.py", "builders/containerfile.py"):
+    for presentation in (
+        "report/run_report.py",
+        "cli.py",
+        "report/view.py",
+        "build/containerfile.py",
+    ):
         assert presentation not in files
 
 
 def test_a_changed_parser_changes_the_digest_and_a_changed_report_does_not(tmp_path):
     copy = package_copy(tmp_path)
     before = code_digest(copy)
-    (copy / "report.py").write_text((copy / "report.py").read_text() + "\n# a comment\n")
+    (copy / "report" / "run_report.py").write_text(
+        (copy / "report" / "run_report.py").read_text() + "\n# a comment\n"
+    )
     assert code_digest(copy) == before
-    parser = copy / "parsers" / "pytest.py"
+    parser = copy / "grade" / "parsers" / "pytest.py"
     parser.write_text(parser.read_text() + "\nSTRICT = True\n")
     assert code_digest(copy) != before
 

@@ -52,7 +52,7 @@ from evalrepro.run.supervision import (
     StopReason,
     StreamReader,
     SupervisorReport,
-    read_region,
+    region_text,
 )
 
 # Aliases: pytest would try to collect classes named Test* imported here.
@@ -271,10 +271,10 @@ def test_a_whole_stream_read_back_by_its_region_resolves(demo, tmp_path):
     stream += frame(KIND_OUTPUT, PASSING_REGION.encode())
     stream += frame(KIND_EVENT, finished(0).model_dump_json().encode())
     stream += frame(KIND_EVENT, DoneEvent(event="done").model_dump_json().encode())
-    reader = StreamReader(tmp_path / "test_output.txt", 1 << 20)
+    reader = StreamReader(1 << 20)
     reader.feed(stream)
     read = reader.finish(RuntimeFacts(exit_code=0))
-    region = read_region(tmp_path / "test_output.txt", read.region)
+    region = region_text(reader.output, read.region)
     assert region == PASSING_REGION
     assert reason_of(judge(demo, read, region)[1]) == (Outcome.RESOLVED, "tests_passed")
 

@@ -74,7 +74,7 @@ def base_record() -> ImageRecord:
 
 
 def prepare(tmp_path: Path, monkeypatch, workers: int, builds: Builds):
-    config = compose(["+experiment=demo", f"environment.max_workers={workers}"])
+    config = compose(["+experiment=demo", f"executor.max_workers={workers}"])
     dataset = config.dataset
     specs = [dataset.test_spec(sample) for sample in dataset.load()]
     checkouts = {

@@ -7,9 +7,10 @@ import os
 
 import pytest
 
+from evalrepro.config.executor import LocalExecutorConfig
 from evalrepro.plan.plan import build_plan
 from evalrepro.run.backend import Backend
-from evalrepro.run.execute import Executor
+from evalrepro.run.executors import run_trials
 from tests.podman_support import cache_dir, demo_config, needs_podman
 
 pytestmark = needs_podman
@@ -23,8 +24,16 @@ def plan():
     return backend.runtime, build_plan(config, backend.builder, cache_dir())
 
 
-def executor(backend, run_dir, max_attempts=3):
-    return Executor(backend, run_dir, timeout=30, max_attempts=max_attempts, max_workers=2)
+def execute(runtime, run_dir, trials, max_attempts=3):
+    """The planned trials run by the local executor, as ``evalrepro run`` runs them."""
+    environment = demo_config("model_b").environment.model_copy(update={"timeout": 30})
+    return run_trials(
+        trials,
+        runtime=runtime,
+        run_dir=run_dir,
+        environment=environment,
+        executor=LocalExecutorConfig(max_workers=2, max_attempts=max_attempts),
+    )
 
 
 def with_missing_image(planned):
@@ -38,7 +47,7 @@ def with_missing_image(planned):
 def test_a_missing_image_is_an_infrastructure_error_retried_up_to_max_attempts(plan, tmp_path):
     backend, planned_trials = plan
     broken = with_missing_image(planned_trials.trials[2])
-    (result,) = executor(backend, tmp_path).run([broken], lambda *_: None)
+    (result,) = execute(backend, tmp_path, [broken])
     assert [a.number for a in result.attempts] == [1, 2, 3]
     assert result.attempts[0].reason == "planned"
     assert all("infrastructure error" in a.reason for a in result.attempts[1:])
@@ -53,7 +62,7 @@ def test_rejected_patches_and_failing_tests_are_never_retried(plan, tmp_path):
     backend, planned_trials = plan
     by_id = {p.sample.instance_id: p for p in planned_trials.trials}
     chosen = [by_id["demo__textkit-4"], by_id["demo__calc-4"], by_id["demo__calc-2"]]
-    results = executor(backend, tmp_path).run(chosen, lambda *_: None)
+    results = execute(backend, tmp_path, chosen)
     assert [(r.score.reason, len(r.attempts)) for r in results] == [
         ("patch_rejected", 1),
         ("tests_failed", 1),
@@ -74,7 +83,7 @@ def test_as_root_cgroup_limits_are_enforced_and_gold_resolves(tmp_path):
 
     results, _ = run_demo(demo_config("demo"), tmp_path)
     assert results.resolved == 12
-    from evalrepro.run.execute import read_trial_result
+    from evalrepro.records.trial import read_trial_result
 
     result = read_trial_result(next((tmp_path / "trials").glob("*/result.json")))
     assert result.limits["memory"].startswith("cgroup")

@@ -8,6 +8,7 @@ are rebuilt only when their inputs change.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -20,12 +21,13 @@ from evalrepro.config.environment import Limits
 from evalrepro.plan.lockfile import read_lockfile
 from evalrepro.plan.plan import build_plan
 from evalrepro.plan.testspec import RepoSpec
+from evalrepro.records.trial import read_trial_result
 from evalrepro.report.run_report import build_run_report
 from evalrepro.run.backend import Backend
-from evalrepro.run.execute import read_trial_result
+from evalrepro.run.execute import AttemptSettings, TrialJob
+from evalrepro.run.recorder import Recorder
 from evalrepro.run.rundir import RunDirectory
-from evalrepro.run.runtimes.base import AttemptRequest
-from evalrepro.run.supervision import TrialProgram, read_region
+from evalrepro.run.supervision import region_text
 from tests.demo_expectations import (
     EDITS_TEST_FILES,
     EXPECTED,
@@ -86,18 +88,22 @@ def test_trial_containers_have_no_network_interface_but_loopback(demo_runs, tmp_
         "socket.create_connection(('192.0.2.1', 80), timeout=3)\" || echo NO-ROUTE"
     )
     script = planned.spec.eval_script.model_copy(update={"test_command": probe})
-    program = TrialProgram.of(script, Limits(), 30)
-    (tmp_path / "program.json").write_text(program.model_dump_json())
-    (tmp_path / "patch.diff").write_text(planned.prediction.model_patch)
-    (tmp_path / "test.patch").write_text(planned.sample.test_patch)
-    backend = Backend.open(demo_config("demo").environment, cache_dir()).runtime
-    request = AttemptRequest(
-        planned.image.image.tag, tmp_path, f"evalrepro-net-{os.getpid()}", 30, 1 << 20
+    probing = dataclasses.replace(
+        planned, spec=planned.spec.model_copy(update={"eval_script": script})
     )
-    run = backend.run(request)
-    assert run.report.complete and run.report.runtime.error is None
-    output = read_region(tmp_path / "test_output.txt", run.report.region)
-    assert output.split()[:1] == ["lo"] and "NO-ROUTE" in output
+    settings = AttemptSettings(
+        limits=Limits(),
+        timeout=30,
+        allow_user_namespaces=False,
+        sandbox_prefix=f"evalrepro-net-{os.getpid()}-",
+        max_attempts=1,
+    )
+    spec = TrialJob(probing, settings, Recorder(tmp_path)).next_spec()
+    runtime = Backend.open(demo_config("demo").environment, cache_dir()).runtime
+    output = runtime.attempt(spec)
+    assert output.report.complete and output.report.runtime.error is None
+    text = region_text(output.artifacts["test_output.txt"], output.report.region)
+    assert text.split()[:1] == ["lo"] and "NO-ROUTE" in text
 
 
 def test_every_attempt_keeps_its_artifacts_with_digests(demo_runs):

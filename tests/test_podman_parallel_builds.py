@@ -3,7 +3,7 @@ worker builds, digest for digest.
 
 Each repo's instance layers are made new by an install command no layer had before (a
 token per test run), so every one of them is built here: first with
-``environment.max_workers=2``, then, after their images are removed, with 1. The base,
+``executor.max_workers=2``, then, after their images are removed, with 1. The base,
 env and history layers are shared with the other container tests (built once).
 """
 
@@ -26,7 +26,7 @@ REPOS = ("demo/calc", "demo/textkit", "demo/ledger")
 def instance_layers(workers: int, token: str) -> tuple[dict[str, tuple[str, bool]], float, Backend]:
     """Per instance layer tag: (image digest, built now); seconds of the plan."""
     installs = [f"dataset.specs[{repo}][1.0].install=echo {token}" for repo in REPOS]
-    config = demo_config("demo", f"environment.max_workers={workers}", *installs)
+    config = demo_config("demo", f"executor.max_workers={workers}", *installs)
     backend = Backend.open(config.environment, cache_dir())
     backend.check()
     started = time.monotonic()

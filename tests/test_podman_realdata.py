@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from evalrepro.plan.lockfile import differences, read_lockfile
-from evalrepro.run.execute import TrialResult
+from evalrepro.records.trial import TrialResult
 from evalrepro.run.rundir import RunDirectory
 from tests.podman_support import cache_dir, needs_podman
 from tests.realdata import RealData, build

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from swebench.harness.grading import get_eval_report
 
-from evalrepro.run.execute import read_trial_result
+from evalrepro.records.trial import read_trial_result
 from tests.reference import reference_spec
 from tests.test_swebench_layout import LOGS, PLANNED, Planned, instance
 

@@ -17,7 +17,10 @@ from pathlib import Path
 import pytest
 
 from evalrepro.errors import UserError
-from evalrepro.sources.repos import PIN_PREFIX, RemoteRepo, SourceConfig, resolve_sources
+from evalrepro.sources.checkout import PIN_PREFIX
+from evalrepro.sources.config import SourceConfig
+from evalrepro.sources.remote import RemoteRepo
+from evalrepro.sources.resolve import resolve_sources
 from tests.repo_support import (
     commit,
     commits_in,

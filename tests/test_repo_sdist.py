@@ -21,14 +21,10 @@ from pathlib import Path
 import pytest
 
 from evalrepro.errors import UserError
-from evalrepro.sources.repos import (
-    SDIST_MESSAGE,
-    SDIST_SIGNATURE,
-    ArchiveRepo,
-    SourceConfig,
-    resolve_sources,
-    sdist_commit,
-)
+from evalrepro.sources.archive import ArchiveRepo
+from evalrepro.sources.config import SourceConfig
+from evalrepro.sources.resolve import resolve_sources
+from evalrepro.sources.sdist import SDIST_MESSAGE, SDIST_SIGNATURE, sdist_commit
 from tests.repo_support import commits_in, git, make_repo, sample, tar_of
 
 #: six 1.16.0's sdist on PyPI, and the base commit it is given.
@@ -303,7 +299,7 @@ def test_a_real_sdist_gets_the_same_commit_under_a_hostile_git_config(six_sdist,
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "evalrepro.sources.repos", *args],
+        [sys.executable, "-m", "evalrepro.sources.sdist", *args],
         capture_output=True,
         text=True,
         check=False,

@@ -27,19 +27,14 @@ from evalrepro.demo.repos import (
     repo_names,
 )
 from evalrepro.errors import UserError, validation_message
-from evalrepro.sources.repos import (
-    PIN_PREFIX,
-    ArchiveRepo,
-    DemoRepo,
-    LocalRepo,
-    RemoteRepo,
-    Signature,
-    SourceConfig,
-    commit_directory,
-    init_repository,
-    materialize,
-    resolve_sources,
-)
+from evalrepro.sources.archive import ArchiveRepo
+from evalrepro.sources.checkout import PIN_PREFIX
+from evalrepro.sources.commits import Signature, commit_directory, init_repository
+from evalrepro.sources.config import SourceConfig
+from evalrepro.sources.demo import DemoRepo
+from evalrepro.sources.local import LocalRepo
+from evalrepro.sources.remote import RemoteRepo
+from evalrepro.sources.resolve import materialize, resolve_sources
 from tests.repo_support import (
     commit,
     commits_in,

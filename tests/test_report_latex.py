@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from evalrepro.cli import main
-from evalrepro.regrade import regrade
 from evalrepro.plan.lockfile import LOCKFILE_NAME, read_lockfile
+from evalrepro.regrade import regrade
 from evalrepro.report.compare import ComparisonReport, compare_runs
 from evalrepro.report.latex import (
     PREAMBLE,
@@ -225,7 +225,7 @@ def test_run_table_says_where_its_numbers_come_from(report_a):
         "runtime recorded",
         f"{p.n_resamples} resamples, seed {p.seed}",
         "Intervals at 95\\%",
-        "Gate default (invalid\\_rate \\textless{}= 0.2): passed",
+        "Gate default (evidence\\_completeness == 1; invalid\\_rate \\textless{}= 0.2): passed",
         f"report generated {p.generated_at:%Y-%m-%d %H:%M} UTC",
     ):
         assert fact in tex, fact

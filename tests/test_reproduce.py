@@ -140,7 +140,7 @@ def test_a_log_this_evalrepro_reads_otherwise_is_a_harness_change(
     scenario, broken = drifting(samples, "demo__ledger-1")
     from evalrepro.publish import reproduce as module
 
-    real = module.observe_folder
+    real = module.reobserve
 
     def reads_otherwise(folder, sample, parser):
         observation = real(folder, sample, parser)
@@ -150,7 +150,7 @@ def test_a_log_this_evalrepro_reads_otherwise_is_a_harness_change(
             update={"status_map": {**observation.status_map, broken: "FAILED"}}
         )
 
-    monkeypatch.setattr(module, "observe_folder", reads_otherwise)
+    monkeypatch.setattr(module, "reobserve", reads_otherwise)
     reproduction = run(bundle, tmp_path, scenario)
     [trial] = [t for t in reproduction.trials if not t.agrees]
     assert [t.kind for t in trial.tests] == ["harness change"]

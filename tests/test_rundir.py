@@ -25,7 +25,8 @@ import pytest
 from evalrepro.cli import EXIT_GATE_FAILED, EXIT_OK, main
 from evalrepro.errors import UserError
 from evalrepro.plan.lockfile import read_lockfile
-from evalrepro.run.execute import container_prefix, read_trial_result
+from evalrepro.records.trial import read_trial_result
+from evalrepro.run.execute import container_prefix
 from evalrepro.run.rundir import RunDirectory
 from tests.demo_expectations import EXPECTED
 from tests.podman_support import cache_dir, needs_podman
@@ -36,7 +37,7 @@ CHECKOUT = Path(__file__).resolve().parent.parent
 COMMITTED_LOCKFILE = CHECKOUT / "lockfiles" / "demo.lock.json"
 #: model_a, one trial at a time (so kills land between and inside trials), and a short
 #: timeout for its looping patch (demo__ledger-3).
-MODEL_A = ("+experiment=model_a", "environment.max_workers=1", "environment.timeout=5")
+MODEL_A = ("+experiment=model_a", "executor.max_workers=1", "environment.timeout=5")
 #: Wide enough that no console line wraps.
 ENV = {**os.environ, "COLUMNS": "500"}
 
@@ -207,7 +208,7 @@ def test_a_killed_run_leaves_no_container_running_and_a_resume_removes_its_stray
 
         # With a long timeout it is still running when the next session starts: removed.
         shutil.rmtree(run_dir)
-        long = ("+experiment=model_a", "environment.max_workers=1", "environment.timeout=120")
+        long = ("+experiment=model_a", "executor.max_workers=1", "environment.timeout=120")
         session = Session(run_dir, tmp_path / "2.log", config=long)
         session.kill_when(looping, then=1.0)
         assert stray_containers(run_dir)
@@ -294,7 +295,7 @@ def test_resume_ignores_the_command_line_and_the_order_of_instances(gold, gold_c
         "run",
         "+experiment=demo",
         f"dataset.instances={shuffled}",
-        "environment.max_workers=1",
+        "executor.max_workers=1",
         "--run-dir",
         gold_copy,
     )

@@ -191,13 +191,14 @@ def read(
 ) -> tuple[SupervisorReport, bytes]:
     """Feed ``stream`` whole (chunk None) or in pieces of ``chunk`` bytes; the results."""
     path = tmp_path / name
-    reader = StreamReader(path, output_limit)
+    reader = StreamReader(output_limit)
     if chunk is None:
         reader.feed(stream)
     else:
         for start in range(0, len(stream), chunk):
             reader.feed(stream[start : start + chunk])
     report = reader.finish(runtime or RuntimeFacts(exit_code=0, seconds=1.5))
+    path.write_bytes(reader.output)  # where the recorder keeps it: test_output.txt
     return report, path.read_bytes()
 
 
@@ -281,7 +282,7 @@ def test_the_supervisors_own_stream_writer_through_a_real_pipe_reads_the_same(tm
         "    else:\n"
         "        stream.frame(KIND_OUTPUT, bytes.fromhex(item))\n"
     )
-    reader = StreamReader(tmp_path / "test_output.txt", OUTPUT_LIMIT)
+    reader = StreamReader(OUTPUT_LIMIT)
     with subprocess.Popen(
         [sys.executable, "-I", "-B", "-c", writer], stdin=subprocess.PIPE, stdout=subprocess.PIPE
     ) as process:
@@ -293,7 +294,7 @@ def test_the_supervisors_own_stream_writer_through_a_real_pipe_reads_the_same(tm
     report = reader.finish(RuntimeFacts(exit_code=0, seconds=1.5))
     expected, _ = read(tmp_path, WHOLE, name="expected.txt")
     assert report == expected
-    assert (tmp_path / "test_output.txt").read_bytes() == WHOLE_LOG
+    assert reader.output == WHOLE_LOG
 
 
 def test_output_that_ends_its_line_gets_no_extra_newline(tmp_path):
@@ -353,20 +354,13 @@ def test_a_resource_limit_writes_tests_stopped_with_the_limit(tmp_path, limit):
     )
 
 
-def test_the_file_appears_only_when_the_reader_finishes(tmp_path):
-    path = tmp_path / "test_output.txt"
-    reader = StreamReader(path, OUTPUT_LIMIT)
+def test_the_reader_writes_nothing_on_the_host(tmp_path, monkeypatch):
+    # The output is a value the runtime returns; the recorder alone writes files.
+    monkeypatch.chdir(tmp_path)
+    reader = StreamReader(OUTPUT_LIMIT)
     reader.feed(WHOLE)
-    assert not path.exists()
     reader.finish(RuntimeFacts())
-    assert path.read_bytes() == WHOLE_LOG
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["test_output.txt"]
-
-
-def test_a_discarded_reader_leaves_no_file(tmp_path):
-    reader = StreamReader(tmp_path / "test_output.txt", OUTPUT_LIMIT)
-    reader.feed(IN_TESTS)
-    reader.discard()
+    assert reader.output == WHOLE_LOG
     assert list(tmp_path.iterdir()) == []
 
 
@@ -482,12 +476,11 @@ def test_a_deeply_nested_event_is_malformed(tmp_path):
 
 
 def test_an_oversized_frame_is_refused_on_its_header_alone(tmp_path):
-    reader = StreamReader(tmp_path / "test_output.txt", OUTPUT_LIMIT)
+    reader = StreamReader(OUTPUT_LIMIT)
     reader.feed(IN_TESTS + FRAME.pack(KIND_OUTPUT, MAX_PAYLOAD + 1))
     assert (
         reader.problem == MALFORMED + f"a frame of {MAX_PAYLOAD + 1} bytes (at most {MAX_PAYLOAD})"
     )
-    reader.discard()
 
 
 def test_more_than_max_events_is_malformed(tmp_path, monkeypatch):

@@ -41,9 +41,8 @@ from evalrepro.plan.lockfile import (
     Lockfile,
 )
 from evalrepro.records.artifact import Artifact
-from evalrepro.records.trial import Attempt, Trial, TrialKey
+from evalrepro.records.trial import Attempt, Trial, TrialKey, TrialResult
 from evalrepro.report.swebench_layout import write_swebench_layout
-from evalrepro.run.execute import TrialResult
 from evalrepro.run.patchcheck import SuspectFinding
 from tests.corpus_swebench import load_eval_logs
 from tests.reference import reference_spec

@@ -188,12 +188,10 @@ def test_a_removed_instance_is_named(capsys, tmp_path, lockfiles, demo_lock):
 
 def test_a_setting_no_other_class_covers_is_a_config_difference(capsys, lockfiles, demo_lock):
     code, report = verify(
-        capsys, demo_lock, lockfiles("attempts", demo_config("demo", "environment.max_attempts=3"))
+        capsys, demo_lock, lockfiles("attempts", demo_config("demo", "executor.max_attempts=3"))
     )
     assert code == 1
-    assert report["differences"] == [
-        {"kind": "config", "detail": "environment.max_attempts: 2 vs 3"}
-    ]
+    assert report["differences"] == [{"kind": "config", "detail": "executor.max_attempts: 2 vs 3"}]
 
 
 def test_two_models_are_comparable_unless_the_target_must_be_the_same(capsys, lockfiles):

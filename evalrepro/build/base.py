@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from evalrepro.build.images import BuildFailure, ImageChain, ImageRecord
-from evalrepro.sources.repos import LocalCheckout
+from evalrepro.sources.checkout import LocalCheckout
 from evalrepro.run.runtimes.base import Runtime
 from evalrepro.plan.testspec import TestSpec
 

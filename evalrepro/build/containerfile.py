@@ -64,7 +64,8 @@ from evalrepro.build.images import (
     inputs_digest,
     layer_key,
 )
-from evalrepro.sources.repos import LocalCheckout, RepoError
+from evalrepro.sources.checkout import LocalCheckout
+from evalrepro.sources.git import RepoError
 from evalrepro.run.runtimes.podman import PodmanError, PodmanRuntime, _last_line
 from evalrepro.run.supervision import TEST_USER
 from evalrepro.plan.testspec import PYTHON_SUITES, TestSpec

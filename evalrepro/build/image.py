@@ -49,7 +49,7 @@ from evalrepro.build.images import (
     inputs_digest,
     layer_key,
 )
-from evalrepro.sources.repos import LocalCheckout
+from evalrepro.sources.checkout import LocalCheckout
 from evalrepro.run.runtimes.podman import _RUNTIME_FAILURES, PodmanRuntime, _last_line
 from evalrepro.run.sandbox import SUPERVISOR
 from evalrepro.run.supervision import TEST_USER

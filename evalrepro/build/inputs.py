@@ -63,7 +63,8 @@ from evalrepro.digest import sha256_file
 from evalrepro.errors import UserError, validation_message
 from evalrepro.build.images import PinnedInput
 from evalrepro.plan.lockfile import LockedImage, Lockfile, short_digest
-from evalrepro.sources.repos import ArchiveRepo, materialize, resolve_sources
+from evalrepro.sources.archive import ArchiveRepo
+from evalrepro.sources.resolve import materialize, resolve_sources
 from evalrepro.config.sample import load_samples
 
 #: The Nix builder's store name of its busybox folder (``builders/nix.py``).

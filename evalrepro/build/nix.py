@@ -59,7 +59,8 @@ from evalrepro.build.images import (
     layer_key,
 )
 from evalrepro.build.nixstore import NixError
-from evalrepro.sources.repos import LocalCheckout, RepoError
+from evalrepro.sources.checkout import LocalCheckout
+from evalrepro.sources.git import RepoError
 from evalrepro.run.runtimes.podman import PACKAGE_DIR, PodmanError, PodmanRuntime
 from evalrepro.plan.testspec import PYTHON_SUITES, TestSpec
 

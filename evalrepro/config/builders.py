@@ -93,7 +93,7 @@ class FakeBuilderConfig(BaseModel):
 
 
 class RecordedBuilderConfig(BaseModel):
-    """One record per foreign log, pinned by the log's digest (the recorded environment)."""
+    """One record, ``recorded:unknown``, for the image another harness ran in."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     kind: Literal["recorded"] = "recorded"

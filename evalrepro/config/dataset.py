@@ -19,7 +19,7 @@ from evalrepro.errors import UserError
 from evalrepro.grade.parsers import Family, LogParser, get_parser
 from evalrepro.plan.testspec import RepoSpec, TestSpec, compile_test_spec
 from evalrepro.run.protection import TestProtection
-from evalrepro.sources.repos import SourceConfig, Sources
+from evalrepro.sources.config import SourceConfig, Sources
 
 
 class DatasetConfig(BaseModel):

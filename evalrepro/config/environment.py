@@ -179,7 +179,7 @@ class FakeEnvironment(SandboxEnvironment):
 class RecordedEnvironment(BaseModel):
     """The environment of logs another harness wrote (``evalrepro regrade``): nothing is
     known of its images or limits. Its runtime brings each instance's log in from
-    ``logs/<instance_id>/`` (pinned by digest at lock time) instead of running tests."""
+    ``logs/<instance_id>/`` as the attempt's output, instead of running tests."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -190,9 +190,9 @@ class RecordedEnvironment(BaseModel):
     logs: Path | None = None
     #: How the logs are read: as swebench reads them, or strictly (see docs/grading.md).
     rules: Literal["swebench", "strict"] = "swebench"
-    #: The images' records: one per log, pinned by the log's digest.
+    #: The images' record: one, ``recorded:unknown``, shared by every trial.
     builder: RecordedBuilderConfig = Field(default_factory=RecordedBuilderConfig)
 
     implementation: ClassVar[str] = "evalrepro.run.runtimes.recorded:RecordedRuntime"
-    #: The path is where the logs were; what they hold is pinned in the images' records.
+    #: The path is where the logs were; what they hold is each attempt's recorded output.
     identity: ClassVar[dict[str, str]] = {"logs": "none", "kind": "digest", "builder": "digest"}

@@ -60,9 +60,7 @@ def environment_digest(environment: dict[str, Any]) -> str:
     return sha256_json(identity_part(model, environment) if model else environment)
 
 
-def _walk(
-    model: type[BaseModel] | None, data: Any, prefix: str, how: How, flat: dict
-) -> None:
+def _walk(model: type[BaseModel] | None, data: Any, prefix: str, how: How, flat: dict) -> None:
     if not isinstance(data, dict) or not data:
         flat[prefix] = (how, data)
         return

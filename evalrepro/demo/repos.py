@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalrepro.sources.repos import Signature, commit_directory, init_repository
+from evalrepro.sources.commits import Signature, commit_directory, init_repository
 
 REPOS_DIR = Path(__file__).parent / "repos"
 AUTHOR_NAME = "evalrepro demo"

@@ -5,8 +5,9 @@ trial ids even without a version bump. The version alone does not do that (a dev
 checkout changes every day under one version), so the harness is also identified by
 ``code_digest()``: sha256 over the canonical JSON of ``{path: sha256 of the file's
 bytes}`` for every module that can change a result (:data:`RESULT_CODE`: the log
-parsers, grading and scoring, the observation and test-log models, the test specs, the
-patch checks and protection rules, and the scripts that run inside the container).
+parsers, grading and scoring, the observation and test-log models, how an attempt's
+output and a foreign log are observed, the test specs, the patch checks and protection
+rules, and the scripts that run inside the container).
 The rest (reports, the CLI, builders) can change freely without new trial ids.
 """
 
@@ -24,6 +25,7 @@ from evalrepro.digest import sha256_json
 
 #: The modules (files, or packages taken whole) whose code can change a trial's result.
 RESULT_CODE = (
+    "grade/foreign.py",
     "grade/grading.py",
     "grade/observation.py",
     "grade/parsers",
@@ -33,6 +35,7 @@ RESULT_CODE = (
     "run/evalscript.py",
     "run/patchcheck.py",
     "run/protection.py",
+    "run/recorder.py",
     "run/sandbox",
     "run/supervision.py",
 )

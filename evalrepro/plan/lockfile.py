@@ -142,9 +142,7 @@ def _executor_settings_moved(data: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(config, dict) or not isinstance(config.get("environment"), dict):
         return data
     old_environment = {k: v for k, v in config["environment"].items() if k != "build"}
-    environment_held = (data.get("environment") or {}).get("digest") == sha256_json(
-        old_environment
-    )
+    environment_held = (data.get("environment") or {}).get("digest") == sha256_json(old_environment)
     config_held = data.get("config_digest") == sha256_json(config)
     environment = dict(config["environment"])
     moved = {k: environment.pop(k) for k in ("max_workers", "max_attempts") if k in environment}

@@ -24,7 +24,7 @@ from evalrepro.plan.harness import code_digest
 from evalrepro.plan.testspec import TestSpec
 from evalrepro.records.trial import Trial, TrialKey
 from evalrepro.run.patchcheck import PatchCheck, check_patch, patch_bytes
-from evalrepro.sources.repos import resolve_sources
+from evalrepro.sources.resolve import resolve_sources
 from evalrepro.targets.base import Prediction, Target
 
 

@@ -10,8 +10,10 @@
         ro-crate-metadata.json          the run as a CreateAction (``crate``)
         attestation.intoto.json         an in-toto Test Result statement (``attestation``)
         bundle.json                     the index below (:class:`BundleIndex`)
-        run/                            the run directory as it is (lockfile, config,
-                                        trials, results, image records, swebench/)
+        run/                            the run directory as it is: whatever it holds
+                                        (lockfile, trials, results, image records,
+                                        swebench/; a run of evalrepro 0.2 also its
+                                        config.json and each attempt's image.json)
         reports/                        report.json, report.md, report.html
         view/                           the trial viewer
         inputs/<sha256>/<name>          the dataset and predictions files the lockfile
@@ -73,6 +75,11 @@ SIGNATURE = SIGNED_FILE + ".sig"
 #: (the bundle makes its own, from the bundle's report).
 _LEFT_OUT = {".evalrepro.lock"}
 _LEFT_OUT_FOLDERS = {"view"}
+
+#: The run's configuration, as the statement and the crate name it: the lockfile (which
+#: holds the resolved config) and, in a run of evalrepro 0.2, the composed config it
+#: wrote beside it. Each only where the run has it.
+_CONFIGURATION = (f"{RUN}/{LOCKFILE_NAME}", f"{RUN}/config.json")
 
 #: A report's time when the run has none (no trial finished).
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -235,11 +242,7 @@ def _write(
     statement = attestation.test_result_statement(
         digests,
         result="PASSED" if report.gate_passed else "FAILED",
-        configuration={
-            name: digests[name]
-            for name in (f"{RUN}/{LOCKFILE_NAME}", f"{RUN}/config.json")
-            if name in digests
-        },
+        configuration={name: digests[name] for name in _CONFIGURATION if name in digests},
         **_tests_by_outcome(report),
     )
     atomic.write_text(payload / ATTESTATION, _json(statement))
@@ -261,6 +264,8 @@ def _write(
                     tag=image.tag, image_digest=image.image_digest, layer=image.layer, key=image.key
                 )
                 for image in lockfile.environment.images
+                # A regrade's "images" are its logs, pinned by digest: no container image.
+                if image.builder != "recorded"
             ],
         ),
         [_crate_file(path, digests[path], payload / path, index) for path in sorted(digests)],
@@ -449,7 +454,7 @@ def write_reports(payload: Path, lockfile: Lockfile, settings: ReportSettings) -
     report, results = bundle_report(payload / RUN, lockfile, settings, payload.name)
     for path, text in render_reports(payload, report).items():
         atomic.write_text(payload / path, text)
-    write_view(payload / RUN, report, results, output=payload / VIEW)
+    write_view(payload / RUN, report, results, output=payload / VIEW, lockfile=lockfile)
     return report
 
 
@@ -478,7 +483,7 @@ def _crate_file(path: str, digest: str, file: Path, index: BundleIndex) -> Crate
             description=f"{item.role}: {item.source}",
             encoding_format=None,
         )
-    role = "input" if path in {f"{RUN}/{LOCKFILE_NAME}", f"{RUN}/config.json"} else "output"
+    role = "input" if path in _CONFIGURATION else "output"
     return CrateFile(
         path=path,
         sha256=digest,
@@ -508,7 +513,7 @@ def _describe(path: str) -> str:
     if path == f"{RUN}/{LOCKFILE_NAME}":
         return "the frozen plan: every instance, patch, image and trial by digest"
     if path == f"{RUN}/config.json":
-        return "the composed experiment config"
+        return "the composed experiment config (written by evalrepro 0.2; the lockfile holds it)"
     if path == INDEX:
         return "the bundle's index: its inputs and how its reports were made"
     if path == ATTESTATION:

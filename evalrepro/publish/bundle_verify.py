@@ -342,7 +342,7 @@ def _check_reports(
     if stored.is_file():
         _name_numbers(check, stored, report.model_dump(mode="json"))
     with tempfile.TemporaryDirectory(prefix="evalrepro-view-") as tmp:
-        site = write_view(opened.run, report, results, output=Path(tmp) / "view")
+        site = write_view(opened.run, report, results, output=Path(tmp) / "view", lockfile=lockfile)
         made = {
             f"view/{p.relative_to(site.root).as_posix()}": p
             for p in site.root.rglob("*")

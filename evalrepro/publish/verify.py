@@ -163,10 +163,7 @@ def check_run(path: Path, *, config_paths: Mapping[str, str] | None = None) -> R
 
     ``config_paths``: the config's files elsewhere (a bundle's copy of the dataset), by
     dotted key, as :meth:`Lockfile.experiment_config` takes them."""
-    if not path.is_dir():
-        raise UserError(f"{path}: not a run directory")
-    directory = RunDirectory(path)
-    lockfile = locate_lockfile(directory.path, checked=False)
+    directory, lockfile = RunDirectory.open(path, checked=False)
     check = RunCheck(run=directory.path, planned=len(lockfile.trials))
     _check_lockfile(check, lockfile)
     results = _check_trials(check, directory, lockfile)

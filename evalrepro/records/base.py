@@ -115,23 +115,22 @@ R = TypeVar("R", bound=Record)
 
 #: The modules that define records: the one list of where every persisted record lives.
 RECORD_MODULES = (
-    "evalrepro.publish.bundle",
-    "evalrepro.report.compare",
-    "evalrepro.run.execute",
-    "evalrepro.plan.lockfile",
-    "evalrepro.report.metrics",
+    "evalrepro.grade.foreign",
     "evalrepro.grade.observation",
-    "evalrepro.regrade",
-    "evalrepro.report.run_report",
-    "evalrepro.publish.reproduce",
-    "evalrepro.run.rundir",
     "evalrepro.grade.score",
+    "evalrepro.plan.lockfile",
+    "evalrepro.plan.testspec",
+    "evalrepro.publish.bundle",
+    "evalrepro.publish.reproduce",
+    "evalrepro.records.trial",
+    "evalrepro.regrade",
+    "evalrepro.report.compare",
+    "evalrepro.report.metrics",
+    "evalrepro.report.run_report",
+    "evalrepro.report.timing",
+    "evalrepro.report.view",
     "evalrepro.run.sessions",
     "evalrepro.run.supervision",
-    "evalrepro.plan.testspec",
-    "evalrepro.report.timing",
-    "evalrepro.records.trial",
-    "evalrepro.report.view",
 )
 
 
@@ -139,7 +138,12 @@ def records() -> dict[str, type[Record]]:
     """Every record evalrepro writes, by name."""
     for module in RECORD_MODULES:
         importlib.import_module(module)
-    return dict(sorted(_REGISTRY.items()))
+    # Records a test (or a plugin of another package) defines are not evalrepro's own.
+    return {
+        name: model
+        for name, model in sorted(_REGISTRY.items())
+        if model.__module__.startswith("evalrepro.")
+    }
 
 
 def read_record(path: Path, model: type[R], *, limit: int | None = None) -> R:

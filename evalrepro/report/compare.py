@@ -25,7 +25,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from evalrepro.errors import UserError
-from evalrepro.plan.lockfile import Difference, Lockfile, differences, read_lockfile
+from evalrepro.plan.lockfile import Difference, Lockfile, differences
 from evalrepro.records.base import Record
 from evalrepro.records.trial import TrialResult
 from evalrepro.report.metrics import sample_outcomes
@@ -53,10 +53,7 @@ class LoadedRun:
 
 
 def load_run(path: Path) -> LoadedRun:
-    directory = RunDirectory(path)
-    if not directory.lockfile_path.exists():
-        raise UserError(f"{path}: not a run directory (no {directory.lockfile_path.name})")
-    lockfile = read_lockfile(directory.lockfile_path)
+    directory, lockfile = RunDirectory.open(path)
     return LoadedRun(directory.path, lockfile, directory.completed(lockfile))
 
 

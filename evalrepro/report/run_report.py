@@ -276,10 +276,13 @@ def build_run_report(
     seed: int = 0,
     evidence_problems: list[str] | None = None,
     generated_at: datetime | None = None,
+    evidence: dict[str, bool] | None = None,
 ) -> RunReport:
     """``generated_at``: the report's time (now, unless a bundle fixes it so that the
-    same run gives the same report)."""
-    evidence = evidence_of(run_dir, results)  # every artifact hashed once
+    same run gives the same report). ``evidence``: per trial id, whether every artifact
+    still has its digest, when the caller knows already (the run that just recorded or
+    checked them); else every artifact is hashed here, once."""
+    evidence = evidence if evidence is not None else evidence_of(run_dir, results)
     metrics = compute_metrics(
         lockfile,
         results,
@@ -404,7 +407,7 @@ def trial_rows(
                 reason=result.score.reason,
                 detail=result.score.detail,
                 attempts=len(result.attempts),
-                timing=trial_timing(run_dir, result),
+                timing=trial_timing(run_dir, result, intact=evidence[trial.trial_id]),
                 evidence_complete=evidence[trial.trial_id],
             )
         )

@@ -141,10 +141,13 @@ def write_swebench_layout(
     *,
     run_id: str,
     model: str,
+    intact: bool = False,
 ) -> Path:
     """Write ``RUN/swebench/`` for the trials of ``lockfile`` (``results`` by trial id).
 
-    Returns the run report's path, ``RUN/swebench/<model>.<run_id>.json``.
+    ``intact``: the caller knows every artifact still has its digest (the run that just
+    recorded or checked them), so they are not hashed again. Returns the run report's
+    path, ``RUN/swebench/<model>.<run_id>.json``.
     """
     model_dir = swebench_model_dir(model)
     _check_name(run_id, "run id")
@@ -165,7 +168,7 @@ def write_swebench_layout(
         for name in COPIED_ARTIFACTS:
             artifact = _artifact(result.attempts[-1], name)
             if artifact is not None:
-                _check_artifact(run_dir, artifact)
+                _check_artifact(run_dir, artifact, intact)
                 copies.append((folder / name, artifact))
                 names.add(name)
         if result.score.outcome is not Outcome.INVALID:
@@ -266,12 +269,12 @@ def _artifact(attempt: Attempt, name: str) -> Artifact | None:
     return next((a for a in attempt.artifacts if PurePosixPath(a.path).name == name), None)
 
 
-def _check_artifact(run_dir: Path, artifact: Artifact) -> None:
+def _check_artifact(run_dir: Path, artifact: Artifact, intact: bool) -> None:
     """Refuse an artifact outside the run directory, or not the bytes its attempt recorded."""
     relative = PurePosixPath(artifact.path)
     if relative.is_absolute() or ".." in relative.parts:
         raise UserError(f"{run_dir}: artifact path {artifact.path} leaves the run directory")
-    if not artifact.matches(run_dir):
+    if not intact and not artifact.matches(run_dir):
         raise UserError(
             f"{run_dir / relative}: missing or changed since it was recorded "
             f"(sha256 {artifact.sha256[7:19]}...)"

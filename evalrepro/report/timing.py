@@ -22,12 +22,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from evalrepro import atomic
 from evalrepro.build.images import BuildFailure, ImageChain
 from evalrepro.errors import UserError
-from evalrepro.files import read_regular_file
 from evalrepro.records.base import Record, read_record
 from evalrepro.records.trial import TrialResult
 from evalrepro.run.sessions import read_sessions
@@ -145,25 +144,34 @@ class RunTiming(BaseModel):
 _MAX_REPORT_BYTES = 16 << 20
 
 
-def _supervisor_report(run_dir: Path, attempt_artifacts: list) -> SupervisorReport | None:
+def _supervisor_report(
+    run_dir: Path, attempt_artifacts: list, intact: bool | None = None
+) -> SupervisorReport | None:
     """The attempt's supervisor.json, if its recorded artifact is intact (a changed one
-    tells nothing trustworthy about time either)."""
+    tells nothing trustworthy about time either); ``intact``: True when the caller knows
+    every artifact of the trial is."""
     for artifact in attempt_artifacts:
-        if artifact.path.endswith("/supervisor.json") and artifact.matches(run_dir):
+        if not artifact.path.endswith("/supervisor.json"):
+            continue
+        # Known intact: not hashed again (the run that recorded it, or its survey, did).
+        if intact or artifact.matches(run_dir):
             try:
-                data = read_regular_file(run_dir / artifact.path, _MAX_REPORT_BYTES)
-                return SupervisorReport.model_validate_json(data)
-            except (UserError, ValidationError):
+                return read_record(
+                    run_dir / artifact.path, SupervisorReport, limit=_MAX_REPORT_BYTES
+                )
+            except UserError:
                 return None
     return None
 
 
-def trial_timing(run_dir: Path, result: TrialResult) -> TrialTiming:
+def trial_timing(run_dir: Path, result: TrialResult, *, intact: bool | None = None) -> TrialTiming:
+    """Where a trial's time went; ``intact``: whether its artifacts still have their
+    digests, when the caller knows (None: each supervisor.json is checked here)."""
     total = PhaseSeconds()
     for attempt in result.attempts:
         wall = max(0.0, (attempt.finished_at - attempt.started_at).total_seconds())
         phases = {"wall": wall}
-        report = _supervisor_report(run_dir, attempt.artifacts)
+        report = _supervisor_report(run_dir, attempt.artifacts, intact)
         if report is not None:
             phases["container"] = report.runtime.seconds
             phases["patch"] = report.patch.seconds if report.patch else 0.0

@@ -6,9 +6,11 @@ and CSS alone: without CSS support every row shows) and one page per trial,
 ``trials/<label>.html``: the patch as a diff, the eval script (the attempt's
 ``program.json``) and the test patch, the test log with the graded region marked, each
 FAIL_TO_PASS / PASS_TO_PASS test passed or failed, the parsed status map, the
-observation, the score, every attempt, the timing, and links to the index and to the
-previous and next trial. Links are relative and no page names an absolute path, so the
-site reads the same from a copied folder or an unpacked bundle.
+observation, the score, every attempt, the image the trial ran in (the lockfile's locked
+layers, by the trial's image key; a run of evalrepro 0.2 kept it as the attempt's
+``image.json``, shown as it is), the timing, and links to the index and to the previous
+and next trial. Links are relative and no page names an absolute path, so the site reads
+the same from a copied folder or an unpacked bundle.
 
 Everything of a trial is hostile input, read with bounds:
 
@@ -40,7 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
@@ -62,6 +64,9 @@ from evalrepro.report.html import (
 )
 from evalrepro.report.run_report import RunReport, TrialRow, build_run_report
 from evalrepro.run.supervision import SupervisorReport, TrialProgram
+
+if TYPE_CHECKING:  # the lockfile pulls in the builders' records: read where it is used
+    from evalrepro.plan.lockfile import LockedImage, Lockfile
 
 VIEW_DIR = "view"
 MANIFEST = "view.json"
@@ -625,8 +630,9 @@ def _by_name(attempt: Attempt) -> dict[str, Artifact]:
     return {a.path.rsplit("/", 1)[-1]: a for a in attempt.artifacts}
 
 
-def _fill(view: TrialView, run_dir: Path, result: TrialResult) -> None:
-    """Everything of the trial's final attempt (the one its score is), read with bounds."""
+def _fill(view: TrialView, run_dir: Path, result: TrialResult, image: list[Value]) -> None:
+    """Everything of the trial's final attempt (the one its score is), read with bounds;
+    ``image``: the trial's locked image, shown unless the attempt kept an image.json."""
     folder = view.row.folder
     attempt = result.attempts[-1]
     view.result, view.attempt = result, attempt
@@ -695,8 +701,10 @@ def _fill(view: TrialView, run_dir: Path, result: TrialResult) -> None:
             view.program_problem = (
                 f"program.json is not a trial program ({error.error_count()} problems)"
             )
-    if "image.json" in files:
+    if "image.json" in files:  # an attempt of evalrepro 0.2: its own record of the image
         view.image = _json_values(run_dir, files["image.json"], folder)
+    else:
+        view.image = image
     view.runtime_log = (
         show_file(run_dir, files["runtime.log"], folder, SMALL, "runtime.log")
         if "runtime.log" in files
@@ -714,6 +722,76 @@ def _json_values(run_dir: Path, artifact: Artifact, folder: str) -> list[Value]:
     if not isinstance(data, dict):
         return [Value("value", _value_lines(data))]
     return [Value(str(k), _value_lines(v)) for k, v in list(data.items())[:MAX_LISTED]]
+
+
+#: Layers of one image chain shown at most (a chain is a handful: base, env, instance).
+MAX_LAYERS = 16
+
+
+class LockedImages:
+    """The image each planned trial runs in, from the lockfile's locked images: the
+    trial's layer (its ``image_key``) and the layers under it, instance layer first."""
+
+    def __init__(self, lockfile: Lockfile | None) -> None:
+        self.by_key: dict[str, LockedImage] = {}
+        self.trial_keys: dict[str, str] = {}
+        if lockfile is not None:
+            self.by_key = {image.key: image for image in lockfile.environment.images}
+            self.trial_keys = {trial.trial_id: trial.image_key for trial in lockfile.trials}
+
+    @classmethod
+    def of_run(cls, run_dir: Path) -> LockedImages:
+        """The run directory's lockfile's; none when it cannot be read (the report says
+        what is wrong with it)."""
+        from evalrepro.plan.lockfile import LOCKFILE_NAME, read_lockfile
+
+        try:
+            return cls(read_lockfile(run_dir / LOCKFILE_NAME, checked=False))
+        except UserError:
+            return cls(None)
+
+    def values(self, trial_id: str) -> list[Value]:
+        key = self.trial_keys.get(trial_id, "")
+        if not key:
+            return []
+        first = self.by_key.get(key)
+        if first is not None and first.builder == "recorded":
+            source = (
+                "the lockfile: another harness ran the tests, in an image nobody here built; "
+                "what is locked is the log, by its digest"
+            )
+        else:
+            source = "the lockfile: the trial's locked image, by its image key"
+        values = [Value("from", [source])]
+        seen: set[str] = set()
+        while key and key not in seen and len(seen) < MAX_LAYERS:
+            seen.add(key)
+            image = self.by_key.get(key)
+            if image is None:
+                values.append(
+                    Value("problem", [f"image {clip(key, 80)} is not among the locked images"])
+                )
+                break
+            values.append(Value(f"{clip(image.layer, 100)} layer", _layer_lines(image)))
+            key = image.parent_key or ""
+        return values
+
+
+def _layer_lines(image: LockedImage) -> list[str]:
+    lines = [
+        f"tag: {_text(image.tag)}",
+        f"image digest: {_text(image.image_digest)}",
+        f"builder: {_text(image.builder)}",
+        f"key: {_text(image.key)}",
+        f"inputs digest: {_text(image.inputs_digest)}",
+        f"package manifest: {_text(image.package_manifest_digest)}",
+    ]
+    for pin in image.inputs[:MAX_LISTED]:
+        named = " ".join(_text(part) for part in (pin.kind, pin.name, pin.version) if part)
+        lines.append(f"input: {named} {_text(pin.digest)}")
+    if len(image.inputs) > MAX_LISTED:
+        lines.append(f"and {len(image.inputs) - MAX_LISTED:,} more inputs")
+    return lines
 
 
 def _diff(shown: Shown) -> Shown:
@@ -799,10 +877,13 @@ def write_view(
     report: RunReport,
     results: Mapping[str, TrialResult],
     output: Path | None = None,
+    lockfile: Lockfile | None = None,
 ) -> ViewSite:
-    """The viewer site of a run whose ``report`` was built from ``results``."""
+    """The viewer site of a run whose ``report`` was built from ``results``; ``lockfile``:
+    the run's (read from the run directory when not given), for each trial's image."""
     run_dir = run_dir.resolve()
     root = _checked_output(run_dir, output if output is not None else run_dir / VIEW_DIR)
+    images = LockedImages(lockfile) if lockfile is not None else LockedImages.of_run(run_dir)
     rows = report.trials
     names = [trial_page(row.folder) for row in rows]
     problems = relative_problems(report.evidence_problems, run_dir)
@@ -853,7 +934,7 @@ def write_view(
                 # Its result.json was read through the link; nothing more is.
                 view.withheld = f"{row.folder}: {why}; its records are not shown here."
             else:
-                _fill(view, run_dir, result)
+                _fill(view, run_dir, result, images.values(row.trial_id))
         page = render_page(
             "view_trial.html",
             title=f"{clip(row.instance_id, 150)} (sample {row.sample_index})",
@@ -906,7 +987,7 @@ def view_run(
         seed=seed,
         evidence_problems=[problem.message for problem in survey.problems],
     )
-    return write_view(directory.path, report, survey.results, output)
+    return write_view(directory.path, report, survey.results, output, lockfile)
 
 
 def relative_link(target: Path, page: Path) -> str:

@@ -80,8 +80,11 @@ def survey(run_dir: Path, lockfile: Lockfile) -> Survey:
         for folder in sorted(trials_dir.iterdir()):
             if folder.is_symlink():
                 found.problems.append(
-                    TrialProblem("unplanned", _rel(run_dir, folder), "a symbolic link where a "
-                                 "trial folder belongs")
+                    TrialProblem(
+                        "unplanned",
+                        _rel(run_dir, folder),
+                        "a symbolic link where a trial folder belongs",
+                    )
                 )
             elif folder.name not in planned or not folder.is_dir():
                 found.problems.append(
@@ -187,8 +190,9 @@ def _attempt_problems(
     for name in MEDIA_TYPES:
         # The recorder records every one of these it writes: one left out escaped its digest.
         if (attempt_dir / name).is_file() and f"{where}/{name}" not in recorded:
-            yield TrialProblem("artifact", f"{where}/{name}", "on disk but not recorded as an "
-                               "artifact", trial_id)
+            yield TrialProblem(
+                "artifact", f"{where}/{name}", "on disk but not recorded as an artifact", trial_id
+            )
     for artifact in attempt.artifacts:
         if not artifact.path.startswith(f"{where}/") or ".." in artifact.path.split("/"):
             yield TrialProblem(
@@ -205,18 +209,22 @@ def _attempt_problems(
     # The attempt's own record is written before the trial's: the two must agree.
     record_file = attempt_dir / "result.json"
     if not record_file.is_file():
-        yield TrialProblem("missing", f"{where}/result.json", "the attempt record is missing",
-                           trial_id)
+        yield TrialProblem(
+            "missing", f"{where}/result.json", "the attempt record is missing", trial_id
+        )
         return
     try:
         record = read_record(record_file, Attempt)
     except UserError as error:
-        yield TrialProblem("result", f"{where}/result.json", _without(str(error), record_file),
-                           trial_id)
+        yield TrialProblem(
+            "result", f"{where}/result.json", _without(str(error), record_file), trial_id
+        )
         return
     if record != attempt:
         yield TrialProblem(
-            "result", f"{where}/result.json", "differs from the attempt in the trial result",
+            "result",
+            f"{where}/result.json",
+            "differs from the attempt in the trial result",
             trial_id,
         )
 

@@ -39,6 +39,18 @@ class RunDirectory:
     def __init__(self, path: Path) -> None:
         self.path = path.resolve()
 
+    @classmethod
+    def open(cls, path: Path, *, checked: bool = True) -> tuple[RunDirectory, Lockfile]:
+        """An existing run directory and its lockfile, read once: the one way a command
+        opens a run (one line when ``path`` is not one). ``checked``: refuse a lockfile
+        whose digests do not match its content (``verify`` lists them instead)."""
+        directory = cls(path)
+        if not directory.path.is_dir():
+            raise UserError(f"{path}: not a run directory")
+        if not directory.lockfile_path.is_file():
+            raise UserError(f"{path}: not a run directory (no {LOCKFILE_NAME})")
+        return directory, read_lockfile(directory.lockfile_path, checked=checked)
+
     @property
     def lockfile_path(self) -> Path:
         return self.path / LOCKFILE_NAME
@@ -151,18 +163,24 @@ class RunDirectory:
         )
 
     def write_swebench_layout(
-        self, lockfile: Lockfile, results: dict[str, TrialResult], run_id: str | None = None
+        self,
+        lockfile: Lockfile,
+        results: dict[str, TrialResult],
+        run_id: str | None = None,
+        *,
+        intact: bool = False,
     ) -> Path:
         """``swebench/``: SWE-bench's layout of this run, by the trial results; run id: the
-        directory's name, unless a regrade keeps its own."""
+        directory's name, unless a regrade keeps its own. ``intact``: the results'
+        artifacts are known to have their digests (not hashed again)."""
         return write_swebench_layout(
             self.path,
             lockfile,
             results,
             run_id=run_id or self.path.name,
             model=lockfile.target.target_id,
+            intact=intact,
         )
 
     def write_results(self, results: RunResults) -> None:
         atomic.write_text(self.path / "results.json", results.model_dump_json(indent=2) + "\n")
-

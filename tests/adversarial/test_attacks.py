@@ -22,7 +22,7 @@ import pytest
 
 from evalrepro.config.experiment import compose
 from evalrepro.demo import DEMO_DIR
-from evalrepro.run.execute import read_trial_result
+from evalrepro.records.trial import read_trial_result
 from tests.adversarial.attacks import ATTACKS, LIMITS, TIMEOUT, Attack, build_repos, make_patch
 from tests.podman_support import needs_podman, run_demo
 
@@ -98,7 +98,7 @@ def run_attacks(tmp: Path, *extra: str) -> AdversarialRun:
             f"target.samples={samples}",
             "target.missing=empty",  # an instance with fewer attacks has empty samples
             f"environment.timeout={TIMEOUT}",
-            "environment.max_workers=2",
+            "executor.max_workers=2",
             *(f"environment.limits.{key}={value}" for key, value in LIMITS.items()),
             *extra,
         ]

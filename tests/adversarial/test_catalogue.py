@@ -1,4 +1,4 @@
-"""The README's table of attack classes is the catalogue the adversarial tests run."""
+"""The threat model's table of attack classes is the catalogue the adversarial tests run."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ from pathlib import Path
 from evalrepro.grade.score import JUDGEMENT
 from tests.adversarial.attacks import ATTACKS
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+README = (Path(__file__).resolve().parents[2] / "docs" / "threat-model.md").read_text()
 
 
 def test_every_attack_is_in_the_readme_with_its_score():
     for attack in ATTACKS:
         outcome, reason = attack.expect
         row = f"| {attack.kind} | `{attack.name}` | {attack.what} | {outcome} (`{reason}`) |"
-        assert row in README, f"README lacks: {row}"
+        assert row in README, f"docs/threat-model.md lacks: {row}"
 
 
 def test_attack_names_are_unique_and_scores_are_real_reasons():

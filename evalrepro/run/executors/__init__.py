@@ -7,11 +7,53 @@ opens it. See :mod:`evalrepro.run.executors.base` for what an executor does.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from evalrepro import plugins
-from evalrepro.run.executors.base import Executor
+from evalrepro.config.environment import SandboxEnvironment
+from evalrepro.plan.plan import PlannedTrial
+from evalrepro.records.trial import TrialResult
+from evalrepro.run.execute import AttemptSettings, TrialJob, container_prefix
+from evalrepro.run.executors.base import Events, Executor
+from evalrepro.run.recorder import Recorder
 from evalrepro.run.runtimes.base import Runtime
 
 
 def open_executor(config: object, runtime: Runtime) -> Executor:
     executor_class: type[Executor] = plugins.implementation(config)
     return executor_class(config, runtime)
+
+
+class _Quiet:
+    def attempt_started(self, planned: PlannedTrial, number: int) -> None:
+        pass
+
+    def trial_finished(self, planned: PlannedTrial, result: TrialResult) -> None:
+        pass
+
+
+def run_trials(
+    trials: list[PlannedTrial],
+    *,
+    runtime: Runtime,
+    run_dir: Path,
+    environment: object,
+    executor: object,
+    events: Events | None = None,
+) -> list[TrialResult]:
+    """Execute ``trials`` into the run directory ``run_dir``: the environment's settings
+    (``limits``, ``timeout``; none for one that runs no sandbox of ours), the executor
+    config's kind and retries. The finished trials' results, in the plan's order."""
+    sandboxed = isinstance(environment, SandboxEnvironment)
+    settings = AttemptSettings(
+        limits=environment.limits if sandboxed else None,  # type: ignore[attr-defined]
+        timeout=environment.timeout if sandboxed else 1,  # type: ignore[attr-defined]
+        allow_user_namespaces=sandboxed and environment.allow_user_namespaces,  # type: ignore[attr-defined]
+        sandbox_prefix=container_prefix(run_dir),
+        max_attempts=executor.max_attempts,  # type: ignore[attr-defined]
+    )
+    recorder = Recorder(run_dir)
+    jobs = [TrialJob(planned, settings, recorder) for planned in trials]
+    results = open_executor(executor, runtime).run(jobs, events or _Quiet())
+    order = {p.trial.trial_id: i for i, p in enumerate(trials)}
+    return sorted(results, key=lambda r: order[r.trial.trial_id])

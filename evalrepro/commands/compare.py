@@ -1,0 +1,137 @@
+"""``evalrepro compare``: compare runs (or bundles), each against the first: the
+difference with its interval, McNemar, the MDE (exit 1: not comparable)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.markup import escape
+
+from evalrepro import atomic
+from evalrepro.commands._arguments import (
+    html_argument,
+    json_argument,
+    latex_argument,
+    statistics_arguments,
+)
+from evalrepro.commands._common import EXIT_CHECK_FAILED, EXIT_OK, make_console
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    compare = subparsers.add_parser(
+        "compare",
+        help="compare runs: the difference with its interval, McNemar, MDE (each vs the first)",
+    )
+    compare.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR")
+    compare.add_argument(
+        "--force", action="store_true", help="compare anyway when not comparable (marked so)"
+    )
+    compare.add_argument("--method", choices=["BCa", "percentile", "basic"], default="BCa")
+    printed = compare.add_mutually_exclusive_group()
+    json_argument(printed)
+    latex_argument(printed)
+    html_argument(compare, "also write a page with a forest plot")
+    statistics_arguments(compare)
+    return compare
+
+
+def main(args: argparse.Namespace) -> int:
+    from contextlib import ExitStack
+
+    from evalrepro.publish.bundle import run_directory
+
+    with ExitStack() as stack:
+        runs = [stack.enter_context(run_directory(path)) for path in args.runs]
+        # A bundle's run is named as given (its unpacked folder is gone after this).
+        names = {str(run): str(given) for run, given in zip(runs, args.runs, strict=True)}
+        return _compare(args, runs, names)
+
+
+def _compare(args: argparse.Namespace, paths: list[Path], names: dict[str, str]) -> int:
+    from evalrepro.report.compare import (
+        NotComparable,
+        compare_runs,
+        load_run,
+        print_comparison_report,
+    )
+    from evalrepro.report.html import render_comparison_html
+
+    try:
+        report = compare_runs(
+            paths,
+            force=args.force,
+            n_resamples=args.n_resamples,
+            confidence=args.confidence,
+            seed=args.seed,
+            method=args.method,
+        )
+    except NotComparable as refusal:
+        console = make_console(stderr=True)
+        for difference in refusal.differences:
+            console.print(f"  {difference.kind}: {escape(difference.detail)}", highlight=False)
+        console.print(
+            "[bold red]not comparable[/]: the runs measured different experiments "
+            "(--force compares them anyway, marked not comparable)"
+        )
+        return EXIT_CHECK_FAILED
+    report = report.model_copy(
+        update={
+            "pairs": [
+                pair.model_copy(
+                    update={
+                        "a_path": names.get(pair.a_path, pair.a_path),
+                        "b_path": names.get(pair.b_path, pair.b_path),
+                    }
+                )
+                for pair in report.pairs
+            ]
+        }
+    )
+    if args.html is not None:
+        from evalrepro.report.run_report import build_run_report
+        from evalrepro.report.view import relative_link, write_view
+
+        runs = [load_run(path) for path in paths]
+        reports = [
+            build_run_report(
+                r.path,
+                r.lockfile,
+                r.results,
+                confidence=args.confidence,
+                n_resamples=args.n_resamples,
+                seed=args.seed,
+            )
+            for r in runs
+        ]
+        # Each instance's cell links to its trial in that run's viewer: (re)write them
+        # (a bundle's beside the page: the bundle is unpacked only for this command).
+        viewers = [
+            relative_link(
+                write_view(
+                    r.path,
+                    run_report,
+                    r.results,
+                    output=None
+                    if given == r.path
+                    else args.html.with_name(f"{args.html.stem}-view-{number}"),
+                ).root,
+                args.html,
+            )
+            for number, (given, r, run_report) in enumerate(
+                zip(args.runs, runs, reports, strict=True), start=1
+            )
+        ]
+        page = render_comparison_html(
+            report, reports, title="evalrepro comparison", viewers=viewers
+        )
+        atomic.write_text(args.html, page)
+    if args.json:
+        print(report.model_dump_json(indent=2))
+    elif args.latex:
+        from evalrepro.report.latex import render_comparison_latex
+
+        print(render_comparison_latex(report), end="")
+    else:
+        print_comparison_report(make_console(), report)
+    return EXIT_OK

@@ -1,0 +1,107 @@
+"""``evalrepro report``: metrics, intervals and the gate of a run directory or bundle
+(exit 3: the gate failed)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.markup import escape
+
+from evalrepro import atomic
+from evalrepro.commands._arguments import (
+    html_argument,
+    json_argument,
+    latex_argument,
+    run_argument,
+    statistics_arguments,
+)
+from evalrepro.commands._common import EXIT_GATE_FAILED, EXIT_OK, make_console
+from evalrepro.errors import UserError
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    report = subparsers.add_parser(
+        "report", help="metrics, intervals and the gate of a run directory (exit 3: gate failed)"
+    )
+    run_argument(report)
+    report.add_argument(
+        "--rebuild", action="store_true", help="rewrite results.json from the trial results"
+    )
+    output = report.add_mutually_exclusive_group()
+    json_argument(output, "one JSON object (with SWE-bench's run-report fields)")
+    output.add_argument("--markdown", action="store_true", help="tables for a paper appendix")
+    latex_argument(output)
+    html_argument(report, "also write a self-contained HTML page")
+    statistics_arguments(report)
+    return report
+
+
+def main(args: argparse.Namespace) -> int:
+    from evalrepro.publish.bundle import is_bundle, run_directory
+
+    if is_bundle(args.run):
+        if args.rebuild:
+            raise UserError(f"--rebuild: {args.run} is a bundle, whose records are not rewritten")
+        with run_directory(args.run) as run:
+            return _report(args, run, bundle=args.run)
+    return _report(args, args.run, bundle=None)
+
+
+def _report(args: argparse.Namespace, run: Path, *, bundle: Path | None) -> int:
+    from evalrepro.plan.lockfile import read_lockfile
+    from evalrepro.report.html import render_run_html
+    from evalrepro.report.run_report import build_run_report, markdown_run_report, print_run_report
+    from evalrepro.run.rundir import RunDirectory
+
+    directory = RunDirectory(run)
+    if not directory.lockfile_path.exists():
+        raise UserError(f"{run}: not a run directory (no {directory.lockfile_path.name})")
+    if args.rebuild:
+        # Not while a run writes into the directory: its results.json would be overwritten.
+        with directory.exclusive():
+            directory.write_results(directory.rebuild_results())
+            directory.write_swebench_layout()
+    lockfile = read_lockfile(directory.lockfile_path)
+    # A report shows what is wrong with the evidence (and counts it against evidence
+    # completeness); `verify` is the check that refuses.
+    survey = directory.survey(lockfile)
+    report = build_run_report(
+        directory.path,
+        lockfile,
+        survey.results,
+        confidence=args.confidence,
+        n_resamples=args.n_resamples,
+        seed=args.seed,
+        evidence_problems=[problem.message for problem in survey.problems],
+    )
+    if bundle is not None:
+        # Named as given: the bundle was unpacked into a folder gone after this command.
+        report = report.model_copy(update={"run": str(bundle)})
+    if args.html is not None:
+        from evalrepro.report.view import relative_link, write_view
+
+        # The page links every trial to its viewer page: (re)write the viewer first
+        # (a bundle's beside the page: the bundle is unpacked only for this command).
+        view_dir = None if bundle is None else args.html.with_name(args.html.stem + "-view")
+        site = write_view(directory.path, report, survey.results, output=view_dir)
+        page = render_run_html(
+            report,
+            title=f"evalrepro: {directory.path.name}",
+            viewer=relative_link(site.root, args.html),
+        )
+        atomic.write_text(args.html, page)
+    if args.json:
+        print(report.model_dump_json(indent=2))
+    elif args.markdown:
+        print(markdown_run_report(report), end="")
+    elif args.latex:
+        from evalrepro.report.latex import render_run_latex
+
+        print(render_run_latex(report), end="")
+    else:
+        console = make_console()
+        print_run_report(console, report)
+        if args.html is not None:
+            console.print(f"html report: {escape(str(args.html))}", highlight=False)
+    return EXIT_OK if report.gate_passed else EXIT_GATE_FAILED

@@ -1,0 +1,45 @@
+"""``demo`` sources: one of evalrepro's built-in demo repos, built here into the cache."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from evalrepro.errors import UserError
+from evalrepro.sources.checkout import GitDir
+
+
+class DemoRepo(BaseModel):
+    """One of evalrepro's built-in demo repos, whose history is built at run time."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    kind: Literal["demo"] = "demo"
+    #: The demo repo's name (`calc`, `ledger`, `textkit`).
+    name: str
+
+
+def open_demo(source: DemoRepo, cache_dir: Path) -> GitDir:
+    from evalrepro.demo.repos import build_repo, repo_names
+
+    if source.name not in repo_names():
+        raise UserError(f"no demo repo '{source.name}' (known: {repo_names()})")
+    parent = cache_dir / "repos"
+    parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=parent, prefix=f".demo-{source.name}-"))
+    try:
+        commits = build_repo(source.name, staging / "repo")
+        dest = parent / f"demo-{source.name}-{commits[list(commits)[-1]][:16]}"
+        if not dest.exists():
+            try:
+                os.replace(staging / "repo", dest)
+            except OSError:
+                if not dest.exists():  # else another process put the same repo there
+                    raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return GitDir(f"demo {source.name}", dest / ".git")
