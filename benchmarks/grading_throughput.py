@@ -246,7 +246,12 @@ def main() -> None:
         directory = RunDirectory(root / fields[0])
         lockfile = read_lockfile(directory.lockfile_path)
         results = directory.survey(lockfile).results
-        layout = median_time(directory.write_swebench_layout, args.repeat)
+        layout = median_time(
+            lambda: directory.write_swebench_layout(
+                lockfile, directory.survey(lockfile).results
+            ),
+            args.repeat,
+        )
         fields_time = median_time(lambda: _swebench_fields(lockfile, results), args.repeat)
         print(
             f"regrade of {summary.graded} logs ({summary.resolved} resolved), median / best of "

@@ -25,7 +25,8 @@ from evalrepro.demo import INSTANCES_PATH
 from evalrepro.errors import UserError
 from evalrepro.plan.lockfile import LockedInstance, differences, read_lockfile
 from evalrepro.plan.plan import planned_predictions
-from evalrepro.targets.static import Prediction, PredictionsTarget
+from evalrepro.targets.base import Prediction
+from evalrepro.targets.static import PredictionsTarget
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_LOCK = ROOT / "lockfiles" / "demo.lock.json"

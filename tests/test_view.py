@@ -1,7 +1,7 @@
 """The trial viewer (``evalrepro view``): a static site of a run, from hostile records.
 
 Runs are made the way a real run makes them, without containers: evalrepro's own
-``Executor`` runs each planned trial against a backend whose "sandbox" is a framed
+executor runs each planned trial against a runtime whose "sandbox" is a framed
 supervisor stream written here and read by the real ``StreamReader`` (so
 ``test_output.txt``, ``supervisor.json`` with its region, ``program.json``, the patches,
 the Observation rebuilt from those files and the score are all what a run writes). The
@@ -30,7 +30,8 @@ import pytest
 
 from evalrepro import __version__
 from evalrepro.build.images import ImageChain, ImageRecord, inputs_digest, layer_key
-from evalrepro.config.environment import Limits
+from evalrepro.config.environment import Limits, PodmanEnvironment
+from evalrepro.config.executor import LocalExecutorConfig
 from evalrepro.config.gate import Gate, GateRule
 from evalrepro.config.sample import Sample
 from evalrepro.digest import sha256_bytes, sha256_json
@@ -49,21 +50,22 @@ from evalrepro.plan.lockfile import (
     Lockfile,
 )
 from evalrepro.plan.plan import PlannedTrial
-from evalrepro.records.trial import Trial, TrialKey
+from evalrepro.records.trial import Trial, TrialKey, Usage
 from evalrepro.report.timing import record_builds
 from evalrepro.report.view import LOG, MANIFEST, view_run
+from evalrepro.run.attempt import AttemptOutput, AttemptSpec
 from evalrepro.run.evalscript import compile_eval_script
-from evalrepro.run.execute import Executor
-from evalrepro.run.patchcheck import patch_bytes
+from evalrepro.run.executors import run_trials
+from evalrepro.run.patchcheck import check_patch, patch_bytes
 from evalrepro.run.protection import ResolvedProtection
 from evalrepro.run.rundir import RunDirectory
-from evalrepro.run.runtimes.base import AttemptRequest, AttemptRun, Runtime
+from evalrepro.run.runtimes.base import Runtime
 from evalrepro.run.supervision import (
     RuntimeFacts,
     StreamReader,
     SupervisorReport,
 )
-from evalrepro.targets.static import Prediction, Usage
+from evalrepro.targets.base import Prediction
 from tests.fake_backend import supervisor_stream
 
 # --- hostile text ------------------------------------------------------------------------
@@ -166,19 +168,24 @@ class StreamBackend(Runtime):
     def check(self) -> None:
         pass
 
-    def run(self, request: AttemptRequest) -> AttemptRun:
-        case = self.cases[request.attempt_dir.parent.name]
-        number = int(request.attempt_dir.name.removeprefix("attempt-"))
-        (request.attempt_dir / "runtime.log").write_text(f"podman run {request.name}\n")
-        if number <= case.broken_attempts:
+    def run(self, spec: AttemptSpec) -> AttemptOutput:
+        case = self.cases[spec.label]
+        log = f"podman run {spec.sandbox_name}\n".encode()
+        if spec.number <= case.broken_attempts:
             report = SupervisorReport(
                 runtime=RuntimeFacts(exit_code=125, error="podman: the container runtime died")
             )
-            return AttemptRun(report=report, limits={"memory": "cgroup"})
-        reader = StreamReader(request.attempt_dir / "test_output.txt", request.output_limit)
+            return AttemptOutput(
+                artifacts={"runtime.log": log}, report=report, limits={"memory": "cgroup"}
+            )
+        reader = StreamReader(spec.output_limit)
         reader.feed(stream(case))
         report = reader.finish(RuntimeFacts(exit_code=0, seconds=0.4))
-        return AttemptRun(report=report, limits={"memory": "cgroup"})
+        return AttemptOutput(
+            artifacts={"test_output.txt": reader.output, "runtime.log": log},
+            report=report,
+            limits={"memory": "cgroup"},
+        )
 
 
 PROTECTION = ResolvedProtection(
@@ -265,7 +272,8 @@ def build_run(run_dir: Path, cases: list[Case], *, target_id: str = "org/model-v
             sample_index=case.sample_index,
             usage=case.usage,
         )
-        planned.append(PlannedTrial(Trial.of(key), sample, spec, parser, prediction, IMAGE))
+        check = check_patch(patch_bytes(case.patch), PROTECTION)
+        planned.append(PlannedTrial(Trial.of(key), sample, spec, parser, prediction, IMAGE, check))
         instances[case.instance_id] = LockedInstance(
             instance_id=case.instance_id,
             repo=case.repo,
@@ -324,7 +332,7 @@ def build_run(run_dir: Path, cases: list[Case], *, target_id: str = "org/model-v
     )
     directory = RunDirectory(run_dir)
     with directory.exclusive():
-        directory.begin(lockfile, "{}\n", {"kind": "podman", "mode": "rootless", "podman": "4.3.1"})
+        directory.begin(lockfile, {"kind": "podman", "mode": "rootless", "podman": "4.3.1"})
         record_builds(directory.path, [IMAGE])
         runnable = [
             p
@@ -332,8 +340,13 @@ def build_run(run_dir: Path, cases: list[Case], *, target_id: str = "org/model-v
             if case.finished and "/" not in p.label
         ]
         backend = StreamBackend({p.label: c for p, c in zip(planned, cases, strict=True)})
-        executor = Executor(backend, directory.path, timeout=600, max_attempts=3, max_workers=2)
-        executor.run(runnable, lambda *_: None)
+        run_trials(
+            runnable,
+            runtime=backend,
+            run_dir=directory.path,
+            environment=PodmanEnvironment(timeout=600),
+            executor=LocalExecutorConfig(max_workers=2, max_attempts=3),
+        )
     return lockfile
 
 

@@ -49,23 +49,23 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace, run: Path, *, bundle: Path | None) -> int:
-    from evalrepro.plan.lockfile import read_lockfile
     from evalrepro.report.html import render_run_html
     from evalrepro.report.run_report import build_run_report, markdown_run_report, print_run_report
+    from evalrepro.run.evidence import Survey
     from evalrepro.run.rundir import RunDirectory
 
-    directory = RunDirectory(run)
-    if not directory.lockfile_path.exists():
-        raise UserError(f"{run}: not a run directory (no {directory.lockfile_path.name})")
+    directory, lockfile = RunDirectory.open(run)
     if args.rebuild:
         # Not while a run writes into the directory: its results.json would be overwritten.
         with directory.exclusive():
-            directory.write_results(directory.rebuild_results())
-            directory.write_swebench_layout()
-    lockfile = read_lockfile(directory.lockfile_path)
-    # A report shows what is wrong with the evidence (and counts it against evidence
-    # completeness); `verify` is the check that refuses.
-    survey = directory.survey(lockfile)
+            done = directory.completed(lockfile)  # refuses evidence that does not hold
+            directory.write_results(directory.rebuild_results(lockfile, done))
+            directory.write_swebench_layout(lockfile, done, intact=True)
+        survey = Survey(results=done)
+    else:
+        # A report shows what is wrong with the evidence (and counts it against evidence
+        # completeness); `verify` is the check that refuses.
+        survey = directory.survey(lockfile)
     report = build_run_report(
         directory.path,
         lockfile,

@@ -291,7 +291,8 @@ def _check_predictions(check: BundleCheck, lockfile: Lockfile, paths: dict[str, 
     """The bundled predictions file gives every patch the lockfile locked, by digest."""
     if "target.path" not in paths:
         return
-    from evalrepro.targets.static import Prediction, PredictionsTarget
+    from evalrepro.targets.base import Prediction
+    from evalrepro.targets.static import PredictionsTarget
 
     try:
         config = lockfile.experiment_config(paths)

@@ -153,10 +153,13 @@ class RunDirectory:
                 removed.append(label)
         return removed
 
-    def rebuild_results(self, lockfile: Lockfile | None = None) -> RunResults:
-        """results.json recreated from the trial results alone (and the plan's order)."""
+    def rebuild_results(
+        self, lockfile: Lockfile | None = None, done: dict[str, TrialResult] | None = None
+    ) -> RunResults:
+        """results.json recreated from the trial results alone (and the plan's order);
+        ``done``: the trusted results, when the caller has them (``completed``)."""
         lockfile = lockfile or read_lockfile(self.lockfile_path)
-        done = self.completed(lockfile)
+        done = done if done is not None else self.completed(lockfile)
         ordered = [done[t.trial_id] for t in lockfile.trials if t.trial_id in done]
         return aggregate(
             lockfile.experiment, lockfile.target.target_id, ordered, planned=len(lockfile.trials)
