@@ -86,7 +86,9 @@ def prepare(tmp_path: Path, monkeypatch, workers: int, builds: Builds):
         image_id=lambda tag: sha256_json(tag).removeprefix("sha256:"),
         env={},
     )
-    builder = ContainerfileBuilder(config.environment, runtime, tmp_path)  # type: ignore[arg-type]
+    builder = ContainerfileBuilder(  # type: ignore[arg-type]
+        config.environment, runtime, tmp_path, concurrency=config.executor.concurrency
+    )
     builder._base = lambda suite, locked: base_record()  # type: ignore[method-assign]
     builder._build = builds  # type: ignore[method-assign]
     resolving = {"now": 0, "most": 0}

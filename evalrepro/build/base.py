@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from evalrepro.build.images import BuildFailure, ImageChain, ImageRecord
 from evalrepro.sources.checkout import LocalCheckout
@@ -30,6 +30,20 @@ class Builder(ABC):
     #: Whether its images are built from the instances' repo histories (the plan
     #: resolves the repo sources only for a builder that needs them).
     needs_sources: ClassVar[bool] = True
+
+    def __init__(
+        self, config: Any, runtime: Runtime, cache_dir: Path, *, concurrency: int = 1
+    ) -> None:
+        """``config``: the environment's; ``concurrency``: independent layers built at once
+        (the executor's budget)."""
+        self.config = config
+        self.runtime = runtime
+        self.cache_dir = cache_dir
+        self.concurrency = concurrency
+        self.open()
+
+    def open(self) -> None:  # noqa: B027 - optional hook
+        """The builder's own state, once its settings are there."""
 
     def check(self) -> None:  # noqa: B027 - optional hook
         """The builder can work here (its tools are installed); else UserError."""

@@ -104,22 +104,13 @@ Stage = Callable[[Path], dict[str, str]]
 
 
 class ContainerfileBuilder(Builder):
+    config: PodmanEnvironment
+    runtime: PodmanRuntime
     kind: ClassVar[str] = "containerfile"
 
-    def __init__(
-        self,
-        config: PodmanEnvironment,
-        runtime: PodmanRuntime,
-        cache_dir: Path,
-        *,
-        concurrency: int = 1,
-    ) -> None:
-        self.concurrency = concurrency
-        self.config = config
-        self.runtime = runtime
+    def open(self) -> None:
         self._store: dict[str, str] = {}
-        self.cache_dir = cache_dir
-        self.files = runtime.files
+        self.files = self.runtime.files
         #: Each layer of this run, by key: found or built once, whichever chain asks first.
         self._layers: dict[str, Future[ImageRecord | BuildFailure]] = {}
         self._layers_lock = threading.Lock()

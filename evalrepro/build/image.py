@@ -106,22 +106,13 @@ class ImageProblem(Exception):
 
 
 class PrebuiltImageBuilder(Builder):
+    config: PodmanEnvironment
+    runtime: PodmanRuntime
     kind: ClassVar[str] = "image"
 
-    def __init__(
-        self,
-        config: PodmanEnvironment,
-        runtime: PodmanRuntime,
-        cache_dir: Path,
-        *,
-        concurrency: int = 1,
-    ) -> None:
-        self.concurrency = concurrency
-        assert isinstance(config.builder, PrebuiltImageConfig)
-        self.config = config
-        self.settings: PrebuiltImageConfig = config.builder
-        self.runtime = runtime
-        self.cache_dir = cache_dir
+    def open(self) -> None:
+        assert isinstance(self.config.builder, PrebuiltImageConfig)
+        self.settings: PrebuiltImageConfig = self.config.builder
         self._images: dict[str, ImageRecord | BuildFailure] = {}
 
     def prepare(

@@ -171,22 +171,13 @@ class Layer:
 
 
 class NixBuilder(Builder):
+    config: PodmanEnvironment
+    runtime: PodmanRuntime
     kind: ClassVar[str] = "nix"
 
-    def __init__(
-        self,
-        config: PodmanEnvironment,
-        runtime: PodmanRuntime,
-        cache_dir: Path,
-        *,
-        concurrency: int = 1,
-    ) -> None:
-        self.concurrency = concurrency
-        self.config = config
-        self.nix: NixBuilderConfig = config.builder  # type: ignore[assignment]
-        self.runtime = runtime
-        self.cache_dir = cache_dir
-        self.work = cache_dir / "nix"
+    def open(self) -> None:
+        self.nix: NixBuilderConfig = self.config.builder  # type: ignore[assignment]
+        self.work = self.cache_dir / "nix"
         self.recipe = recipe_dir()
 
     def check(self) -> None:

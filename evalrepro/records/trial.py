@@ -10,6 +10,8 @@ truth every report is computed from.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -123,3 +125,9 @@ MAX_RESULT_BYTES = 64 << 20
 
 def read_trial_result(path: Path) -> TrialResult:
     return read_record(path, TrialResult, limit=MAX_RESULT_BYTES)
+
+
+def outcome_counts(results: Iterable[TrialResult]) -> Counter[str]:
+    """How many results have each outcome (resolved, unresolved, invalid): the one count
+    behind ``results.json`` and the run's metrics."""
+    return Counter(str(result.score.outcome) for result in results)

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from evalrepro.grade.score import Outcome
 from evalrepro.plan.lockfile import Lockfile
 from evalrepro.records.base import Record
-from evalrepro.records.trial import TrialResult
+from evalrepro.records.trial import TrialResult, outcome_counts
 from evalrepro.report.stats import Interval, pass_at_k_interval, pass_k_values, wilson_interval
 
 
@@ -108,7 +108,7 @@ def compute_metrics(
     evidence: dict[str, bool] | None = None,
 ) -> RunMetrics:
     planned = len(lockfile.trials)
-    outcomes = Counter(result.score.outcome for result in results.values())
+    outcomes = outcome_counts(results.values())
     repos = {instance.instance_id: instance.repo for instance in lockfile.dataset.instances}
 
     per_repo: dict[str, Counter[str]] = defaultdict(Counter)

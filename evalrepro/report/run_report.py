@@ -23,7 +23,7 @@ from evalrepro.digest import sha256_bytes
 from evalrepro.grade.score import Outcome
 from evalrepro.plan.lockfile import LOCKFILE_NAME, Lockfile
 from evalrepro.records.base import Record
-from evalrepro.records.trial import TrialResult, trial_label
+from evalrepro.records.trial import TrialResult, outcome_counts, trial_label
 from evalrepro.report.metrics import RunMetrics, compute_metrics, evidence_of
 from evalrepro.report.stats import Interval
 from evalrepro.report.timing import RunTiming, TrialTiming, run_timing, trial_timing
@@ -64,7 +64,7 @@ class RunResults(Record):
 def aggregate(
     experiment: str, target_id: str, results: list[TrialResult], *, planned: int | None = None
 ) -> RunResults:
-    outcomes = Counter(result.score.outcome for result in results)
+    outcomes = outcome_counts(results)
     planned = len(results) if planned is None else planned
     return RunResults(
         experiment=experiment,

@@ -41,15 +41,15 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import Enum
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from evalrepro import atomic
 from evalrepro.errors import UserError
 from evalrepro.records.artifact import Artifact
-from evalrepro.records.base import Record, read_record
+from evalrepro.records.base import Record, parse_record, read_record
 from evalrepro.records.trial import Attempt, TrialResult
 from evalrepro.report.html import (
     OUTCOMES,
@@ -64,6 +64,8 @@ from evalrepro.report.html import (
 )
 from evalrepro.report.run_report import RunReport, TrialRow, build_run_report
 from evalrepro.run.supervision import SupervisorReport, TrialProgram
+
+R = TypeVar("R", bound=Record)
 
 if TYPE_CHECKING:  # the lockfile pulls in the builders' records: read where it is used
     from evalrepro.plan.lockfile import LockedImage, Lockfile
@@ -174,6 +176,23 @@ def _opening(error: OSError, *, folder: bool) -> str:
     if error.errno == errno.ELOOP or (folder and error.errno == errno.ENOTDIR):
         return "a symbolic link (or one in its path): not followed"
     return f"cannot be read ({error.strerror})"
+
+
+def _parsed(run_dir: Path, artifact: Artifact, folder: str, model: type[R]) -> R:
+    """A record artifact read safely (``_read_record``) and parsed as the one reader of
+    records parses it: its name, its schema version (an older one migrated), its model."""
+    data = _read_record(run_dir, artifact, folder)
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        raise UserError(f"not JSON: {error}") from None
+    name = PurePosixPath(artifact.path).name
+    message = ""
+    try:
+        return parse_record(raw, model, where=name)
+    except UserError as error:
+        message = str(error).removeprefix(f"{name}: ")
+    raise UserError(message)
 
 
 def _read_record(run_dir: Path, artifact: Artifact, folder: str) -> bytes:
@@ -470,6 +489,9 @@ class TrialView:
     supervisor: list[Value] = field(default_factory=list)
     supervisor_problem: str = ""
     image: list[Value] = field(default_factory=list)
+    #: Where ``image`` comes from: the attempt's own ``image.json`` (evalrepro 0.2), or
+    #: the lockfile's record of the trial's image.
+    image_source: str = "the lockfile"
     runtime_log: Shown | None = None
     foreign: list[Value] = field(default_factory=list)
     tests: list[TestLine] = field(default_factory=list)
@@ -659,13 +681,11 @@ def _fill(view: TrialView, run_dir: Path, result: TrialResult, image: list[Value
     supervisor = files.get("supervisor.json")
     if supervisor is not None:
         try:
-            report = SupervisorReport.model_validate_json(_read_record(run_dir, supervisor, folder))
+            report = _parsed(run_dir, supervisor, folder, SupervisorReport)
         except Unreadable as why:
             view.supervisor_problem = f"supervisor.json: {why}"
-        except ValidationError as error:
-            view.supervisor_problem = (
-                f"supervisor.json is not a supervisor report ({error.error_count()} problems)"
-            )
+        except UserError as error:
+            view.supervisor_problem = f"supervisor.json is not a supervisor report ({error})"
         else:
             view.supervisor = _record_values(report)
             if report.region is not None:
@@ -693,16 +713,15 @@ def _fill(view: TrialView, run_dir: Path, result: TrialResult, image: list[Value
         view.program_problem = "No program.json: this attempt ran no eval script of evalrepro's."
     else:
         try:
-            view.program = TrialProgram.model_validate_json(_read_record(run_dir, program, folder))
+            view.program = _parsed(run_dir, program, folder, TrialProgram)
             view.program_fields = _program_values(view.program)
         except Unreadable as why:
             view.program_problem = f"program.json: {why}"
-        except ValidationError as error:
-            view.program_problem = (
-                f"program.json is not a trial program ({error.error_count()} problems)"
-            )
+        except UserError as error:
+            view.program_problem = f"program.json is not a trial program ({error})"
     if "image.json" in files:  # an attempt of evalrepro 0.2: its own record of the image
         view.image = _json_values(run_dir, files["image.json"], folder)
+        view.image_source = "image.json"
     else:
         view.image = image
     view.runtime_log = (
@@ -970,13 +989,9 @@ def view_run(
     seed: int = 0,
 ) -> ViewSite:
     """``evalrepro view RUN``: the run's report and its viewer site."""
-    from evalrepro.plan.lockfile import read_lockfile
     from evalrepro.run.rundir import RunDirectory
 
-    directory = RunDirectory(run_dir)
-    if not directory.lockfile_path.exists():
-        raise UserError(f"{run_dir}: not a run directory (no {directory.lockfile_path.name})")
-    lockfile = read_lockfile(directory.lockfile_path)
+    directory, lockfile = RunDirectory.open(run_dir)
     survey = directory.survey(lockfile)
     report = build_run_report(
         directory.path,
