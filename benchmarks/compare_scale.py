@@ -12,7 +12,7 @@
 
 Times are medians over ``--repeat`` runs (after one warm-up); peak memory is the largest
 traced allocation of one run (tracemalloc, which numpy reports to), measured on its own
-run since tracing slows the code. Results go in the README.
+run since tracing slows the code. Results go in docs/performance.md.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ FAIL_TO_PASS test that still fails (unresolved), and each folder has a ``patch.d
 
 ``PYTHONPATH=DIR`` runs the code of another checkout (for a before/after table).
 
-Results go in the README's performance section.
+Results go in docs/performance.md.
 """
 
 from __future__ import annotations

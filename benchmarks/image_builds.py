@@ -12,7 +12,7 @@ image built or found, no trial) is timed:
 * warm: again, with everything there (the check that nothing needs building).
 
 Then each distinct instance image's layers (``podman history``: size of each layer, top
-first). Run it as the user who runs evalrepro (rootless); results go in the README.
+first). Run it as the user who runs evalrepro (rootless); results go in docs/performance.md.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Tags one image of the store N times (one ``podman tag`` call), makes N image rec
 those tags, then times ``Builder.missing(records)`` (one ``podman images`` listing),
 against one ``podman image inspect`` per record (what a per-layer check costs; timed
 on 50 records and scaled). The tags are removed afterwards. Run it as the user who runs
-evalrepro (rootless), after the demo has built its images; results go in the README.
+evalrepro (rootless), after the demo has built its images; results go in docs/performance.md.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ peak resident memory (``ru_maxrss`` of that process, median) and which of scipy 
 ``--source DIR`` runs the commands from another copy of the code (``PYTHONPATH=DIR``), e.g.
 ``git archive HEAD | tar -x -C /tmp/before``; given twice (``--source /tmp/before --source
 .``) the two alternate run by run, so a busy machine slows both alike: a before/after
-table. Results go in the README's performance section.
+table. Results go in docs/performance.md.
 """
 
 from __future__ import annotations

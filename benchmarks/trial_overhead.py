@@ -7,7 +7,7 @@ eval script, container, log, observation, score, artifacts with digests, result 
 minus a bare ``podman run --rm --network none IMAGE true``; medians over ``--repeat`` runs of each.
 ``--cold`` also times the demo from an empty image store and cache (it removes every
 ``localhost/evalrepro-*`` image of this user first), then warm (nothing to build).
-Run it as the user who runs evalrepro (rootless); results go in the README.
+Run it as the user who runs evalrepro (rootless); results go in docs/performance.md.
 """
 
 from __future__ import annotations

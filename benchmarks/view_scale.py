@@ -8,7 +8,7 @@
 2. The same for a run of one trial whose log is over 50 MB (the page shows excerpts).
 
 Times are wall times of one run each after the run directory is built; results go in
-the README's performance section.
+docs/performance.md.
 """
 
 from __future__ import annotations

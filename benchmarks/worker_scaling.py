@@ -26,7 +26,7 @@ count (``evalrepro lock``): the plan takes the lockfile's pins, resolving nothin
 
 ``--source DIR`` runs the code of another checkout (``PYTHONPATH=DIR``); given twice
 (``--source /tmp/before --source .``) the two alternate run by run: a before/after table.
-Run it as the user who runs evalrepro (rootless); results go in the README.
+Run it as the user who runs evalrepro (rootless); results go in docs/performance.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Print the agreement table of the README: our parsers against swebench and ground truth.
+"""Print the agreement table of docs/grading.md: our parsers against swebench and ground truth.
 
     .venv/bin/python -m tests.agreement
 

@@ -1,6 +1,6 @@
 """The supervisor's tree and guard helpers, on real files, real git and real bytes.
 
-What is guaranteed (``evalrepro/sandbox/supervisor.py``):
+What is guaranteed (``evalrepro/run/sandbox/supervisor.py``):
 
 * ``snapshot`` / ``changed_paths`` list exactly what a tool changed under a root: new,
   rewritten and deleted files, changes of kind (file -> link, directory -> file), never

@@ -11,7 +11,7 @@ rejected too, so that a typo never passes silently.
 
 Every ``Record`` subclass with a ``record`` name registers itself (:func:`records`), so
 that the list of what evalrepro persists, and in which schema version, is one table
-(the README's "Records"). :func:`read_record` is how a file of one is read: a regular
+(docs/reproducibility.md's "Records"). :func:`read_record` is how a file of one is read: a regular
 file (never through a link), at most ``limit`` bytes, a JSON object naming that record
 and its pinned schema version, then the model's own validation; anything else is one
 :class:`RecordError` line naming the file.

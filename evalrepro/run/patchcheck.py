@@ -17,7 +17,7 @@ Two checks, each a table:
   games with test modules, leaving by ``os._exit``, rewiring stdout, printing text shaped
   like test results, naming test infrastructure files. Findings make the trial
   *suspect*; the dataset's ``protection.suspect`` policy says whether that makes it
-  ``invalid`` (default) or is only recorded. Heuristic by nature: see the README's
+  ``invalid`` (default) or is only recorded. Heuristic by nature: see docs/threat-model.md's
   threat model for what it can and cannot see.
 
 Any byte sequence is handled: nothing here raises on input.

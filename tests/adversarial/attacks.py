@@ -5,7 +5,7 @@ attack's edits are made, and ``git diff`` writes the patch (a few, which play tr
 the patch tools themselves, are written by hand). Library code the tests import runs at
 import time, as a model's patch would.
 
-Each attack names the class it belongs to (the README's threat-model table), what it
+Each attack names the class it belongs to (docs/threat-model.md's table), what it
 tries, and the score it must get. Where an attack is hidden from the static scan
 (names built from pieces), the runtime mechanisms (framing, exit guard, watchdog) must
 catch it on their own.
@@ -41,7 +41,7 @@ class Link:
 @dataclass(frozen=True)
 class Attack:
     name: str
-    #: The README's class: log, reset, infrastructure, host, limits, input, control.
+    #: docs/threat-model.md's class: log, reset, infrastructure, host, limits, input, control.
     kind: str
     instance: str
     what: str

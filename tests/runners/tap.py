@@ -11,7 +11,7 @@ Ground truth is each runner's own event stream, recorded in the same run as the 
   every assertion event of the root hub, with subtests' children, to JSON.
 
 The events are turned into ids and statuses by the rules documented in
-``evalrepro/parsers/tap_full.py``, re-implemented here independently of the parser.
+``evalrepro/grade/parsers/tap_full.py``, re-implemented here independently of the parser.
 node prints absolute paths in its YAML diagnostics; the temp dir is replaced by
 ``/corpus`` so the committed logs do not depend on the machine.
 
