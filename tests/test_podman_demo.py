@@ -9,7 +9,6 @@ are rebuilt only when their inputs change.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import subprocess
 import uuid
@@ -117,13 +116,18 @@ def test_every_attempt_keeps_its_artifacts_with_digests(demo_runs):
         "test.patch",
         "test_output.txt",
         "supervisor.json",
-        "image.json",
+        "runtime.log",
     } <= names
     assert all(artifact.matches(run_dir) for artifact in attempt.artifacts)
-    image = json.loads(
-        (run_dir / attempt.artifacts[0].path).parent.joinpath("image.json").read_text()
-    )
-    assert [layer["layer"] for layer in image["layers"]] == ["base", "env", "history", "instance"]
+    # The image it ran in is the lockfile's record (by the trial's image key), not a copy.
+    lockfile = read_lockfile(run_dir)
+    (trial,) = [t for t in lockfile.trials if t.trial_id == result.trial.trial_id]
+    layers = {image.key: image for image in lockfile.environment.images}
+    chain, key = [], trial.image_key
+    while key:
+        chain.insert(0, layers[key].layer)
+        key = layers[key].parent_key
+    assert chain == ["base", "env", "history", "instance"]
 
 
 def test_the_trial_result_records_which_limits_the_host_enforced(demo_runs):

@@ -187,11 +187,19 @@ def test_a_removed_instance_is_named(capsys, tmp_path, lockfiles, demo_lock):
 
 
 def test_a_setting_no_other_class_covers_is_a_config_difference(capsys, lockfiles, demo_lock):
-    code, report = verify(
-        capsys, demo_lock, lockfiles("attempts", demo_config("demo", "executor.max_attempts=3"))
-    )
+    changed = demo_config("demo", "environment.allow_user_namespaces=true")
+    code, report = verify(capsys, demo_lock, lockfiles("namespaces", changed))
     assert code == 1
-    assert report["differences"] == [{"kind": "config", "detail": "executor.max_attempts: 2 vs 3"}]
+    assert report["differences"] == [
+        {"kind": "config", "detail": "environment.allow_user_namespaces: false vs true"}
+    ]
+
+
+def test_the_executor_is_not_what_a_trial_measures(capsys, lockfiles, demo_lock):
+    retries = demo_config("demo", "executor=serial", "executor.max_attempts=3")
+    code, report = verify(capsys, demo_lock, lockfiles("serial", retries))
+    assert code == 0
+    assert report["differences"] == []
 
 
 def test_two_models_are_comparable_unless_the_target_must_be_the_same(capsys, lockfiles):

@@ -61,7 +61,7 @@ def _report(args: argparse.Namespace, run: Path, *, bundle: Path | None) -> int:
             done = directory.completed(lockfile)  # refuses evidence that does not hold
             directory.write_results(directory.rebuild_results(lockfile, done))
             directory.write_swebench_layout(lockfile, done, intact=True)
-        survey = Survey(results=done)
+        survey = Survey(directory.path, results=done)
     else:
         # A report shows what is wrong with the evidence (and counts it against evidence
         # completeness); `verify` is the check that refuses.
@@ -73,7 +73,7 @@ def _report(args: argparse.Namespace, run: Path, *, bundle: Path | None) -> int:
         confidence=args.confidence,
         n_resamples=args.n_resamples,
         seed=args.seed,
-        evidence_problems=[problem.message for problem in survey.problems],
+        evidence_problems=survey.messages(),
     )
     if bundle is not None:
         # Named as given: the bundle was unpacked into a folder gone after this command.

@@ -420,7 +420,7 @@ def bundle_report(
         confidence=settings.confidence,
         n_resamples=settings.n_resamples,
         seed=settings.seed,
-        evidence_problems=[problem.message for problem in survey.problems],
+        evidence_problems=survey.messages(),
         generated_at=_EPOCH,
     )
     moment = report.timing.finished_at or _EPOCH

@@ -1000,7 +1000,7 @@ def view_run(
         confidence=confidence,
         n_resamples=n_resamples,
         seed=seed,
-        evidence_problems=[problem.message for problem in survey.problems],
+        evidence_problems=survey.messages(),
     )
     return write_view(directory.path, report, survey.results, output, lockfile)
 

@@ -57,9 +57,12 @@ class TrialProblem:
 
 @dataclass
 class TrialCheck:
-    #: The result, when it could be read and is the locked trial's (its evidence may
-    #: still have problems: see ``problems``).
+    #: The result, when it could be read, is the locked trial's and agrees with itself
+    #: (its artifacts may still have problems: see ``problems``).
     result: TrialResult | None = None
+    #: The result as read, when it is the locked trial's, even if it disagrees with itself:
+    #: ``verify`` goes on checking it (its aggregate, its log) to list every problem.
+    readable: TrialResult | None = None
     problems: list[TrialProblem] = field(default_factory=list)
 
 
@@ -67,13 +70,21 @@ class TrialCheck:
 class Survey:
     """Every complete trial's result, and every problem with the run's trial folders."""
 
+    run_dir: Path
     results: dict[str, TrialResult] = field(default_factory=dict)
     problems: list[TrialProblem] = field(default_factory=list)
+    #: Every result that is the locked trial's, trusted or not (``TrialCheck.readable``).
+    readable: dict[str, TrialResult] = field(default_factory=dict)
+
+    def messages(self) -> list[str]:
+        """Each problem as one line naming the file by its full path (``verify`` names
+        them relative to the run; a report, a resume and a compare by where they are)."""
+        return [f"{self.run_dir / p.where}: {p.detail}" for p in self.problems]
 
 
 def survey(run_dir: Path, lockfile: Lockfile) -> Survey:
     """Each planned trial checked (:func:`check_trial`), and each folder that is not one."""
-    found = Survey()
+    found = Survey(run_dir)
     planned = {_label(trial): trial for trial in lockfile.trials}
     trials_dir = run_dir / "trials"
     if trials_dir.is_dir():
@@ -98,6 +109,8 @@ def survey(run_dir: Path, lockfile: Lockfile) -> Survey:
         found.problems += checked.problems
         if checked.result is not None:
             found.results[trial.trial_id] = checked.result
+        if checked.readable is not None:
+            found.readable[trial.trial_id] = checked.readable
     return found
 
 
@@ -125,8 +138,11 @@ def check_trial(folder: Path, locked: LockedTrial, run_dir: Path) -> TrialCheck:
             )
         )
         return check
+    if result.attempts:
+        check.readable = result
     consistent = list(_inconsistencies(result))
     if consistent:
+        # An untrustworthy result's artifacts are not checked against it: it is refused.
         check.problems += [TrialProblem("result", where, detail) for detail in consistent]
         return check
     trial_id = result.trial.trial_id

@@ -19,6 +19,7 @@ from pathlib import Path
 from evalrepro.config.environment import Limits
 from evalrepro.digest import sha256_bytes
 from evalrepro.plan.plan import PlannedTrial
+from evalrepro.records.artifact import Artifact
 from evalrepro.records.trial import Attempt, TrialResult
 from evalrepro.run.attempt import AttemptOutput, AttemptSpec, ImageRef
 from evalrepro.run.recorder import Recorder
@@ -58,6 +59,7 @@ class TrialJob:
         self.attempts: list[Attempt] = []
         self._reason: str | None = "planned"
         self._limits: dict[str, str] = {}
+        self._inputs: list[Artifact] = []
         program = None
         if settings.limits is not None:
             program = TrialProgram.of(
@@ -79,7 +81,7 @@ class TrialJob:
         planned, settings = self.planned, self.settings
         number = len(self.attempts) + 1
         image = planned.image_ref
-        return AttemptSpec(
+        spec = AttemptSpec(
             trial_id=planned.trial.trial_id,
             label=planned.label,
             number=number,
@@ -101,12 +103,16 @@ class TrialJob:
             sandbox_name=f"{settings.sandbox_prefix}{planned.label[-12:]}-a{number}-"
             f"{secrets.token_hex(3)}",
         )
+        # On the host, before it runs anywhere: a folder shows what was running.
+        self._inputs = self.recorder.begin_attempt(spec)
+        return spec
 
     def record(self, spec: AttemptSpec, output: AttemptOutput, started_at: datetime) -> Attempt:
         """Record one attempt's output; whether another attempt follows is decided here."""
         attempt = self.recorder.record_attempt(
             spec,
             output,
+            inputs=self._inputs,
             check=self.planned.check,
             sample=self.planned.sample,
             parser=self.planned.parser,

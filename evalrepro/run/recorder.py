@@ -1,7 +1,8 @@
 """Recording: the host's half of an attempt, and the only writer of a run's trials.
 
-An executor hands the recorder each attempt's spec and output (values: they may come
-from another machine). The recorder observes from them in memory, scores, and writes the
+An attempt's spec is written down when it starts (what it runs from: the patch, the
+test patch, the program), and its output when it comes back (values: it may come from
+another machine). The recorder observes from them in memory, scores, and writes the
 attempt's artifacts, its Attempt record and, once the trial has no attempt left to make,
 its TrialResult, each file atomically, each artifact hashed once, from the bytes it
 writes. ``verify`` observes a recorded attempt again through the same :func:`observe`,
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from evalrepro import atomic
 from evalrepro.config.sample import Sample
@@ -68,41 +69,38 @@ class Recorder:
     def trial_dir(self, label: str) -> Path:
         return self.run_dir / "trials" / label
 
+    def begin_attempt(self, spec: AttemptSpec) -> list[Artifact]:
+        """Write what the attempt runs from (the patch, the test patch, the program) before
+        it runs, so that a trial folder shows what was running when a session died; their
+        artifacts, hashed once from these bytes."""
+        files: dict[str, bytes] = {}
+        if spec.patch_known:
+            files["patch.diff"] = spec.patch
+        if spec.program is not None:
+            files["test.patch"] = spec.test_patch
+            files["program.json"] = _json(spec.program)
+        return self._write(spec, files)
+
     def record_attempt(
         self,
         spec: AttemptSpec,
         output: AttemptOutput,
         *,
+        inputs: list[Artifact],
         check: PatchCheck,
         sample: Sample,
         parser: LogParser,
         started_at: datetime,
     ) -> Attempt:
-        """Observe, score and write one attempt; its Attempt record."""
-        folder = self.trial_dir(spec.label) / f"attempt-{spec.number}"
-        patch = spec.patch if spec.patch_known else None
-        files: dict[str, bytes] = {}
-        if patch is not None:
-            files["patch.diff"] = patch
-        if spec.program is not None:
-            files["test.patch"] = spec.test_patch
-            files["program.json"] = _json(spec.program)
-        files.update(output.artifacts)
+        """Observe, score and write one attempt's output; its Attempt record. ``inputs``:
+        the artifacts :meth:`begin_attempt` wrote."""
+        files: dict[str, bytes] = dict(output.artifacts)
         if output.report is not None:
             files["supervisor.json"] = _json(output.report)
         if output.foreign is not None:
             files["foreign.json"] = _json(output.foreign)
-        artifacts = []
-        for name in MEDIA_TYPES:
-            if name in files:
-                atomic.write_bytes(folder / name, files[name])
-                artifacts.append(
-                    Artifact.of_bytes(
-                        (folder / name).relative_to(self.run_dir).as_posix(),
-                        files[name],
-                        MEDIA_TYPES[name],
-                    )
-                )
+        written = {PurePosixPath(a.path).name: a for a in [*inputs, *self._write(spec, files)]}
+        patch = spec.patch if spec.patch_known else None
         observation = observe(Evidence(patch, check, spec.program, output), sample, parser)
         attempt = Attempt(
             trial_id=spec.trial_id,
@@ -110,12 +108,23 @@ class Recorder:
             reason=spec.reason,
             started_at=started_at,
             finished_at=datetime.now(UTC),
-            artifacts=artifacts,
+            artifacts=[written[name] for name in MEDIA_TYPES if name in written],
             observation=observation,
             score=score(observation),
         )
+        folder = self.trial_dir(spec.label) / f"attempt-{spec.number}"
         atomic.write_bytes(folder / "result.json", _json(attempt))
         return attempt
+
+    def _write(self, spec: AttemptSpec, files: dict[str, bytes]) -> list[Artifact]:
+        folder = self.trial_dir(spec.label) / f"attempt-{spec.number}"
+        artifacts = []
+        for name in MEDIA_TYPES:
+            if name in files:
+                atomic.write_bytes(folder / name, files[name])
+                relative = (folder / name).relative_to(self.run_dir).as_posix()
+                artifacts.append(Artifact.of_bytes(relative, files[name], MEDIA_TYPES[name]))
+        return artifacts
 
     def record_trial(self, label: str, result: TrialResult) -> None:
         """The trial's result, written last: from now on the trial is complete."""

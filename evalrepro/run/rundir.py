@@ -133,8 +133,7 @@ class RunDirectory:
         evidence is an error (``evalrepro.run.evidence``: the check ``verify`` lists)."""
         found = self.survey(lockfile)
         if found.problems:
-            first = found.problems[0]
-            raise UserError(f"{self.path / first.where}: {first.detail}")
+            raise UserError(found.messages()[0])
         return found.results
 
     def survey(self, lockfile: Lockfile) -> Survey:
