@@ -247,9 +247,7 @@ def main() -> None:
         lockfile = read_lockfile(directory.lockfile_path)
         results = directory.survey(lockfile).results
         layout = median_time(
-            lambda: directory.write_swebench_layout(
-                lockfile, directory.survey(lockfile).results
-            ),
+            lambda: directory.write_swebench_layout(lockfile, directory.survey(lockfile).results),
             args.repeat,
         )
         fields_time = median_time(lambda: _swebench_fields(lockfile, results), args.repeat)

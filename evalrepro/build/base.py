@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from evalrepro.build.images import BuildFailure, ImageChain, ImageRecord
-from evalrepro.sources.checkout import LocalCheckout
-from evalrepro.run.runtimes.base import Runtime
 from evalrepro.plan.testspec import TestSpec
+from evalrepro.run.runtimes.base import Runtime
+from evalrepro.sources.checkout import LocalCheckout
 
 
 class Builder(ABC):

@@ -49,13 +49,8 @@ from urllib.parse import unquote, urlsplit
 from pydantic import ValidationError
 
 from evalrepro import atomic
-from evalrepro.build import debian, wheels
-from evalrepro.build import tether
+from evalrepro.build import debian, tether, wheels
 from evalrepro.build.base import Builder
-from evalrepro.build.tether import run_tethered
-from evalrepro.digest import sha256_bytes, sha256_json
-from evalrepro.config.environment import PodmanEnvironment
-from evalrepro.errors import UserError
 from evalrepro.build.images import (
     BuildFailure,
     ImageChain,
@@ -64,11 +59,15 @@ from evalrepro.build.images import (
     inputs_digest,
     layer_key,
 )
-from evalrepro.sources.checkout import LocalCheckout
-from evalrepro.sources.git import RepoError
+from evalrepro.build.tether import run_tethered
+from evalrepro.config.environment import PodmanEnvironment
+from evalrepro.digest import sha256_bytes, sha256_json
+from evalrepro.errors import UserError
+from evalrepro.plan.testspec import PYTHON_SUITES, TestSpec
 from evalrepro.run.runtimes.podman import PodmanError, PodmanRuntime, _last_line
 from evalrepro.run.supervision import TEST_USER
-from evalrepro.plan.testspec import PYTHON_SUITES, TestSpec
+from evalrepro.sources.checkout import LocalCheckout
+from evalrepro.sources.git import RepoError
 
 #: dpkg path filters of the base rootfs: no manuals, docs (but copyrights), locales, info.
 DPKG_FILTERS = (

@@ -7,7 +7,6 @@ images; the fake runtime's "store" holds the records it made.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import ClassVar
 
 from evalrepro.build.base import Builder

@@ -36,11 +36,6 @@ from typing import ClassVar
 
 from evalrepro import atomic
 from evalrepro.build.base import Builder
-from evalrepro.digest import sha256_bytes, sha256_json
-from evalrepro.config.builders import PrebuiltImageConfig, parse_pinned_reference
-from evalrepro.config.environment import PodmanEnvironment
-from evalrepro.errors import UserError
-from evalrepro.run.evalscript import GIT_DIR, SUPERVISOR_PATH, TESTBED
 from evalrepro.build.images import (
     BuildFailure,
     ImageChain,
@@ -49,11 +44,16 @@ from evalrepro.build.images import (
     inputs_digest,
     layer_key,
 )
-from evalrepro.sources.checkout import LocalCheckout
+from evalrepro.config.builders import PrebuiltImageConfig, parse_pinned_reference
+from evalrepro.config.environment import PodmanEnvironment
+from evalrepro.digest import sha256_bytes, sha256_json
+from evalrepro.errors import UserError
+from evalrepro.plan.testspec import TestSpec
+from evalrepro.run.evalscript import GIT_DIR, SUPERVISOR_PATH, TESTBED
 from evalrepro.run.runtimes.podman import _RUNTIME_FAILURES, PodmanRuntime, _last_line
 from evalrepro.run.sandbox import SUPERVISOR
 from evalrepro.run.supervision import TEST_USER
-from evalrepro.plan.testspec import TestSpec
+from evalrepro.sources.checkout import LocalCheckout
 
 LAYER = "image"
 #: Run in the image by its own ``/usr/bin/python3 -I -S`` (any Python 3 the supervisor

@@ -46,10 +46,6 @@ from typing import ClassVar
 from evalrepro import atomic
 from evalrepro.build import debian, nixstore, wheels
 from evalrepro.build.base import Builder
-from evalrepro.digest import sha256_bytes, sha256_json
-from evalrepro.config.builders import NixBuilderConfig
-from evalrepro.config.environment import PodmanEnvironment
-from evalrepro.errors import UserError
 from evalrepro.build.images import (
     BuildFailure,
     ImageChain,
@@ -59,10 +55,14 @@ from evalrepro.build.images import (
     layer_key,
 )
 from evalrepro.build.nixstore import NixError
+from evalrepro.config.builders import NixBuilderConfig
+from evalrepro.config.environment import PodmanEnvironment
+from evalrepro.digest import sha256_bytes, sha256_json
+from evalrepro.errors import UserError
+from evalrepro.plan.testspec import PYTHON_SUITES, TestSpec
+from evalrepro.run.runtimes.podman import PACKAGE_DIR, PodmanError, PodmanRuntime
 from evalrepro.sources.checkout import LocalCheckout
 from evalrepro.sources.git import RepoError
-from evalrepro.run.runtimes.podman import PACKAGE_DIR, PodmanError, PodmanRuntime
-from evalrepro.plan.testspec import PYTHON_SUITES, TestSpec
 
 #: The Debian binary every derivation starts from (busybox-static's): a shell, dpkg-deb.
 BUSYBOX = Path("/bin/busybox")

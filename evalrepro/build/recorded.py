@@ -8,7 +8,6 @@ logs of one dataset are comparable.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import ClassVar
 
 from evalrepro.build.base import Builder
@@ -22,7 +21,6 @@ from evalrepro.build.images import (
 from evalrepro.config.environment import RecordedEnvironment
 from evalrepro.errors import UserError
 from evalrepro.plan.testspec import TestSpec
-from evalrepro.run.runtimes.base import Runtime
 from evalrepro.sources.checkout import LocalCheckout
 
 #: What a recorded trial's key says of the image nobody here built.
