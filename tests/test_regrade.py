@@ -161,6 +161,19 @@ def test_a_log_that_is_not_a_regular_file_is_one_line(tree, tmp_path):
     assert "cannot read the log" in done.stderr or "not a regular file" in done.stderr
 
 
+def test_a_report_json_that_is_a_link_is_one_line_not_a_traceback(tree, tmp_path):
+    logs, dataset, _, _ = tree
+    odd = tmp_path / "logs"
+    shutil.copytree(logs, odd)
+    report = sorted(odd.iterdir())[0] / "report.json"
+    report.unlink(missing_ok=True)
+    report.symlink_to("/etc/passwd")
+    done = evalrepro("regrade", odd, "--dataset", dataset, "--run-dir", tmp_path / "r")
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert "report.json" in done.stderr
+
+
 def test_an_empty_patch_is_reported_as_empty_whatever_log_lies_beside_it(tree, tmp_path):
     logs, dataset, _, _ = tree
     emptied = tmp_path / "logs"

@@ -81,8 +81,8 @@ class Comparison:
 
 def locate_lockfile(path: Path, *, checked: bool = True) -> Lockfile:
     """The lockfile at ``path``: a lockfile itself, or a run directory's."""
-    if path.is_dir() and not (path / LOCKFILE_NAME).is_file():
-        raise UserError(f"{path}: not a run directory (no {LOCKFILE_NAME})")
+    if path.is_dir():
+        return RunDirectory.open(path, checked=checked)[1]
     if not path.exists():
         raise UserError(f"{path}: no such lockfile or run directory")
     return read_lockfile(path, checked=checked)

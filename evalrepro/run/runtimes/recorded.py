@@ -18,7 +18,6 @@ from evalrepro.files import read_regular_file
 from evalrepro.grade.foreign import MAX_LOG_BYTES, MAX_PATCH_BYTES, ForeignLog
 from evalrepro.run.attempt import AttemptOutput, AttemptSpec
 from evalrepro.run.runtimes.base import Runtime
-from evalrepro.run.supervision import RuntimeFacts, SupervisorReport
 
 
 class RecordedRuntime(Runtime):
@@ -43,12 +42,10 @@ class RecordedRuntime(Runtime):
         artifacts = {"test_output.txt": log}
         report = folder / "report.json"
         if report.exists() or report.is_symlink():
-            try:
-                artifacts["swebench_report.json"] = read_regular_file(
-                    report, MAX_PATCH_BYTES, "report.json"
-                )
-            except UserError as error:
-                return _failed(str(error))
+            # As the log: a report.json that is not a regular file is one line.
+            artifacts["swebench_report.json"] = read_regular_file(
+                report, MAX_PATCH_BYTES, "report.json"
+            )
         foreign = ForeignLog(
             instance_id=spec.instance_id,
             source=str((folder / "test_output.txt").resolve()),
@@ -56,7 +53,3 @@ class RecordedRuntime(Runtime):
             rules=self.config.rules,
         )
         return AttemptOutput(artifacts=artifacts, foreign=foreign)
-
-
-def _failed(error: str) -> AttemptOutput:
-    return AttemptOutput(report=SupervisorReport(runtime=RuntimeFacts(error=error)))
