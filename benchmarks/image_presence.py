@@ -17,8 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from evalrepro.build.images import ImageRecord
 from evalrepro.config.experiment import compose
+from evalrepro.records.image import ImageRecord
 from evalrepro.run.backend import Backend
 
 REPOSITORY = "localhost/evalrepro-presence-bench"

@@ -23,21 +23,17 @@ from rich.console import Console
 from rich.markup import escape
 
 from evalrepro import atomic
-from evalrepro.build.images import BuildFailure, ImageChain, package_manifest_name
+from evalrepro.build.images import ImageChain, package_manifest_name
 from evalrepro.config.environment import SandboxEnvironment
 from evalrepro.config.experiment import ExperimentConfig
 from evalrepro.errors import UserError
-from evalrepro.plan.lockfile import Difference, Lockfile, build_lockfile, differences, read_lockfile
+from evalrepro.plan.lockfile import build_lockfile, differences, read_lockfile
 from evalrepro.plan.plan import Plan, build_plan
+from evalrepro.records.image import BuildFailure
+from evalrepro.records.lockfile import Difference, Lockfile
+from evalrepro.records.report import RunReport, RunResults
 from evalrepro.report.progress import TrialProgress
-from evalrepro.report.run_report import (
-    RunReport,
-    RunResults,
-    aggregate,
-    build_run_report,
-    print_gate,
-    print_results,
-)
+from evalrepro.report.run_report import aggregate, build_run_report, print_gate, print_results
 from evalrepro.report.timing import record_builds
 from evalrepro.run.backend import Backend
 from evalrepro.run.execute import container_prefix

@@ -26,7 +26,6 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 
 from evalrepro import atomic
@@ -43,7 +42,7 @@ from evalrepro.grade.parsers.swebench_repos import SWEBENCH_REPO_PARSERS
 from evalrepro.pipeline import run_experiment
 from evalrepro.plan.lockfile import LOCKFILE_NAME
 from evalrepro.plan.testspec import RepoSpec
-from evalrepro.records.base import Record
+from evalrepro.records.regrade import RegradeDifference, RegradeSummary
 from evalrepro.targets.logs import LogsTarget
 
 #: Logs graded at once, by threads of this one process. Each trial writes five records,
@@ -54,29 +53,6 @@ WRITERS = 8
 LOG_NAME = "test_output.txt"
 #: The test command a recorded log's spec names: nothing of ours runs it.
 RECORDED_COMMAND = "(run by the harness that wrote the log)"
-
-
-class RegradeDifference(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    instance_id: str
-    #: Our outcome (resolved / unresolved / invalid) and reason.
-    ours: str
-    #: What swebench's report.json beside the log says.
-    theirs: str
-
-
-class RegradeSummary(Record):
-    record: Literal["RegradeSummary"] = "RegradeSummary"
-    logs: str
-    dataset: str
-    model: str
-    run_id: str
-    graded: int
-    resolved: int
-    #: Instances whose folder held a report.json of swebench's.
-    compared: int
-    differences: list[RegradeDifference]
 
 
 def _parser_for(sample: Sample, name: str | None) -> LogParser:

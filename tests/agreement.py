@@ -17,9 +17,11 @@ from collections import defaultdict
 from pathlib import Path
 
 from evalrepro.config.sample import Sample
-from evalrepro.grade.observation import ParserStatus, observe
+from evalrepro.grade.observation import observe
 from evalrepro.grade.parsers import get_parser
-from evalrepro.grade.score import Outcome, score
+from evalrepro.grade.score import score
+from evalrepro.records.observation import ParserStatus
+from evalrepro.records.score import Outcome
 from tests.corpus import all_corpus
 from tests.corpus_checks import truth_shown_to
 from tests.corpus_swebench import load_eval_logs

@@ -32,7 +32,8 @@ from evalrepro.build.inputs import (
 )
 from evalrepro.errors import UserError
 from evalrepro.pipeline import plan_and_lock
-from evalrepro.plan.lockfile import Lockfile, differences
+from evalrepro.plan.lockfile import differences
+from evalrepro.records.lockfile import Lockfile
 from tests.podman_support import cache_dir
 from tests.test_image_archive import empty_store, locked_demo, podman_test
 
@@ -191,8 +192,8 @@ def _git(*args: str, cwd: Path) -> str:
 def test_a_repo_of_two_histories_lists_each_instances_own_first(tmp_path: Path) -> None:
     """Two histories of one repo (a list of sources): the later one holds the earlier
     one's commit too, so the earlier one's archive must come first."""
-    from evalrepro.build.images import PinnedInput
     from evalrepro.build.nix import _write_tar
+    from evalrepro.records.image import PinnedInput
 
     work = tmp_path / "work"
     work.mkdir()

@@ -21,7 +21,8 @@ from rich.console import Console
 from evalrepro.build import debian, wheels
 from evalrepro.errors import UserError
 from evalrepro.pipeline import lock_experiment
-from evalrepro.plan.lockfile import Lockfile, differences, input_differences, read_lockfile
+from evalrepro.plan.lockfile import differences, input_differences, read_lockfile
+from evalrepro.records.lockfile import Lockfile
 from tests.podman_support import demo_config, needs_podman
 
 pytestmark = needs_podman

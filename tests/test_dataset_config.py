@@ -23,8 +23,9 @@ from evalrepro.config.gate import Gate
 from evalrepro.config.sample import DEFINING_FIELDS, load_samples
 from evalrepro.demo import INSTANCES_PATH
 from evalrepro.errors import UserError
-from evalrepro.plan.lockfile import LockedInstance, differences, read_lockfile
+from evalrepro.plan.lockfile import differences, read_lockfile
 from evalrepro.plan.plan import planned_predictions
+from evalrepro.records.lockfile import LockedInstance
 from evalrepro.targets.base import Prediction
 from evalrepro.targets.static import PredictionsTarget
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 import pytest
 
 from evalrepro.config.sample import Sample
-from evalrepro.grade.observation import ExecutionStatus, ParserStatus, PatchStatus, observe
+from evalrepro.grade.observation import observe
 from evalrepro.grade.parsers import get_parser
-from evalrepro.grade.score import Outcome, score
+from evalrepro.grade.score import score
+from evalrepro.records.observation import ExecutionStatus, ParserStatus, PatchStatus
+from evalrepro.records.score import Outcome
 from tests.corpus import load_corpus
 from tests.corpus_swebench import load_eval_logs
 
@@ -109,6 +111,6 @@ def test_a_native_fail_only_parser_under_swebench_rules_gives_its_own_evidence_o
 
 def test_a_supervised_attempts_observation_names_no_log_rules():
     # Its region is the supervisor's byte range: no marker line was read.
-    from evalrepro.grade.observation import Observation
+    from evalrepro.records.observation import Observation
 
     assert Observation.model_fields["log_rules"].default is None

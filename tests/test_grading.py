@@ -3,7 +3,8 @@
 import pytest
 
 from evalrepro.grade import grading
-from evalrepro.grade.grading import Resolution, resolve_key
+from evalrepro.grade.grading import resolve_key
+from evalrepro.records.observation import Resolution
 
 
 def report(statuses, f2p=(), p2p=(), fail_only=False):

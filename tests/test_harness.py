@@ -11,7 +11,7 @@ from rich.console import Console
 from evalrepro.config.experiment import compose
 from evalrepro.pipeline import lock_experiment
 from evalrepro.plan.harness import PACKAGE_DIR, code_digest, code_files
-from evalrepro.plan.lockfile import differences
+from evalrepro.plan.lockfile import differences, lockfile_problems
 from tests.fake_backend import Tests, fake_backend
 
 
@@ -80,12 +80,12 @@ def test_verify_names_a_harness_code_change_and_the_trial_ids_move(tmp_path):
     found = [d for d in differences(first, moved) if d.kind == "harness"]
     assert found and "harness code" in found[0].detail and "grading" in found[0].detail
     # Its trial ids are now stale: the lockfile's own check names the harness code.
-    problems = moved.problems()
+    problems = lockfile_problems(moved)
     assert any("trial_id" in p for p in problems)
     fixed = moved.model_copy(
         update={
             "trials": [t.model_copy(update={"trial_id": t.key.trial_id()}) for t in moved.trials]
         }
     )
-    assert not fixed.problems()
+    assert not lockfile_problems(fixed)
     assert {t.trial_id for t in fixed.trials}.isdisjoint({t.trial_id for t in first.trials})

@@ -25,7 +25,6 @@ from rich.console import Console
 
 from evalrepro.errors import UserError
 from evalrepro.pipeline import lock_experiment
-from evalrepro.plan.lockfile import LockedImage, Lockfile
 from evalrepro.publish.image_archive import (
     DOCKER_ARCHIVE,
     OCI_ARCHIVE,
@@ -35,6 +34,7 @@ from evalrepro.publish.image_archive import (
     load_images,
     unpack_layout,
 )
+from evalrepro.records.lockfile import LockedImage, Lockfile
 from evalrepro.run.runtimes.podman import PodmanRuntime
 from tests.podman_support import cache_dir, demo_config, needs_podman
 

@@ -177,6 +177,76 @@ def test_no_import_cycle_inside_evalrepro():
     assert not cycles, "import cycles inside evalrepro:\n" + "\n".join(lines)
 
 
+#: What a record may stand on: other records, the config models a lockfile holds, the
+#: helpers of every layer, and the sandbox's protocol (standard-library constants).
+RECORD_FLOOR = (
+    "evalrepro",
+    "evalrepro.atomic",
+    "evalrepro.config",
+    "evalrepro.digest",
+    "evalrepro.errors",
+    "evalrepro.files",
+    "evalrepro.jsonfile",
+    "evalrepro.records",
+    "evalrepro.run.sandbox",
+)
+
+
+def _on_floor(module: str) -> bool:
+    return any(module == floor or module.startswith(f"{floor}.") for floor in RECORD_FLOOR[1:]) or (
+        module == RECORD_FLOOR[0]
+    )
+
+
+def test_records_stand_on_nothing_above_them():
+    """The records package is the bottom of the pipeline: every stage reads and writes
+    records, and no record needs a stage to be read."""
+    files = module_files()
+    upward = [
+        f"{edge.importer} (line {edge.line}) imports {edge.imported}"
+        for name, path in files.items()
+        if name.startswith("evalrepro.records")
+        for edge in import_edges(name, path, set(files))
+        if not _on_floor(edge.imported)
+    ]
+    assert not upward, "records importing a stage:\n" + "\n".join(upward)
+
+
+def _persisted_models(model: type, seen: set[type]) -> None:
+    import enum
+    import typing
+
+    from pydantic import BaseModel
+
+    if isinstance(model, type):
+        if issubclass(model, BaseModel | enum.Enum) and model not in seen:
+            seen.add(model)
+            if issubclass(model, BaseModel):
+                for field_info in model.model_fields.values():
+                    _persisted_models(field_info.annotation, seen)
+        return
+    for argument in typing.get_args(model):
+        _persisted_models(argument, seen)
+
+
+def test_every_record_and_what_it_holds_is_defined_in_the_records_package():
+    """Records in one place: a record, and every model or enum written inside one, is
+    defined in ``evalrepro.records`` (the config models a lockfile embeds are config)."""
+    from evalrepro.records.base import records
+
+    seen: set[type] = set()
+    for model in records().values():
+        _persisted_models(model, seen)
+    elsewhere = sorted(
+        f"{model.__module__}.{model.__qualname__}"
+        for model in seen
+        if model.__module__.startswith("evalrepro.")
+        and not model.__module__.startswith(("evalrepro.records.", "evalrepro.config."))
+    )
+    assert len(seen) > 40
+    assert not elsewhere, "persisted outside evalrepro.records: " + ", ".join(elsewhere)
+
+
 # --- the runs ----------------------------------------------------------------------------
 
 

@@ -19,7 +19,8 @@ from rich.console import Console
 from evalrepro.config.experiment import PACKAGE_DIR, compose
 from evalrepro.digest import sha256_bytes
 from evalrepro.pipeline import lock_experiment
-from evalrepro.plan.lockfile import Lockfile, differences, read_lockfile
+from evalrepro.plan.lockfile import differences, read_lockfile
+from evalrepro.records.lockfile import Lockfile
 from evalrepro.run.backend import Backend
 from tests.podman_support import cache_dir, needs_podman
 

@@ -30,14 +30,12 @@ from __future__ import annotations
 import pytest
 
 from evalrepro.config.experiment import compose
-from evalrepro.grade.grading import Resolution
-from evalrepro.grade.observation import ExecutionStatus, ParserStatus, PatchStatus, observe_attempt
+from evalrepro.grade.observation import observe_attempt
 from evalrepro.grade.parsers import get_parser
-from evalrepro.grade.score import JUDGEMENT, Outcome, score
-from evalrepro.run import supervision
-from evalrepro.run.patchcheck import check_patch, patch_bytes
-from evalrepro.run.sandbox.supervisor import FRAME, KIND_EVENT, KIND_OUTPUT, PROTOCOL
-from evalrepro.run.supervision import (
+from evalrepro.grade.score import JUDGEMENT, score
+from evalrepro.records.observation import ExecutionStatus, ParserStatus, PatchStatus, Resolution
+from evalrepro.records.score import Outcome
+from evalrepro.records.supervision import (
     DoneEvent,
     ErrorEvent,
     GuardEvent,
@@ -50,10 +48,12 @@ from evalrepro.run.supervision import (
     RuntimeFacts,
     StartEvent,
     StopReason,
-    StreamReader,
     SupervisorReport,
-    region_text,
 )
+from evalrepro.run import supervision
+from evalrepro.run.patchcheck import check_patch, patch_bytes
+from evalrepro.run.sandbox.supervisor import FRAME, KIND_EVENT, KIND_OUTPUT, PROTOCOL
+from evalrepro.run.supervision import StreamReader, region_text
 
 # Aliases: pytest would try to collect classes named Test* imported here.
 StartedEvent = supervision.TestsStartedEvent

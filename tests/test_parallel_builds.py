@@ -20,9 +20,10 @@ import pytest
 
 from evalrepro.build import tether, wheels
 from evalrepro.build.containerfile import ContainerfileBuilder
-from evalrepro.build.images import ImageChain, ImageRecord, PinnedInput
+from evalrepro.build.images import ImageChain
 from evalrepro.config.experiment import compose
 from evalrepro.digest import sha256_json
+from evalrepro.records.image import ImageRecord, PinnedInput
 from evalrepro.run.runtimes.podman import backend_files
 
 BUILD_SECONDS = 0.05

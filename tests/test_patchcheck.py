@@ -20,14 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from evalrepro.run.patchcheck import (
-    SUSPECT_RULES,
-    PatchCheck,
-    SuspectFinding,
-    check_patch,
-    patch_bytes,
-)
-from evalrepro.run.protection import ResolvedProtection, TestProtection
+from evalrepro.records.observation import SuspectFinding
+from evalrepro.records.testspec import ResolvedProtection
+from evalrepro.run.patchcheck import SUSPECT_RULES, PatchCheck, check_patch, patch_bytes
+from evalrepro.run.protection import TestProtection
 
 DEMO = Path(__file__).resolve().parents[1] / "evalrepro" / "demo"
 DEFAULT = TestProtection().resolve(["tests/test_x.py"])

@@ -15,11 +15,12 @@ import uuid
 
 import pytest
 
-from evalrepro.build.images import BuildFailure, ImageChain
+from evalrepro.build.images import ImageChain
 from evalrepro.config.environment import Limits
 from evalrepro.plan.lockfile import read_lockfile
 from evalrepro.plan.plan import build_plan
 from evalrepro.plan.testspec import RepoSpec
+from evalrepro.records.image import BuildFailure
 from evalrepro.records.trial import read_trial_result
 from evalrepro.report.run_report import build_run_report
 from evalrepro.run.backend import Backend

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalrepro.run.supervision import SupervisorReport
+from evalrepro.records.supervision import SupervisorReport
 from tests.podman_support import demo_config, needs_podman, run_demo
 
 pytestmark = needs_podman

@@ -23,11 +23,12 @@ import pytest
 from rich.console import Console
 
 from evalrepro.build.image import PrebuiltImageBuilder
-from evalrepro.build.images import BuildFailure, ImageChain, PinnedInput
+from evalrepro.build.images import ImageChain
 from evalrepro.errors import UserError
 from evalrepro.pipeline import lock_experiment
 from evalrepro.plan.lockfile import read_lockfile
 from evalrepro.plan.plan import build_plan
+from evalrepro.records.image import BuildFailure, PinnedInput
 from evalrepro.run.backend import Backend
 from evalrepro.run.rundir import RunDirectory
 from tests.podman_support import cache_dir, demo_config, needs_podman, run_demo

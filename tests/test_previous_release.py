@@ -27,8 +27,9 @@ from evalrepro.config.experiment import compose
 from evalrepro.config.sample import load_samples
 from evalrepro.digest import sha256_json
 from evalrepro.pipeline import lock_experiment, run_experiment
-from evalrepro.plan.lockfile import LOCKFILE_NAME, Lockfile, differences, read_lockfile
+from evalrepro.plan.lockfile import LOCKFILE_NAME, differences, lockfile_problems, read_lockfile
 from evalrepro.publish.verify import check_run
+from evalrepro.records.lockfile import Lockfile
 from evalrepro.records.trial import trial_label
 from evalrepro.report.html import trial_page
 from evalrepro.report.view import view_run
@@ -112,7 +113,7 @@ def test_the_fixture_is_a_run_directory_of_the_previous_release(name):
 @pytest.mark.parametrize("name", RUNS)
 def test_the_old_lockfile_reads_migrated_with_no_problems(name, tmp_path):
     lockfile = read_lockfile(previous_run(tmp_path, name) / LOCKFILE_NAME)
-    assert lockfile.problems() == []
+    assert lockfile_problems(lockfile) == []
     assert lockfile.schema_version == Lockfile.model_fields["schema_version"].default
     assert len(lockfile.trials) == RUNS[name]
     # Trial keys of 0.2 hold no target digest: their trial ids are the ids 0.2 gave.

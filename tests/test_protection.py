@@ -20,6 +20,7 @@ import pytest
 
 from evalrepro.config.sample import load_samples
 from evalrepro.plan import testspec
+from evalrepro.records.testspec import TestSpec
 from evalrepro.run.protection import DEFAULT_PATTERNS, TestProtection
 from evalrepro.run.protection import test_folder as folder_of  # not collected as a test
 from evalrepro.run.sandbox.supervisor import SECTION_FILES, sections_changed
@@ -320,7 +321,7 @@ def test_undecodable_bytes_do_not_raise():
 # --- the policy is part of a TestSpec -----------------------------------------------------
 
 
-def compile_spec(protection: TestProtection) -> testspec.TestSpec:
+def compile_spec(protection: TestProtection) -> TestSpec:
     sample = load_samples(INSTANCES)[0]
     spec = testspec.RepoSpec(test_cmd="pytest -rA", parser="pytest_full")
     return testspec.compile_test_spec(

@@ -12,7 +12,7 @@ import pytest
 
 from evalrepro.errors import UserError
 from evalrepro.records.base import Record, read_record, records
-from evalrepro.run.sessions import RunSessions
+from evalrepro.records.sessions import RunSessions
 
 
 def test_every_record_is_registered_with_a_pinned_schema_version():

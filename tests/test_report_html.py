@@ -26,14 +26,13 @@ import pytest
 
 from evalrepro.cli import main
 from evalrepro.config.gate import Gate, GateRule
+from evalrepro.records.compare import ComparisonReport, PairComparison
+from evalrepro.records.metrics import RepoBreakdown, RunMetrics
+from evalrepro.records.report import Provenance, RunReport, SwebenchFields
+from evalrepro.records.stats import Interval, level_label
+from evalrepro.records.timing import PhaseSeconds, RunTiming
 from evalrepro.records.trial import trial_label
-from evalrepro.report.compare import (
-    ComparisonReport,
-    PairComparison,
-    compare_runs,
-    instance_outcomes,
-    load_run,
-)
+from evalrepro.report.compare import compare_runs, instance_outcomes, load_run
 from evalrepro.report.html import (
     PROVENANCE_LABELS,
     render_comparison_html,
@@ -41,16 +40,8 @@ from evalrepro.report.html import (
     trial_page,
     visible,
 )
-from evalrepro.report.metrics import RepoBreakdown, RunMetrics
-from evalrepro.report.run_report import Provenance, RunReport, SwebenchFields, build_run_report
-from evalrepro.report.stats import (
-    Interval,
-    compare_outcomes,
-    level_label,
-    pass_at_k_interval,
-    wilson_interval,
-)
-from evalrepro.report.timing import PhaseSeconds, RunTiming
+from evalrepro.report.run_report import build_run_report
+from evalrepro.report.stats import compare_outcomes, pass_at_k_interval, wilson_interval
 from tests.test_view import MIXED, SCRIPT, Case, build_run
 
 SWEBENCH_REPOS = (

@@ -24,8 +24,11 @@ import pytest
 
 from evalrepro.cli import main
 from evalrepro.plan.lockfile import LOCKFILE_NAME, read_lockfile
+from evalrepro.records.compare import ComparisonReport
+from evalrepro.records.report import RunReport
+from evalrepro.records.stats import Interval
 from evalrepro.regrade import regrade
-from evalrepro.report.compare import ComparisonReport, compare_runs
+from evalrepro.report.compare import compare_runs
 from evalrepro.report.latex import (
     PREAMBLE,
     escape,
@@ -33,8 +36,8 @@ from evalrepro.report.latex import (
     render_comparison_latex,
     render_run_latex,
 )
-from evalrepro.report.run_report import RunReport, build_run_report
-from evalrepro.report.stats import Interval, compare_outcomes, instance_pass_at_k
+from evalrepro.report.run_report import build_run_report
+from evalrepro.report.stats import compare_outcomes, instance_pass_at_k
 from evalrepro.run.rundir import RunDirectory
 from tests.test_swebench_layout import LOGS, PLANNED, build_run, instance
 

@@ -208,7 +208,7 @@ def test_the_exit_code_for_an_unreproducible_plan_is_documented():
 
 def test_log_lines_and_ids_full_of_markup_print_as_text():
     """A patch writes what it likes into the log: its lines are shown, never read as markup."""
-    from evalrepro.publish.reproduce import Reproduction, TestDisagreement, TrialAgreement
+    from evalrepro.records.reproduce import Reproduction, TestDisagreement, TrialAgreement
 
     test = TestDisagreement(
         test="tests/t.py::test_x[/tmp/a]",

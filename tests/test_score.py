@@ -3,10 +3,11 @@
 import pytest
 
 from evalrepro.config.sample import Sample
-from evalrepro.grade.grading import Resolution
-from evalrepro.grade.observation import ExecutionStatus, ParserStatus, PatchStatus, observe
+from evalrepro.grade.observation import observe
 from evalrepro.grade.parsers import get_parser
-from evalrepro.grade.score import JUDGEMENT, Outcome, score
+from evalrepro.grade.score import JUDGEMENT, score
+from evalrepro.records.observation import ExecutionStatus, ParserStatus, PatchStatus, Resolution
+from evalrepro.records.score import Outcome
 
 F2P = "tests/test_a.py::test_fixed"
 P2P = "tests/test_a.py::test_kept"

@@ -14,8 +14,9 @@ import pytest
 from rich.console import Console
 from scipy import stats as sps
 
+from evalrepro.records.compare import PairComparison
+from evalrepro.records.stats import ClusterInterval, Comparison, Interval, McNemar
 from evalrepro.report import compare, stats
-from evalrepro.report.stats import ClusterInterval, Comparison, Interval, McNemar
 from tests.demo_expectations import EXPECTED
 
 Z95 = 1.959963984540054
@@ -744,7 +745,7 @@ def demo_compare(monkeypatch):
         resolved = stats.compare_outcomes(
             demo_outcomes(a.name), demo_outcomes(b.name), DEMO_REPOS, confidence=confidence
         )
-        return compare.PairComparison(
+        return PairComparison(
             a=a.name,
             b=b.name,
             a_path=a.name,

@@ -32,6 +32,21 @@ import pytest
 from evalrepro.config.environment import Limits
 from evalrepro.config.experiment import compose
 from evalrepro.grade.testlog import RegionStatus, read_test_log
+from evalrepro.records.supervision import (
+    DoneEvent,
+    ErrorEvent,
+    GuardEvent,
+    PatchEvent,
+    Peak,
+    ProtectedFile,
+    ProtectEvent,
+    ResetEvent,
+    RuntimeFacts,
+    StartEvent,
+    StopReason,
+    SupervisorReport,
+    TrialProgram,
+)
 from evalrepro.run import supervision
 from evalrepro.run.sandbox import SANDBOX_DIR
 from evalrepro.run.sandbox.supervisor import (
@@ -48,20 +63,7 @@ from evalrepro.run.supervision import (
     HEADER,
     MAX_LOG_BYTES,
     START_MARKER,
-    DoneEvent,
-    ErrorEvent,
-    GuardEvent,
-    PatchEvent,
-    Peak,
-    ProtectedFile,
-    ProtectEvent,
-    ResetEvent,
-    RuntimeFacts,
-    StartEvent,
-    StopReason,
     StreamReader,
-    SupervisorReport,
-    TrialProgram,
     read_region,
 )
 

@@ -27,10 +27,11 @@ from evalrepro.config.gate import Gate
 from evalrepro.config.sample import Sample
 from evalrepro.digest import sha256_bytes, sha256_json
 from evalrepro.errors import UserError
-from evalrepro.grade.observation import ExecutionStatus, Observation, PatchStatus, observe
+from evalrepro.grade.observation import observe
 from evalrepro.grade.parsers import get_parser
 from evalrepro.grade.score import score
-from evalrepro.plan.lockfile import (
+from evalrepro.records.artifact import Artifact
+from evalrepro.records.lockfile import (
     Harness,
     LockedDataset,
     LockedEnvironment,
@@ -40,10 +41,9 @@ from evalrepro.plan.lockfile import (
     LockedTrial,
     Lockfile,
 )
-from evalrepro.records.artifact import Artifact
+from evalrepro.records.observation import ExecutionStatus, Observation, PatchStatus, SuspectFinding
 from evalrepro.records.trial import Attempt, Trial, TrialKey, TrialResult
 from evalrepro.report.swebench_layout import write_swebench_layout
-from evalrepro.run.patchcheck import SuspectFinding
 from tests.corpus_swebench import load_eval_logs
 from tests.reference import reference_spec
 

@@ -29,16 +29,17 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from evalrepro import __version__
-from evalrepro.build.images import ImageChain, ImageRecord, inputs_digest, layer_key
+from evalrepro.build.images import ImageChain, inputs_digest, layer_key
 from evalrepro.config.environment import Limits, PodmanEnvironment
 from evalrepro.config.executor import LocalExecutorConfig
 from evalrepro.config.gate import Gate, GateRule
 from evalrepro.config.sample import Sample
 from evalrepro.digest import sha256_bytes, sha256_json
 from evalrepro.grade.parsers import get_parser
-from evalrepro.plan import testspec
 from evalrepro.plan.harness import code_digest
-from evalrepro.plan.lockfile import (
+from evalrepro.plan.plan import PlannedTrial
+from evalrepro.records.image import ImageRecord
+from evalrepro.records.lockfile import (
     Harness,
     LockedDataset,
     LockedEnvironment,
@@ -49,7 +50,8 @@ from evalrepro.plan.lockfile import (
     LockedTrial,
     Lockfile,
 )
-from evalrepro.plan.plan import PlannedTrial
+from evalrepro.records.supervision import RuntimeFacts, SupervisorReport
+from evalrepro.records.testspec import ResolvedProtection, TestSpec
 from evalrepro.records.trial import Trial, TrialKey, Usage
 from evalrepro.report.timing import record_builds
 from evalrepro.report.view import LOG, MANIFEST, view_run
@@ -57,14 +59,9 @@ from evalrepro.run.attempt import AttemptOutput, AttemptSpec
 from evalrepro.run.evalscript import compile_eval_script
 from evalrepro.run.executors import run_trials
 from evalrepro.run.patchcheck import check_patch, patch_bytes
-from evalrepro.run.protection import ResolvedProtection
 from evalrepro.run.rundir import RunDirectory
 from evalrepro.run.runtimes.base import Runtime
-from evalrepro.run.supervision import (
-    RuntimeFacts,
-    StreamReader,
-    SupervisorReport,
-)
+from evalrepro.run.supervision import StreamReader
 from evalrepro.targets.base import Prediction
 from tests.fake_backend import supervisor_stream
 
@@ -220,7 +217,7 @@ def _sample(case: Case) -> Sample:
     )
 
 
-def _spec(sample: Sample) -> testspec.TestSpec:
+def _spec(sample: Sample) -> TestSpec:
     script = compile_eval_script(
         base_commit=BASE,
         test_command="pytest -rA tests/test_calc.py",
@@ -228,7 +225,7 @@ def _spec(sample: Sample) -> testspec.TestSpec:
         test_patch_empty=not sample.test_patch,
         protection=PROTECTION,
     )
-    return testspec.TestSpec(
+    return TestSpec(
         instance_id=sample.instance_id,
         repo=sample.repo,
         version="1.0",

@@ -15,8 +15,9 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, ClassVar
 
-from evalrepro.build.images import BuildFailure, ImageChain, ImageRecord
-from evalrepro.plan.testspec import TestSpec
+from evalrepro.build.images import ImageChain
+from evalrepro.records.image import BuildFailure, ImageRecord
+from evalrepro.records.testspec import TestSpec
 from evalrepro.run.runtimes.base import Runtime
 from evalrepro.sources.checkout import LocalCheckout
 

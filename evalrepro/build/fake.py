@@ -10,17 +10,11 @@ from __future__ import annotations
 from typing import ClassVar
 
 from evalrepro.build.base import Builder
-from evalrepro.build.images import (
-    BuildFailure,
-    ImageChain,
-    ImageRecord,
-    PinnedInput,
-    inputs_digest,
-    layer_key,
-)
+from evalrepro.build.images import ImageChain, inputs_digest, layer_key
 from evalrepro.config.environment import FakeEnvironment
 from evalrepro.digest import sha256_json
-from evalrepro.plan.testspec import TestSpec
+from evalrepro.records.image import BuildFailure, ImageRecord, PinnedInput
+from evalrepro.records.testspec import TestSpec
 from evalrepro.run.runtimes.fake import FakeRuntime
 from evalrepro.sources.checkout import LocalCheckout
 

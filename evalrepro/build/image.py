@@ -36,23 +36,16 @@ from typing import ClassVar
 
 from evalrepro import atomic
 from evalrepro.build.base import Builder
-from evalrepro.build.images import (
-    BuildFailure,
-    ImageChain,
-    ImageRecord,
-    PinnedInput,
-    inputs_digest,
-    layer_key,
-)
+from evalrepro.build.images import ImageChain, inputs_digest, layer_key
 from evalrepro.config.builders import PrebuiltImageConfig, parse_pinned_reference
 from evalrepro.config.environment import PodmanEnvironment
 from evalrepro.digest import sha256_bytes, sha256_json
 from evalrepro.errors import UserError
-from evalrepro.plan.testspec import TestSpec
-from evalrepro.run.evalscript import GIT_DIR, SUPERVISOR_PATH, TESTBED
+from evalrepro.records.image import BuildFailure, ImageRecord, PinnedInput
+from evalrepro.records.supervision import TEST_USER
+from evalrepro.records.testspec import TestSpec
 from evalrepro.run.runtimes.podman import _RUNTIME_FAILURES, PodmanRuntime, _last_line
-from evalrepro.run.sandbox import SUPERVISOR
-from evalrepro.run.supervision import TEST_USER
+from evalrepro.run.sandbox import GIT_DIR, SUPERVISOR, SUPERVISOR_PATH, TESTBED
 from evalrepro.sources.checkout import LocalCheckout
 
 LAYER = "image"

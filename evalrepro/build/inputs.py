@@ -57,13 +57,14 @@ from omegaconf import OmegaConf
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evalrepro.build import nixstore
-from evalrepro.build.images import PinnedInput
 from evalrepro.build.nix import _write_tar, deb_store_name, tar_store_name, wheel_store_name
 from evalrepro.config.experiment import ExperimentConfig
 from evalrepro.config.sample import load_samples
 from evalrepro.digest import sha256_file
 from evalrepro.errors import UserError, validation_message
-from evalrepro.plan.lockfile import LockedImage, Lockfile, short_digest
+from evalrepro.plan.lockfile import short_digest
+from evalrepro.records.image import PinnedInput
+from evalrepro.records.lockfile import LockedImage, Lockfile
 from evalrepro.sources.archive import ArchiveRepo
 from evalrepro.sources.resolve import materialize, resolve_sources
 

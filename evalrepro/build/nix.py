@@ -46,20 +46,15 @@ from typing import ClassVar
 from evalrepro import atomic
 from evalrepro.build import debian, nixstore, wheels
 from evalrepro.build.base import Builder
-from evalrepro.build.images import (
-    BuildFailure,
-    ImageChain,
-    ImageRecord,
-    PinnedInput,
-    inputs_digest,
-    layer_key,
-)
+from evalrepro.build.images import ImageChain, inputs_digest, layer_key
 from evalrepro.build.nixstore import NixError
 from evalrepro.config.builders import NixBuilderConfig
 from evalrepro.config.environment import PodmanEnvironment
 from evalrepro.digest import sha256_bytes, sha256_json
 from evalrepro.errors import UserError
-from evalrepro.plan.testspec import PYTHON_SUITES, TestSpec
+from evalrepro.plan.testspec import PYTHON_SUITES
+from evalrepro.records.image import BuildFailure, ImageRecord, PinnedInput
+from evalrepro.records.testspec import TestSpec
 from evalrepro.run.runtimes.podman import PACKAGE_DIR, PodmanError, PodmanRuntime
 from evalrepro.sources.checkout import LocalCheckout
 from evalrepro.sources.git import RepoError

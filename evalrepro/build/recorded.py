@@ -11,16 +11,11 @@ from __future__ import annotations
 from typing import ClassVar
 
 from evalrepro.build.base import Builder
-from evalrepro.build.images import (
-    BuildFailure,
-    ImageChain,
-    ImageRecord,
-    inputs_digest,
-    layer_key,
-)
+from evalrepro.build.images import ImageChain, inputs_digest, layer_key
 from evalrepro.config.environment import RecordedEnvironment
 from evalrepro.errors import UserError
-from evalrepro.plan.testspec import TestSpec
+from evalrepro.records.image import BuildFailure, ImageRecord
+from evalrepro.records.testspec import TestSpec
 from evalrepro.sources.checkout import LocalCheckout
 
 #: What a recorded trial's key says of the image nobody here built.

@@ -15,11 +15,12 @@ from evalrepro.commands._arguments import json_argument, parser_argument, strict
 from evalrepro.commands._common import make_console
 from evalrepro.config.sample import Sample, load_samples
 from evalrepro.errors import UserError
-from evalrepro.grade.grading import TestGroup
-from evalrepro.grade.observation import Observation, observe
+from evalrepro.grade.observation import observe
 from evalrepro.grade.parsers import LogParser, get_parser
 from evalrepro.grade.parsers.swebench_repos import SWEBENCH_REPO_PARSERS
-from evalrepro.grade.score import Score, score
+from evalrepro.grade.score import score
+from evalrepro.records.observation import Observation, TestGroup
+from evalrepro.records.score import Score
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:

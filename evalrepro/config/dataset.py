@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, FilePath, field_validator
 from evalrepro.config.sample import Sample, load_samples
 from evalrepro.errors import UserError
 from evalrepro.grade.parsers import Family, LogParser, get_parser
-from evalrepro.plan.testspec import RepoSpec, TestSpec, compile_test_spec
+from evalrepro.plan.testspec import RepoSpec, compile_test_spec
+from evalrepro.records.testspec import TestSpec
 from evalrepro.run.protection import TestProtection
 from evalrepro.sources.config import SourceConfig, Sources
 

@@ -7,35 +7,17 @@ it is read. Its Observation says ``source: log``.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from evalrepro.config.sample import Sample
 from evalrepro.digest import sha256_json
-from evalrepro.grade.observation import (
-    ExecutionStatus,
-    Observation,
-    ParserStatus,
-    PatchStatus,
-    observe,
-)
+from evalrepro.grade.observation import observe
 from evalrepro.grade.parsers import LogParser
-from evalrepro.records.base import Record
+from evalrepro.records.foreign import ForeignLog
+from evalrepro.records.observation import ExecutionStatus, Observation, ParserStatus, PatchStatus
 
 #: Largest log read (SWE-bench's biggest test outputs are tens of MB).
 MAX_LOG_BYTES = 256 << 20
 #: Largest patch or report.json read from a logs folder.
 MAX_PATCH_BYTES = 64 << 20
-
-
-class ForeignLog(Record):
-    """Where an attempt's log came from, and how it was read (``foreign.json``)."""
-
-    record: Literal["ForeignLog"] = "ForeignLog"
-    instance_id: str
-    #: The log's path when it was regraded (for people: nothing reads it again).
-    source: str
-    parser: str
-    rules: Literal["swebench", "strict"]
 
 
 def recorded_spec_digest(sample: Sample, parser: LogParser, rules: str) -> str:

@@ -20,54 +20,12 @@ into non-strict xfails would resolve.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from enum import StrEnum
-
-from pydantic import BaseModel, ConfigDict
 
 from evalrepro.grade.parsers import Status
+from evalrepro.records.observation import TestGroup, TestsReport
 
 _PASSING = frozenset({Status.PASSED, Status.XFAIL, Status.XPASS})
 _FAILING = frozenset({Status.FAILED, Status.ERROR})
-
-
-class Resolution(StrEnum):
-    FULL = "RESOLVED_FULL"
-    PARTIAL = "RESOLVED_PARTIAL"
-    NO = "RESOLVED_NO"
-
-
-class TestGroup(BaseModel):
-    """One list of an instance (F2P or P2P), split by outcome."""
-
-    model_config = ConfigDict(frozen=True)
-
-    success: list[str]
-    failure: list[str]
-
-    @property
-    def total(self) -> int:
-        return len(self.success) + len(self.failure)
-
-    @property
-    def rate(self) -> float:
-        # An empty list counts as 1 (SWE-bench convention).
-        return len(self.success) / self.total if self.total else 1.0
-
-
-class TestsReport(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    fail_to_pass: TestGroup
-    pass_to_pass: TestGroup
-
-    @property
-    def resolution(self) -> Resolution:
-        f2p, p2p = self.fail_to_pass.rate, self.pass_to_pass.rate
-        if f2p == 1 and p2p == 1:
-            return Resolution.FULL
-        if 0 < f2p < 1 and p2p == 1:
-            return Resolution.PARTIAL
-        return Resolution.NO
 
 
 def resolve_key(test: str, statuses: Mapping[str, str]) -> str | None:

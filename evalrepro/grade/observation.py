@@ -19,13 +19,8 @@ Either way the region is parsed (``parsers``) and each listed test judged
 
 from __future__ import annotations
 
-from enum import StrEnum
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict
-
 from evalrepro.config.sample import Sample
-from evalrepro.grade.grading import TestsReport, tests_report
+from evalrepro.grade.grading import tests_report
 from evalrepro.grade.parsers import Family, LogParser, Status
 from evalrepro.grade.testlog import (
     HarnessEvent,
@@ -35,79 +30,19 @@ from evalrepro.grade.testlog import (
     read_test_log,
     suite_ran_shown,
 )
-from evalrepro.records.base import Record
-from evalrepro.run.patchcheck import PatchCheck, SuspectFinding
-from evalrepro.run.protection import ResolvedProtection
-from evalrepro.run.supervision import ProtectedFile, SupervisorReport
-
-
-class PatchStatus(StrEnum):
-    APPLIED = "applied"  # tests ran against the patched tree
-    REJECTED = "rejected"  # does not apply to the base commit: a product failure
-    INVALID = "invalid"  # empty, or unsafe: breaks the input contract
-
-
-class ExecutionStatus(StrEnum):
-    COMPLETED = "completed"
-    TIMEOUT = "timeout"
-    LIMIT = "limit"  # stopped by a resource limit (which one: ``limit``)
-    ABORTED = "aborted"  # the sandbox died while the tests ran
-    NOT_RUN = "not_run"
-
-
-class ParserStatus(StrEnum):
-    OK = "ok"
-    NO_MARKERS = "no_markers"  # the test region never closed (crash, kill, timeout)
-    SUSPECT = "suspect"  # duplicated markers: the log cannot be trusted
-    EMPTY = "empty"  # nothing parsed and no evidence that the suite ran
-    UNTRUSTED = "untrusted"  # the parsed lines contradict the runner's totals or exit code
-    NOT_PARSED = "not_parsed"  # no test output to parse (the tests did not run)
-
+from evalrepro.records.observation import (
+    ExecutionStatus,
+    Observation,
+    ParserStatus,
+    PatchStatus,
+    SuspectFinding,
+)
+from evalrepro.records.supervision import SupervisorReport
+from evalrepro.records.testspec import ResolvedProtection
+from evalrepro.run.patchcheck import PatchCheck
 
 # SWE-bench harness lines that mean the environment, not the patch, broke.
 _INFRASTRUCTURE_EVENTS = (HarnessEvent.RESET_FAILED, HarnessEvent.TESTS_ERRORED)
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Observation(Record):
-    record: Literal["Observation"] = "Observation"
-    schema_version: int = 2
-    instance_id: str
-    #: Where the facts come from: evalrepro's supervisor, or a bare log.
-    source: Literal["supervisor", "log"] = "log"
-    #: The rules that read a bare log (``testlog``); None for the supervisor's byte range.
-    log_rules: Literal["swebench", "strict"] | None = None
-    #: None when unknown (grading a bare log whose patch step was not recorded).
-    patch_status: PatchStatus | None = None
-    patch_method: str | None = None
-    #: Why the patch never reached a container: "empty" or "unsafe: ...".
-    patch_problem: str | None = None
-    execution_status: ExecutionStatus = ExecutionStatus.COMPLETED
-    infrastructure_error: str | None = None
-    #: The limit that stopped the tests ("memory", "pids", "disk", "output").
-    limit: str | None = None
-    limit_detail: str = ""
-    #: "verified": the test files were base + test patch when the tests started.
-    reset: Literal["verified", "failed"] | None = None
-    reset_detail: str = ""
-    #: Test infrastructure the model patch changed, and what the policy did with it.
-    protected: list[ProtectedFile] = []
-    protection_policy: Literal["restore", "record", "invalid"] | None = None
-    #: Code that reaches into the test framework (static scan and exit guard).
-    suspects: list[SuspectFinding] = []
-    suspect_policy: Literal["invalid", "record"] | None = None
-    #: How the test runner (Python) ended: "abnormal" = without its normal shutdown.
-    runner_exit: Literal["clean", "abnormal", "unknown"] | None = None
-    runner_detail: str = ""
-    parser: str
-    parser_status: ParserStatus
-    parser_detail: str = ""
-    test_exit_code: int | None = None
-    status_map: dict[str, str]
-    tests: TestsReport | None = None
 
 
 def observe(

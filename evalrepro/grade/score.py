@@ -16,28 +16,15 @@ log). Every invalid trial still counts in the denominator.
 from __future__ import annotations
 
 from collections.abc import Callable
-from enum import StrEnum
-from typing import Literal
 
-from evalrepro.grade.grading import Resolution
-from evalrepro.grade.observation import ExecutionStatus, Observation, ParserStatus, PatchStatus
-from evalrepro.records.base import Record
-
-
-class Outcome(StrEnum):
-    RESOLVED = "resolved"
-    UNRESOLVED = "unresolved"
-    INVALID = "invalid"  # unscorable: infrastructure, timeout or an untrustworthy log
-
-
-class Score(Record):
-    record: Literal["Score"] = "Score"
-    outcome: Outcome
-    #: A code from JUDGEMENT, or "tests_passed" / "tests_failed".
-    reason: str
-    detail: str = ""
-    resolution: Resolution | None = None
-
+from evalrepro.records.observation import (
+    ExecutionStatus,
+    Observation,
+    ParserStatus,
+    PatchStatus,
+    Resolution,
+)
+from evalrepro.records.score import Outcome, Score
 
 Rule = Callable[[Observation], bool]
 Detail = Callable[[Observation], str]

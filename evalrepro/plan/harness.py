@@ -18,10 +18,9 @@ import subprocess
 from functools import cache
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
 from evalrepro import PACKAGE_DIR, __version__
 from evalrepro.digest import sha256_json
+from evalrepro.records.sessions import HarnessSource
 
 #: The modules (files, or packages taken whole) whose code can change a trial's result.
 RESULT_CODE = (
@@ -32,6 +31,12 @@ RESULT_CODE = (
     "grade/score.py",
     "grade/testlog.py",
     "plan/testspec.py",
+    # The records a result is judged from: what they hold is what is judged.
+    "records/foreign.py",
+    "records/observation.py",
+    "records/score.py",
+    "records/supervision.py",
+    "records/testspec.py",
     "run/evalscript.py",
     "run/patchcheck.py",
     "run/protection.py",
@@ -72,18 +77,6 @@ def _digest(root: Path) -> str:
             for rel, path in code_files(root).items()
         }
     )
-
-
-class HarnessSource(BaseModel):
-    """Where the running evalrepro came from: provenance for a session, never identity."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    version: str
-    #: The git commit of a development checkout (None for an installed release).
-    commit: str | None = None
-    #: True when evalrepro runs from a source checkout (pip install -e).
-    editable: bool = False
 
 
 @cache

@@ -17,270 +17,37 @@ the one comparison behind resume, ``run --lockfile`` and ``verify``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from omegaconf import OmegaConf
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel
 
-from evalrepro import PACKAGE_DIR, __version__, atomic
-from evalrepro.build.images import (
-    BuildFailure,
-    ImageChain,
-    ImageRecord,
-    PinnedInput,
-    inputs_digest,
-    layer_key,
-)
-from evalrepro.config.environment import Limits
+from evalrepro import PACKAGE_DIR, __version__
+from evalrepro.build.images import ImageChain, inputs_digest, layer_key
 from evalrepro.config.experiment import ExperimentConfig
-from evalrepro.config.gate import Gate
 from evalrepro.config.identity import environment_digest, settings
 from evalrepro.config.sample import DEFINING_FIELDS
 from evalrepro.digest import sha256_json
-from evalrepro.errors import UserError, validation_message
+from evalrepro.errors import UserError
 from evalrepro.plan.harness import code_digest
 from evalrepro.plan.plan import Plan
-from evalrepro.records.base import Record, read_record
-from evalrepro.records.trial import TrialKey, trial_label
+from evalrepro.records.base import read_record
+from evalrepro.records.image import BuildFailure, ImageRecord, PinnedInput
+from evalrepro.records.lockfile import (
+    Difference,
+    Harness,
+    LockedDataset,
+    LockedEnvironment,
+    LockedImage,
+    LockedInstance,
+    LockedPrediction,
+    LockedTarget,
+    LockedTrial,
+    Lockfile,
+)
+from evalrepro.records.trial import trial_label
 
 LOCKFILE_NAME = "lockfile.lock.json"
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Harness(_Frozen):
-    version: str
-    #: sha256 over the code that can change a result (``evalrepro.plan.harness``).
-    code_digest: str
-
-
-class LockedInstance(_Frozen):
-    instance_id: str
-    repo: str
-    base_commit: str
-    #: sha256 over the canonical JSON of the instance's defining fields.
-    digest: str
-    #: Every field's own digest (defining or not), so that a difference names it.
-    fields: dict[str, str] = {}
-    test_spec_digest: str
-    parser: str
-
-
-class LockedDataset(_Frozen):
-    name: str
-    test_ids: str
-    #: sha256 over the canonical JSON of the instances' digests, in id order.
-    digest: str
-    instances: list[LockedInstance]
-
-
-class LockedPrediction(_Frozen):
-    instance_id: str
-    sample_index: int
-    #: sha256 over the patch's bytes ("" for a missing or empty patch).
-    patch_digest: str
-
-
-class LockedTarget(_Frozen):
-    kind: str
-    target_id: str
-    samples: int
-    #: sha256 over the canonical JSON of the predictions below.
-    digest: str
-    predictions: list[LockedPrediction]
-
-
-class LockedImage(_Frozen):
-    """An image layer as its builder recorded it: its pinned inputs and what came out."""
-
-    builder: str
-    layer: str
-    key: str
-    inputs_digest: str
-    inputs: list[PinnedInput]
-    parent_key: str | None
-    tag: str
-    image_digest: str
-    package_manifest_digest: str | None = None
-
-    def record(self) -> ImageRecord:
-        """The record a builder reads back to rebuild exactly this layer."""
-        return ImageRecord(**self.model_dump())
-
-
-class LockedEnvironment(_Frozen):
-    kind: str
-    #: The builder kind that made the images ("" for recorded logs).
-    builder: str = ""
-    #: sha256 over the canonical JSON of the environment config.
-    digest: str
-    #: None for an environment evalrepro did not run (a regrade's recorded logs).
-    limits: Limits | None = None
-    timeout: int | None = None
-    network: str | None = None
-    images: list[LockedImage]
-    #: Layers that could not be built (a run records them; ``evalrepro lock`` refuses).
-    build_failures: list[BuildFailure] = []
-
-
-class LockedTrial(_Frozen):
-    trial_id: str
-    key: TrialKey
-    #: The key of the instance image layer the trial runs in ("" if it was not built).
-    image_key: str
-
-
-def _executor_settings_moved(data: dict[str, Any]) -> dict[str, Any]:
-    """2 -> 3: ``environment.max_workers`` / ``max_attempts`` became the executor's, and
-    the environment digest covers the environment's identity (``config.identity``). The
-    digests are recomputed only where they held before: an edited lockfile stays one."""
-    config = data.get("config")
-    if not isinstance(config, dict) or not isinstance(config.get("environment"), dict):
-        return data
-    old_environment = {k: v for k, v in config["environment"].items() if k != "build"}
-    environment_held = (data.get("environment") or {}).get("digest") == sha256_json(old_environment)
-    config_held = data.get("config_digest") == sha256_json(config)
-    environment = dict(config["environment"])
-    moved = {k: environment.pop(k) for k in ("max_workers", "max_attempts") if k in environment}
-    new_config = {**config, "environment": environment}
-    if moved:
-        new_config["executor"] = {"kind": "local", **moved}
-    data = {**data, "config": new_config}
-    if config_held:
-        data["config_digest"] = sha256_json(new_config)
-    if environment_held and isinstance(data.get("environment"), dict):
-        data["environment"] = {**data["environment"], "digest": environment_digest(environment)}
-    return data
-
-
-class Lockfile(Record):
-    record: Literal["Lockfile"] = "Lockfile"
-    #: 2: images are builder-owned records with their pinned inputs; 3: trial keys hold
-    #: the target's digest, the executor's settings are not the environment's.
-    schema_version: int = 3
-    migrations = {2: _executor_settings_moved}
-    experiment: str
-    harness: Harness
-    #: The resolved config; paths inside evalrepro's package are written ${pkg:...}.
-    config: dict[str, Any]
-    config_digest: str
-    dataset: LockedDataset
-    target: LockedTarget
-    environment: LockedEnvironment
-    gate: Gate
-    trials: list[LockedTrial]
-
-    def problems(self) -> list[str]:
-        """Each digest the lockfile holds that does not match what it digests (an edit)."""
-        found: list[str] = []
-
-        def expect(what: str, recorded: str, computed: str) -> None:
-            if recorded != computed:
-                found.append(
-                    f"{what} {short_digest(recorded)} but it digests to {short_digest(computed)}"
-                )
-
-        expect("config_digest", self.config_digest, sha256_json(self.config))
-        expect(
-            "dataset.digest",
-            self.dataset.digest,
-            sha256_json([i.digest for i in self.dataset.instances]),
-        )
-        expect(
-            "target.digest",
-            self.target.digest,
-            sha256_json([p.model_dump(mode="json") for p in self.target.predictions]),
-        )
-        environment = self.config.get("environment", {})
-        expect("environment.digest", self.environment.digest, environment_digest(environment))
-        # Settings the lockfile holds twice, in the config and beside the images: an edit
-        # of one copy is an edit (the config's is the one its digest covers).
-        locked = self.environment.model_dump(mode="json", include={"kind", "limits", "timeout"})
-        locked["network"] = self.environment.network
-        for name, value in sorted(locked.items()):
-            if name in environment and environment[name] != value:
-                found.append(
-                    f"environment.{name} {_show(value)} but the config says "
-                    f"{_show(environment[name])}"
-                )
-        if "gate" in self.config and self.gate.model_dump(mode="json") != self.config["gate"]:
-            found.append("gate differs from the config's gate")
-
-        for image in self.environment.images:
-            where = f"image {short_digest(image.key)} ({image.builder} {image.layer})"
-            expect(f"{where}: inputs_digest", image.inputs_digest, inputs_digest(image.inputs))
-            expect(
-                f"{where}: key",
-                image.key,
-                layer_key(image.builder, image.layer, image.inputs, image.parent_key),
-            )
-
-        instances = {i.instance_id: i for i in self.dataset.instances}
-        images = {image.key for image in self.environment.images}
-        for trial in self.trials:
-            key = trial.key
-            label = trial_label(key.instance_id, key.sample_index, trial.trial_id)
-            expect(f"trial {label}: trial_id", trial.trial_id, key.trial_id())
-            instance = instances.get(key.instance_id)
-            if instance is None:
-                found.append(f"trial {label}: instance not in the dataset")
-            elif key.test_spec_digest != instance.test_spec_digest:
-                found.append(f"trial {label}: test spec differs from the instance's")
-            if key.harness_version != self.harness.version:
-                found.append(f"trial {label}: harness {key.harness_version}")
-            if key.harness_digest != self.harness.code_digest:
-                found.append(
-                    f"trial {label}: harness code {short_digest(key.harness_digest)} is not "
-                    f"the lockfile's {short_digest(self.harness.code_digest)}"
-                )
-            if key.target_id != self.target.target_id:
-                found.append(f"trial {label}: target '{key.target_id}'")
-            if trial.image_key and trial.image_key not in images:
-                found.append(
-                    f"trial {label}: image {short_digest(trial.image_key)} "
-                    "is not among the locked images"
-                )
-        return found
-
-    def identity(self) -> dict[str, Any]:
-        """Everything the lockfile holds: equal for one config locked again anywhere.
-        (Whether two lockfiles measure the same thing, wherever their data lives, is
-        :func:`differences`'s question.)"""
-        return self.model_dump(mode="json")
-
-    def dumps(self) -> str:
-        return json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
-
-    def write(self, path: Path) -> None:
-        atomic.write_text(path, self.dumps())
-
-    @classmethod
-    def json_schema(cls) -> str:
-        """The JSON Schema of a lockfile, as committed in ``lockfiles/lockfile.schema.json``."""
-        return json.dumps(cls.model_json_schema(), indent=2, sort_keys=True) + "\n"
-
-    def experiment_config(self, paths: Mapping[str, str] | None = None) -> ExperimentConfig:
-        """The config this lockfile was made from, with ${pkg:...} paths resolved here.
-
-        ``paths``: files elsewhere than the config says, by dotted key (a bundle's copy of
-        ``dataset.instances``); a config compares its files by digest, not by path."""
-        resolved = OmegaConf.to_container(OmegaConf.create(self.config), resolve=True)
-        for dotted, path in (paths or {}).items():
-            *parents, leaf = dotted.split(".")
-            node: Any = resolved
-            for part in parents:
-                node = node[part]
-            node[leaf] = path
-        try:
-            return ExperimentConfig.model_validate(resolved)
-        except ValidationError as error:
-            raise UserError(
-                f"lockfile config: {validation_message(error, model=ExperimentConfig)}"
-            ) from None
 
 
 # --- making one ------------------------------------------------------------------------
@@ -387,6 +154,78 @@ def build_lockfile(config: ExperimentConfig, plan: Plan) -> Lockfile:
     )
 
 
+def lockfile_problems(lock: Lockfile) -> list[str]:
+    """Each digest the lockfile holds that does not match what it digests (an edit)."""
+    found: list[str] = []
+
+    def expect(what: str, recorded: str, computed: str) -> None:
+        if recorded != computed:
+            found.append(
+                f"{what} {short_digest(recorded)} but it digests to {short_digest(computed)}"
+            )
+
+    expect("config_digest", lock.config_digest, sha256_json(lock.config))
+    expect(
+        "dataset.digest",
+        lock.dataset.digest,
+        sha256_json([i.digest for i in lock.dataset.instances]),
+    )
+    expect(
+        "target.digest",
+        lock.target.digest,
+        sha256_json([p.model_dump(mode="json") for p in lock.target.predictions]),
+    )
+    environment = lock.config.get("environment", {})
+    expect("environment.digest", lock.environment.digest, environment_digest(environment))
+    # Settings the lockfile holds twice, in the config and beside the images: an edit
+    # of one copy is an edit (the config's is the one its digest covers).
+    locked = lock.environment.model_dump(mode="json", include={"kind", "limits", "timeout"})
+    locked["network"] = lock.environment.network
+    for name, value in sorted(locked.items()):
+        if name in environment and environment[name] != value:
+            found.append(
+                f"environment.{name} {_show(value)} but the config says {_show(environment[name])}"
+            )
+    if "gate" in lock.config and lock.gate.model_dump(mode="json") != lock.config["gate"]:
+        found.append("gate differs from the config's gate")
+
+    for image in lock.environment.images:
+        where = f"image {short_digest(image.key)} ({image.builder} {image.layer})"
+        expect(f"{where}: inputs_digest", image.inputs_digest, inputs_digest(image.inputs))
+        expect(
+            f"{where}: key",
+            image.key,
+            layer_key(image.builder, image.layer, image.inputs, image.parent_key),
+        )
+
+    instances = {i.instance_id: i for i in lock.dataset.instances}
+    images = {image.key for image in lock.environment.images}
+    for trial in lock.trials:
+        key = trial.key
+        label = trial_label(key.instance_id, key.sample_index, trial.trial_id)
+        expect(f"trial {label}: trial_id", trial.trial_id, key.trial_id())
+        instance = instances.get(key.instance_id)
+        if instance is None:
+            found.append(f"trial {label}: instance not in the dataset")
+        elif key.test_spec_digest != instance.test_spec_digest:
+            found.append(f"trial {label}: test spec differs from the instance's")
+        if key.harness_version != lock.harness.version:
+            found.append(f"trial {label}: harness {key.harness_version}")
+        if key.harness_digest != lock.harness.code_digest:
+            found.append(
+                f"trial {label}: harness code {short_digest(key.harness_digest)} is not "
+                f"the lockfile's {short_digest(lock.harness.code_digest)}"
+            )
+        if key.target_id != lock.target.target_id:
+            found.append(f"trial {label}: target '{key.target_id}'")
+        if trial.image_key and trial.image_key not in images:
+            found.append(
+                f"trial {label}: image {short_digest(trial.image_key)} "
+                "is not among the locked images"
+            )
+    return found
+
+
 def read_lockfile(path: Path, *, checked: bool = True) -> Lockfile:
     """A lockfile from a file, or from a run directory's lockfile.
 
@@ -398,7 +237,7 @@ def read_lockfile(path: Path, *, checked: bool = True) -> Lockfile:
     if not path.exists():
         raise UserError(f"{path}: no such lockfile")
     lockfile = read_record(path, Lockfile)
-    problems = lockfile.problems() if checked else []
+    problems = lockfile_problems(lockfile) if checked else []
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise UserError(f"{path}: edited or corrupt lockfile: {problems[0]}{more}")
@@ -406,23 +245,6 @@ def read_lockfile(path: Path, *, checked: bool = True) -> Lockfile:
 
 
 # --- comparing two ----------------------------------------------------------------------
-
-
-class Difference(_Frozen):
-    """One way two lockfiles differ, in a class a reader can act on."""
-
-    kind: Literal[
-        "harness",
-        "instances",
-        "test_spec",
-        "images",
-        "environment",
-        "gate",
-        "target",
-        "dataset",
-        "config",
-    ]
-    detail: str
 
 
 def differences(a: Lockfile, b: Lockfile, *, same_target: bool = True) -> list[Difference]:

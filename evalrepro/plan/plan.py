@@ -15,13 +15,14 @@ from pathlib import Path
 
 from evalrepro import __version__
 from evalrepro.build.base import Builder
-from evalrepro.build.images import BuildFailure, ImageChain, ImageRecord
+from evalrepro.build.images import ImageChain
 from evalrepro.config.experiment import ExperimentConfig
 from evalrepro.config.sample import Sample, load_samples
 from evalrepro.errors import UserError
 from evalrepro.grade.parsers import LogParser
 from evalrepro.plan.harness import code_digest
-from evalrepro.plan.testspec import TestSpec
+from evalrepro.records.image import BuildFailure, ImageRecord
+from evalrepro.records.testspec import TestSpec
 from evalrepro.records.trial import Trial, TrialKey
 from evalrepro.run.patchcheck import PatchCheck, check_patch, patch_bytes
 from evalrepro.sources.resolve import resolve_sources

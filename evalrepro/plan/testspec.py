@@ -16,9 +16,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evalrepro.config.sample import Sample
-from evalrepro.digest import sha256_bytes, sha256_json
-from evalrepro.records.base import Record
-from evalrepro.run.evalscript import EvalScript, compile_eval_script
+from evalrepro.digest import sha256_bytes
+from evalrepro.records.testspec import TestSpec
+from evalrepro.run.evalscript import compile_eval_script
 from evalrepro.run.patchcheck import patch_bytes
 from evalrepro.run.protection import TestProtection
 
@@ -118,31 +118,6 @@ def files_touched(patch: str) -> TouchedFiles:
             is_new = True
     close()
     return TouchedFiles(at_base=list(at_base), created=list(created))
-
-
-class TestSpec(Record):
-    record: Literal["TestSpec"] = "TestSpec"
-    instance_id: str
-    repo: str
-    version: str
-    base_commit: str
-    #: None: the environment's base suite's own python3.
-    python: str | None = None
-    packages: list[str]
-    install: str | None
-    test_cmd: str
-    test_directives: list[str]
-    parser: str
-    fail_only: bool
-    #: The test patch itself, by digest (the eval script applies it).
-    test_patch_digest: str
-    fail_to_pass: list[str]
-    pass_to_pass: list[str]
-    eval_script: EvalScript
-
-    def digest(self) -> str:
-        """sha256 over the canonical JSON of every field."""
-        return sha256_json(self.model_dump(mode="json"))
 
 
 def compile_test_spec(

@@ -41,24 +41,22 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
-
-from pydantic import BaseModel, ConfigDict
+from typing import TYPE_CHECKING
 
 from evalrepro import __version__, atomic
 from evalrepro.digest import sha256_bytes, sha256_file
 from evalrepro.errors import UserError
-from evalrepro.plan.lockfile import LOCKFILE_NAME, Lockfile, read_lockfile
+from evalrepro.plan.lockfile import LOCKFILE_NAME, read_lockfile
 from evalrepro.publish import tarball
-from evalrepro.records.base import Record, read_record
+from evalrepro.records.base import read_record
+from evalrepro.records.bundle import RUN, BundledInput, BundleIndex, ReportSettings
+from evalrepro.records.lockfile import Lockfile
 from evalrepro.targets.static import PredictionsTarget
 
 if TYPE_CHECKING:  # report pulls in statistics: loaded where a report is built
     from evalrepro.publish.crate import CrateFile
-    from evalrepro.report.run_report import RunReport
+    from evalrepro.records.report import RunReport
 
-#: The payload's layout, relative to the bag's data/ folder.
-RUN = "run"
 REPORTS = "reports"
 VIEW = "view"
 INPUTS = "inputs"
@@ -83,55 +81,6 @@ _CONFIGURATION = (f"{RUN}/{LOCKFILE_NAME}", f"{RUN}/config.json")
 
 #: A report's time when the run has none (no trial finished).
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-class ReportSettings(BaseModel):
-    """How the bundle's reports were made: ``verify`` makes them again with these."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    confidence: float = 0.95
-    n_resamples: int = 10_000
-    seed: int = 0
-
-
-class BundledInput(BaseModel):
-    """A file the lockfile names, stored by content under ``inputs/``."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    role: Literal["dataset", "predictions", "build"]
-    #: Where it came from: the config key (``dataset.instances``), or the pinned input
-    #: (``deb libc6 2.36-9``).
-    source: str
-    #: Its file name where it came from.
-    name: str
-    #: Inside the payload: ``inputs/<sha256 hex>/<name>``, or for a build input
-    #: ``build-inputs/<hex of its pin's digest>``.
-    path: str
-    #: Hex sha256 of its bytes.
-    sha256: str
-    size: int
-
-
-class BundleIndex(Record):
-    record: Literal["Bundle"] = "Bundle"
-    schema_version: int = 1
-    evalrepro_version: str
-    experiment: str
-    target_id: str
-    #: The run directory inside the payload.
-    run: str = RUN
-    #: sha256 over the bytes of the run's lockfile.
-    lockfile_sha256: str
-    reports: ReportSettings
-    inputs: list[BundledInput]
-    #: The images' archives inside the payload, with --with-images: an OCI layout
-    #: (``images.oci.tar``) and/or, for Docker-manifest images, ``images.docker.tar``.
-    images: list[str] = []
-    #: Every pinned build input is in ``build-inputs/`` (--with-inputs), not only the
-    #: repo histories (--with-images).
-    all_build_inputs: bool = False
 
 
 @dataclass(frozen=True)

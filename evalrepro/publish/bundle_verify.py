@@ -40,7 +40,7 @@ from evalrepro import __version__
 from evalrepro.digest import sha256_bytes, sha256_file
 from evalrepro.errors import UserError
 from evalrepro.files import read_regular_file
-from evalrepro.plan.lockfile import LOCKFILE_NAME, Lockfile, read_lockfile, short_digest
+from evalrepro.plan.lockfile import LOCKFILE_NAME, read_lockfile, short_digest
 from evalrepro.publish.bundle import (
     ATTESTATION,
     BUILD_INPUTS,
@@ -49,7 +49,6 @@ from evalrepro.publish.bundle import (
     INPUTS,
     SIGNATURE,
     SIGNED_FILE,
-    BundleIndex,
     OpenedBundle,
     bundle_report,
     open_bundle,
@@ -57,6 +56,8 @@ from evalrepro.publish.bundle import (
     render_reports,
 )
 from evalrepro.publish.verify import RunCheck, check_run
+from evalrepro.records.bundle import BundleIndex
+from evalrepro.records.lockfile import Lockfile
 
 _HEX = re.compile(r"[0-9a-f]{64}")
 #: The largest metadata file read (the crate and the statement list every file).

@@ -58,8 +58,9 @@ from typing import IO, Any
 
 from evalrepro.digest import canonical_json
 from evalrepro.errors import UserError
-from evalrepro.plan.lockfile import LockedImage, short_digest
+from evalrepro.plan.lockfile import short_digest
 from evalrepro.publish.tarball import member_info
+from evalrepro.records.lockfile import LockedImage
 from evalrepro.run.runtimes.podman import PodmanError, PodmanRuntime, _last_line
 
 OCI_ARCHIVE = "images.oci.tar"

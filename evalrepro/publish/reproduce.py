@@ -29,9 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -41,9 +39,11 @@ from evalrepro.config.experiment import ExperimentConfig
 from evalrepro.config.sample import Sample
 from evalrepro.errors import UserError
 from evalrepro.grade.parsers import get_parser
-from evalrepro.plan.lockfile import LOCKFILE_NAME, Lockfile, read_lockfile, short_digest
-from evalrepro.publish.bundle import BundleIndex, OpenedBundle, open_bundle
-from evalrepro.records.base import Record
+from evalrepro.plan.lockfile import LOCKFILE_NAME, read_lockfile, short_digest
+from evalrepro.publish.bundle import OpenedBundle, open_bundle
+from evalrepro.records.bundle import BundleIndex
+from evalrepro.records.lockfile import Lockfile
+from evalrepro.records.reproduce import Kind, Reproduction, TestDisagreement, TrialAgreement
 from evalrepro.records.trial import TrialResult, trial_label
 from evalrepro.run.backend import Backend
 from evalrepro.run.evidence import reobserve
@@ -53,61 +53,7 @@ REPRODUCTION_NAME = "reproduction.json"
 _LINES = 3
 _WIDTH = 240
 
-Kind = Literal["harness change", "flaky", "environment drift"]
 TrialKeyPair = tuple[str, int]
-
-
-class TestDisagreement(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    test: str
-    #: Its status in the bundle and in the reproduction ("absent": not in the log).
-    bundle: str
-    reproduction: str
-    kind: Kind
-    #: The statuses the reruns gave, in order.
-    reruns: list[str] = []
-    #: The lines of each log that name the test.
-    bundle_lines: list[str] = []
-    reproduction_lines: list[str] = []
-
-
-class TrialAgreement(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    #: The trial's folder in the bundle's run (trials/<label>).
-    label: str
-    instance_id: str
-    sample_index: int
-    agrees: bool
-    bundle_outcome: str
-    reproduction_outcome: str
-    bundle_resolution: str | None
-    reproduction_resolution: str | None
-    tests: list[TestDisagreement] = []
-    #: For an outcome that differs with no test that does (a timeout, an infrastructure
-    #: error): what the reruns say about it.
-    kind: Kind | None = None
-
-
-class Reproduction(Record):
-    record: Literal["Reproduction"] = "Reproduction"
-    schema_version: int = 1
-    bundle: str
-    #: sha256 over the bytes of the bundle's lockfile.
-    lockfile_sha256: str
-    bundle_harness: str
-    reproduction_harness: str
-    #: The trials run: all, or a seeded random sample.
-    planned: int
-    sample: int | None
-    seed: int
-    reruns: int
-    trials: list[TrialAgreement]
-
-    @property
-    def agreeing(self) -> int:
-        return sum(trial.agrees for trial in self.trials)
 
 
 @dataclass(frozen=True)
@@ -287,7 +233,7 @@ def _prepare_images(
             runtime.close()
         if problems:
             from evalrepro.pipeline import PlanMismatch
-            from evalrepro.plan.lockfile import Difference
+            from evalrepro.records.lockfile import Difference
 
             raise PlanMismatch([Difference(kind="images", detail=line) for line in problems])
         console.print(f"loaded {len(lockfile.environment.images)} image layers from the bundle")

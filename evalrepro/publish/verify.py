@@ -32,20 +32,23 @@ from evalrepro.build.images import package_manifest_name
 from evalrepro.config.sample import Sample
 from evalrepro.digest import sha256_bytes
 from evalrepro.errors import UserError
-from evalrepro.grade.foreign import ForeignLog, recorded_spec_digest
+from evalrepro.grade.foreign import recorded_spec_digest
 from evalrepro.grade.parsers import LogParser, get_parser
-from evalrepro.grade.score import Score, score
+from evalrepro.grade.score import score
 from evalrepro.plan.lockfile import (
     LOCKFILE_NAME,
-    Difference,
-    Lockfile,
     differences,
+    lockfile_problems,
     read_lockfile,
     short_digest,
 )
 from evalrepro.records.base import read_record
+from evalrepro.records.foreign import ForeignLog
+from evalrepro.records.lockfile import Difference, Lockfile
+from evalrepro.records.report import RunResults
+from evalrepro.records.score import Score
 from evalrepro.records.trial import TrialResult, trial_label
-from evalrepro.report.run_report import RunResults, aggregate
+from evalrepro.report.run_report import aggregate
 from evalrepro.run.evidence import reobserve, survey
 from evalrepro.run.rundir import RunDirectory
 
@@ -174,7 +177,7 @@ def check_run(path: Path, *, config_paths: Mapping[str, str] | None = None) -> R
 
 
 def _check_lockfile(check: RunCheck, lockfile: Lockfile) -> None:
-    for problem in lockfile.problems():
+    for problem in lockfile_problems(lockfile):
         check.add("lockfile", f"{LOCKFILE_NAME}: {problem}")
 
 

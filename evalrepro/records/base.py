@@ -113,31 +113,15 @@ class Record(BaseModel):
 R = TypeVar("R", bound=Record)
 
 
-#: The modules that define records: the one list of where every persisted record lives.
-RECORD_MODULES = (
-    "evalrepro.grade.foreign",
-    "evalrepro.grade.observation",
-    "evalrepro.grade.score",
-    "evalrepro.plan.lockfile",
-    "evalrepro.plan.testspec",
-    "evalrepro.publish.bundle",
-    "evalrepro.publish.reproduce",
-    "evalrepro.records.trial",
-    "evalrepro.regrade",
-    "evalrepro.report.compare",
-    "evalrepro.report.metrics",
-    "evalrepro.report.run_report",
-    "evalrepro.report.timing",
-    "evalrepro.report.view",
-    "evalrepro.run.sessions",
-    "evalrepro.run.supervision",
-)
+#: Every persisted record lives in a module of this package: ``records()`` imports them
+#: all (record models are defined nowhere else; ``tests/test_layers.py`` checks that).
+RECORDS_PACKAGE = Path(__file__).parent
 
 
 def records() -> dict[str, type[Record]]:
     """Every record evalrepro writes, by name."""
-    for module in RECORD_MODULES:
-        importlib.import_module(module)
+    for path in sorted(RECORDS_PACKAGE.glob("*.py")):
+        importlib.import_module(f"{__package__}.{path.stem}")
     # Records a test (or a plugin of another package) defines are not evalrepro's own.
     return {
         name: model

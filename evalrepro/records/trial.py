@@ -19,10 +19,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalrepro.digest import sha256_json
-from evalrepro.grade.observation import Observation
-from evalrepro.grade.score import Score
 from evalrepro.records.artifact import Artifact
 from evalrepro.records.base import Record, read_record
+from evalrepro.records.observation import Observation
+from evalrepro.records.score import Score
 
 
 class TrialKey(BaseModel):

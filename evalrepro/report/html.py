@@ -35,11 +35,13 @@ from urllib.parse import quote
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup, escape
 
-from evalrepro.grade.score import JUDGEMENT, Outcome
-from evalrepro.report.compare import ComparisonReport, InstanceOutcomes, RunCell
-from evalrepro.report.metrics import RepoBreakdown, RunMetrics
-from evalrepro.report.run_report import Provenance, RunReport, TrialRow, provenance_line, seconds
-from evalrepro.report.stats import Comparison, Interval, level_label
+from evalrepro.grade.score import JUDGEMENT
+from evalrepro.records.compare import ComparisonReport, InstanceOutcomes, RunCell
+from evalrepro.records.metrics import RepoBreakdown, RunMetrics
+from evalrepro.records.report import Provenance, RunReport, TrialRow
+from evalrepro.records.score import Outcome
+from evalrepro.records.stats import Comparison, Interval, level_label
+from evalrepro.report.run_report import provenance_line, seconds
 
 TEMPLATES = Path(__file__).parent / "templates"
 

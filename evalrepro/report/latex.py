@@ -20,9 +20,9 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from evalrepro import __version__
-from evalrepro.report.compare import ComparisonReport, PairComparison
-from evalrepro.report.run_report import Provenance, RunReport
-from evalrepro.report.stats import Comparison, Interval
+from evalrepro.records.compare import ComparisonReport, PairComparison
+from evalrepro.records.report import Provenance, RunReport
+from evalrepro.records.stats import Comparison, Interval
 
 PREAMBLE = "\\usepackage{booktabs}"
 

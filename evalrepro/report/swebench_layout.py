@@ -56,9 +56,9 @@ from typing import Any
 from evalrepro import atomic
 from evalrepro.digest import sha256_bytes
 from evalrepro.errors import UserError
-from evalrepro.grade.score import Outcome
-from evalrepro.plan.lockfile import Lockfile
 from evalrepro.records.artifact import Artifact
+from evalrepro.records.lockfile import Lockfile
+from evalrepro.records.score import Outcome
 from evalrepro.records.trial import Attempt, TrialResult
 
 #: Under the run directory.

@@ -50,7 +50,10 @@ from evalrepro import atomic
 from evalrepro.errors import UserError
 from evalrepro.records.artifact import Artifact
 from evalrepro.records.base import Record, parse_record, read_record
+from evalrepro.records.report import RunReport, TrialRow
+from evalrepro.records.supervision import SupervisorReport, TrialProgram
 from evalrepro.records.trial import Attempt, TrialResult
+from evalrepro.records.view import ViewManifest
 from evalrepro.report.html import (
     OUTCOMES,
     clip,
@@ -62,13 +65,12 @@ from evalrepro.report.html import (
     size,
     trial_page,
 )
-from evalrepro.report.run_report import RunReport, TrialRow, build_run_report
-from evalrepro.run.supervision import SupervisorReport, TrialProgram
+from evalrepro.report.run_report import build_run_report
 
 R = TypeVar("R", bound=Record)
 
 if TYPE_CHECKING:  # the lockfile pulls in the builders' records: read where it is used
-    from evalrepro.plan.lockfile import LockedImage, Lockfile
+    from evalrepro.records.lockfile import LockedImage, Lockfile
 
 VIEW_DIR = "view"
 MANIFEST = "view.json"
@@ -826,13 +828,6 @@ def _diff(shown: Shown) -> Shown:
 
 
 # --- the site --------------------------------------------------------------------------
-
-
-class ViewManifest(Record):
-    """What a ``view`` wrote into its folder: the trial pages (to remove stale ones)."""
-
-    record: Literal["ViewManifest"] = "ViewManifest"
-    pages: list[str]
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evalrepro.grade.foreign import ForeignLog
-from evalrepro.plan.testspec import TestSpec
-from evalrepro.run.supervision import SupervisorReport, TrialProgram
+from evalrepro.records.foreign import ForeignLog
+from evalrepro.records.supervision import SupervisorReport, TrialProgram
+from evalrepro.records.testspec import TestSpec
 
 #: Artifact names with their media types, in the order a recorder writes them.
 MEDIA_TYPES = {

@@ -23,21 +23,13 @@ from __future__ import annotations
 
 from functools import cache
 
-from pydantic import BaseModel, ConfigDict
-
 from evalrepro.digest import sha256_bytes
-from evalrepro.run.protection import ResolvedProtection
-from evalrepro.run.sandbox import GUARD, SUPERVISOR
-
-#: Where the attempt's inputs are mounted (read-only) in the sandbox.
-PATCH_PATH = "/evalrepro/patch.diff"
-TEST_PATCH_PATH = "/evalrepro/test.patch"
-PROGRAM_PATH = "/evalrepro/program.json"
-SUPERVISOR_PATH = "/evalrepro/supervisor.py"
-GUARD_PATH = "/evalrepro/guard.py"
-TESTBED = "/testbed"
-#: The harness's own copy of the repo's history (root-owned, outside /testbed).
-GIT_DIR = "/opt/evalrepro/repo.git"
+from evalrepro.records.testspec import EvalScript, ResolvedProtection
+from evalrepro.run.sandbox import (
+    GUARD,
+    PATCH_PATH,
+    SUPERVISOR,
+)
 
 #: (method name, command) in the order they are tried.
 PATCH_COMMANDS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -45,21 +37,6 @@ PATCH_COMMANDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("git_apply_reject", ("git", "apply", "--verbose", "--reject", PATCH_PATH)),
     ("patch_fuzz", ("patch", "--batch", "--fuzz=5", "-p1", "-i", PATCH_PATH)),
 )
-
-
-class EvalScript(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    base_commit: str
-    #: The spec's test command with its directives.
-    test_command: str
-    #: Every file the test patch touches (written as base + test patch before the tests).
-    test_files: list[str]
-    test_patch_empty: bool
-    patch_commands: list[tuple[str, list[str]]]
-    protection: ResolvedProtection
-    #: sha256 over the supervisor's and the exit guard's source bytes.
-    sandbox: str
 
 
 @cache

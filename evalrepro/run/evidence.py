@@ -22,19 +22,22 @@ from evalrepro import __version__
 from evalrepro.config.sample import Sample
 from evalrepro.errors import UserError
 from evalrepro.files import read_regular_file
-from evalrepro.grade.foreign import MAX_LOG_BYTES, MAX_PATCH_BYTES, ForeignLog
-from evalrepro.grade.observation import Observation
+from evalrepro.grade.foreign import MAX_LOG_BYTES, MAX_PATCH_BYTES
 from evalrepro.grade.parsers import LogParser
-from evalrepro.grade.score import Score, score
+from evalrepro.grade.score import score
 from evalrepro.plan.harness import code_digest
-from evalrepro.plan.lockfile import LockedTrial, Lockfile, short_digest
+from evalrepro.plan.lockfile import short_digest
 from evalrepro.records.base import read_record
+from evalrepro.records.foreign import ForeignLog
+from evalrepro.records.lockfile import LockedTrial, Lockfile
+from evalrepro.records.observation import Observation
+from evalrepro.records.score import Score
+from evalrepro.records.supervision import SupervisorReport, TrialProgram
+from evalrepro.records.testspec import ResolvedProtection
 from evalrepro.records.trial import Attempt, TrialKey, TrialResult, read_trial_result, trial_label
 from evalrepro.run.attempt import MEDIA_TYPES, AttemptOutput
 from evalrepro.run.patchcheck import check_patch
-from evalrepro.run.protection import ResolvedProtection
 from evalrepro.run.recorder import Evidence, observe
-from evalrepro.run.supervision import SupervisorReport, TrialProgram
 
 Kind = Literal["missing", "unplanned", "result", "artifact"]
 

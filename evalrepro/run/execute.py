@@ -20,10 +20,10 @@ from evalrepro.config.environment import Limits
 from evalrepro.digest import sha256_bytes
 from evalrepro.plan.plan import PlannedTrial
 from evalrepro.records.artifact import Artifact
+from evalrepro.records.supervision import TrialProgram
 from evalrepro.records.trial import Attempt, TrialResult
 from evalrepro.run.attempt import AttemptOutput, AttemptSpec, ImageRef
 from evalrepro.run.recorder import Recorder
-from evalrepro.run.supervision import TrialProgram
 
 
 @dataclass(frozen=True)

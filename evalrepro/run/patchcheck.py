@@ -31,9 +31,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict
-
-from evalrepro.run.protection import ResolvedProtection
+from evalrepro.records.observation import SuspectFinding
+from evalrepro.records.testspec import ResolvedProtection
 from evalrepro.run.sandbox.supervisor import SECTION_FILES
 
 
@@ -58,16 +57,6 @@ codecs.register_error("evalrepro.patch", _surrogates)
 def patch_bytes(text: str | None) -> bytes:
     """A patch as the bytes a tool reads; lone surrogates kept, never a crash."""
     return (text or "").encode("utf-8", "evalrepro.patch")
-
-
-class SuspectFinding(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    rule: str
-    path: str
-    #: The line number in the patched file (0 when not known).
-    line: int
-    text: str
 
 
 @dataclass(frozen=True)

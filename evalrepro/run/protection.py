@@ -27,7 +27,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evalrepro.run.sandbox.supervisor import TEST_DIR_NAMES, protected_reason
+from evalrepro.records.testspec import ResolvedProtection
+from evalrepro.run.sandbox.supervisor import TEST_DIR_NAMES
 
 #: Matched against a file's name, or against its whole path when the pattern has a "/".
 DEFAULT_PATTERNS: tuple[str, ...] = (
@@ -77,21 +78,6 @@ class TestProtection(BaseModel):
         return ResolvedProtection(
             policy=self.policy, suspect=self.suspect, patterns=self.patterns, test_dirs=folders
         )
-
-
-class ResolvedProtection(BaseModel):
-    """The policy as one instance's TestSpec holds it: test folders made explicit."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    policy: Literal["restore", "record", "invalid"]
-    suspect: Literal["invalid", "record"]
-    patterns: list[str]
-    test_dirs: list[str]
-
-    def reason(self, path: str) -> str | None:
-        """Why ``path`` is test infrastructure (sections of SECTION_FILES aside)."""
-        return protected_reason(path, self.model_dump())
 
 
 def test_folder(path: str) -> str | None:

@@ -22,15 +22,17 @@ from pathlib import Path, PurePosixPath
 from evalrepro import atomic
 from evalrepro.config.sample import Sample
 from evalrepro.grade.foreign import observe_foreign
-from evalrepro.grade.observation import Observation, observe_attempt
+from evalrepro.grade.observation import observe_attempt
 from evalrepro.grade.parsers import LogParser
 from evalrepro.grade.score import score
 from evalrepro.records.artifact import Artifact
+from evalrepro.records.observation import Observation
+from evalrepro.records.supervision import TrialProgram
+from evalrepro.records.testspec import ResolvedProtection
 from evalrepro.records.trial import Attempt, TrialResult
 from evalrepro.run.attempt import MEDIA_TYPES, AttemptOutput, AttemptSpec
 from evalrepro.run.patchcheck import PatchCheck
-from evalrepro.run.protection import ResolvedProtection
-from evalrepro.run.supervision import TrialProgram, region_text
+from evalrepro.run.supervision import region_text
 
 
 @dataclass(frozen=True)

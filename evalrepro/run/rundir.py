@@ -27,9 +27,11 @@ from pathlib import Path
 
 from evalrepro import atomic
 from evalrepro.errors import UserError
-from evalrepro.plan.lockfile import LOCKFILE_NAME, Lockfile, differences, read_lockfile
+from evalrepro.plan.lockfile import LOCKFILE_NAME, differences, read_lockfile
+from evalrepro.records.lockfile import Lockfile
+from evalrepro.records.report import RunResults
 from evalrepro.records.trial import TrialResult, trial_label
-from evalrepro.report.run_report import RunResults, aggregate
+from evalrepro.report.run_report import aggregate
 from evalrepro.report.swebench_layout import write_swebench_layout
 from evalrepro.run.evidence import Survey, survey
 from evalrepro.run.sessions import log_session

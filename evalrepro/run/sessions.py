@@ -11,38 +11,14 @@ import platform
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict
 
 from evalrepro import atomic
 from evalrepro.errors import UserError
-from evalrepro.plan.harness import HarnessSource, source
-from evalrepro.records.base import Record, read_record
+from evalrepro.plan.harness import source
+from evalrepro.records.base import read_record
+from evalrepro.records.sessions import RunSessions, Session
 
 SESSIONS_NAME = "run.json"
-
-
-class Session(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    started_at: datetime
-    resumed: bool
-    argv: list[str]
-    host: str
-    user: str
-    #: The runtime and builder the session used (``Backend.describe()``).
-    backend: dict[str, str]
-    #: The evalrepro that ran it: version, and a development checkout's commit.
-    evalrepro: HarnessSource | None = None
-
-
-class RunSessions(Record):
-    record: Literal["RunSessions"] = "RunSessions"
-    sessions: list[Session] = []
-    max_bytes = 16 << 20
-    # run.json was plain JSON before it was a record.
-    unnamed_ok = True
 
 
 def read_sessions(run_dir: Path) -> list[Session]:

@@ -21,8 +21,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
+from evalrepro.records.supervision import RuntimeFacts, SupervisorReport
 from evalrepro.run.attempt import OUTPUT_NAMES, AttemptOutput, AttemptSpec
-from evalrepro.run.supervision import RuntimeFacts, SupervisorReport
 
 
 class Runtime(ABC):

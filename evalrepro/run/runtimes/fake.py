@@ -18,10 +18,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from evalrepro.config.environment import FakeEnvironment
-from evalrepro.run.attempt import AttemptOutput, AttemptSpec
-from evalrepro.run.runtimes.base import Runtime
-from evalrepro.run.sandbox.supervisor import FRAME, KIND_EVENT, KIND_LOG, KIND_OUTPUT, PROTOCOL
-from evalrepro.run.supervision import (
+from evalrepro.records.supervision import (
     DoneEvent,
     GuardEvent,
     PatchEvent,
@@ -29,11 +26,14 @@ from evalrepro.run.supervision import (
     ResetEvent,
     RuntimeFacts,
     StartEvent,
-    StreamReader,
     SupervisorReport,
     TestsFinishedEvent,
     TestsStartedEvent,
 )
+from evalrepro.run.attempt import AttemptOutput, AttemptSpec
+from evalrepro.run.runtimes.base import Runtime
+from evalrepro.run.sandbox.supervisor import FRAME, KIND_EVENT, KIND_LOG, KIND_OUTPUT, PROTOCOL
+from evalrepro.run.supervision import StreamReader
 
 
 @dataclass(frozen=True)

@@ -21,17 +21,19 @@ from typing import ClassVar
 from evalrepro import PACKAGE_DIR
 from evalrepro.config.environment import PodmanEnvironment
 from evalrepro.errors import UserError
+from evalrepro.records.supervision import RuntimeFacts, SupervisorReport
 from evalrepro.run.attempt import AttemptOutput, AttemptSpec
-from evalrepro.run.evalscript import (
+from evalrepro.run.runtimes.base import Runtime
+from evalrepro.run.sandbox import (
+    GUARD,
     GUARD_PATH,
     PATCH_PATH,
     PROGRAM_PATH,
+    SUPERVISOR,
     SUPERVISOR_PATH,
     TEST_PATCH_PATH,
 )
-from evalrepro.run.runtimes.base import Runtime
-from evalrepro.run.sandbox import GUARD, SUPERVISOR
-from evalrepro.run.supervision import RuntimeFacts, StreamReader, SupervisorReport
+from evalrepro.run.supervision import StreamReader
 
 #: How long the phases before the tests (patch, reset) may take, in seconds.
 _PRE_TEST_SECONDS = 600

@@ -15,7 +15,8 @@ from typing import ClassVar
 from evalrepro.config.environment import RecordedEnvironment
 from evalrepro.errors import UserError
 from evalrepro.files import read_regular_file
-from evalrepro.grade.foreign import MAX_LOG_BYTES, MAX_PATCH_BYTES, ForeignLog
+from evalrepro.grade.foreign import MAX_LOG_BYTES, MAX_PATCH_BYTES
+from evalrepro.records.foreign import ForeignLog
 from evalrepro.run.attempt import AttemptOutput, AttemptSpec
 from evalrepro.run.runtimes.base import Runtime
 

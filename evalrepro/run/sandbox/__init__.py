@@ -10,3 +10,13 @@ from pathlib import Path
 SANDBOX_DIR = Path(__file__).resolve().parent
 SUPERVISOR = SANDBOX_DIR / "supervisor.py"
 GUARD = SANDBOX_DIR / "guard.py"
+
+#: Where the attempt's inputs are mounted (read-only) in the sandbox.
+PATCH_PATH = "/evalrepro/patch.diff"
+TEST_PATCH_PATH = "/evalrepro/test.patch"
+PROGRAM_PATH = "/evalrepro/program.json"
+SUPERVISOR_PATH = "/evalrepro/supervisor.py"
+GUARD_PATH = "/evalrepro/guard.py"
+TESTBED = "/testbed"
+#: The harness's own copy of the repo's history (root-owned, outside /testbed).
+GIT_DIR = "/opt/evalrepro/repo.git"

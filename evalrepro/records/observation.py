@@ -1,0 +1,128 @@
+"""Observation: the normalized facts of one attempt, and the shapes inside it (the tests'
+verdicts, the suspect code found). Built by ``evalrepro.grade.observation``.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from evalrepro.records.base import Record
+from evalrepro.records.supervision import ProtectedFile
+
+
+class SuspectFinding(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rule: str
+    path: str
+    #: The line number in the patched file (0 when not known).
+    line: int
+    text: str
+
+
+class Resolution(StrEnum):
+    FULL = "RESOLVED_FULL"
+    PARTIAL = "RESOLVED_PARTIAL"
+    NO = "RESOLVED_NO"
+
+
+class TestGroup(BaseModel):
+    """One list of an instance (F2P or P2P), split by outcome."""
+
+    model_config = ConfigDict(frozen=True)
+
+    success: list[str]
+    failure: list[str]
+
+    @property
+    def total(self) -> int:
+        return len(self.success) + len(self.failure)
+
+    @property
+    def rate(self) -> float:
+        # An empty list counts as 1 (SWE-bench convention).
+        return len(self.success) / self.total if self.total else 1.0
+
+
+class TestsReport(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    fail_to_pass: TestGroup
+    pass_to_pass: TestGroup
+
+    @property
+    def resolution(self) -> Resolution:
+        f2p, p2p = self.fail_to_pass.rate, self.pass_to_pass.rate
+        if f2p == 1 and p2p == 1:
+            return Resolution.FULL
+        if 0 < f2p < 1 and p2p == 1:
+            return Resolution.PARTIAL
+        return Resolution.NO
+
+
+class PatchStatus(StrEnum):
+    APPLIED = "applied"  # tests ran against the patched tree
+    REJECTED = "rejected"  # does not apply to the base commit: a product failure
+    INVALID = "invalid"  # empty, or unsafe: breaks the input contract
+
+
+class ExecutionStatus(StrEnum):
+    COMPLETED = "completed"
+    TIMEOUT = "timeout"
+    LIMIT = "limit"  # stopped by a resource limit (which one: ``limit``)
+    ABORTED = "aborted"  # the sandbox died while the tests ran
+    NOT_RUN = "not_run"
+
+
+class ParserStatus(StrEnum):
+    OK = "ok"
+    NO_MARKERS = "no_markers"  # the test region never closed (crash, kill, timeout)
+    SUSPECT = "suspect"  # duplicated markers: the log cannot be trusted
+    EMPTY = "empty"  # nothing parsed and no evidence that the suite ran
+    UNTRUSTED = "untrusted"  # the parsed lines contradict the runner's totals or exit code
+    NOT_PARSED = "not_parsed"  # no test output to parse (the tests did not run)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Observation(Record):
+    record: Literal["Observation"] = "Observation"
+    schema_version: int = 2
+    instance_id: str
+    #: Where the facts come from: evalrepro's supervisor, or a bare log.
+    source: Literal["supervisor", "log"] = "log"
+    #: The rules that read a bare log (``testlog``); None for the supervisor's byte range.
+    log_rules: Literal["swebench", "strict"] | None = None
+    #: None when unknown (grading a bare log whose patch step was not recorded).
+    patch_status: PatchStatus | None = None
+    patch_method: str | None = None
+    #: Why the patch never reached a container: "empty" or "unsafe: ...".
+    patch_problem: str | None = None
+    execution_status: ExecutionStatus = ExecutionStatus.COMPLETED
+    infrastructure_error: str | None = None
+    #: The limit that stopped the tests ("memory", "pids", "disk", "output").
+    limit: str | None = None
+    limit_detail: str = ""
+    #: "verified": the test files were base + test patch when the tests started.
+    reset: Literal["verified", "failed"] | None = None
+    reset_detail: str = ""
+    #: Test infrastructure the model patch changed, and what the policy did with it.
+    protected: list[ProtectedFile] = []
+    protection_policy: Literal["restore", "record", "invalid"] | None = None
+    #: Code that reaches into the test framework (static scan and exit guard).
+    suspects: list[SuspectFinding] = []
+    suspect_policy: Literal["invalid", "record"] | None = None
+    #: How the test runner (Python) ended: "abnormal" = without its normal shutdown.
+    runner_exit: Literal["clean", "abnormal", "unknown"] | None = None
+    runner_detail: str = ""
+    parser: str
+    parser_status: ParserStatus
+    parser_detail: str = ""
+    test_exit_code: int | None = None
+    status_map: dict[str, str]
+    tests: TestsReport | None = None

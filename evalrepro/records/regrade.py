@@ -1,0 +1,34 @@
+"""What a regrade found (``regrade.json``): where evalrepro's verdict differs from the one
+the logs' own harness wrote. Made by ``evalrepro.regrade``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from evalrepro.records.base import Record
+
+
+class RegradeDifference(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    instance_id: str
+    #: Our outcome (resolved / unresolved / invalid) and reason.
+    ours: str
+    #: What swebench's report.json beside the log says.
+    theirs: str
+
+
+class RegradeSummary(Record):
+    record: Literal["RegradeSummary"] = "RegradeSummary"
+    logs: str
+    dataset: str
+    model: str
+    run_id: str
+    graded: int
+    resolved: int
+    #: Instances whose folder held a report.json of swebench's.
+    compared: int
+    differences: list[RegradeDifference]

@@ -1,0 +1,237 @@
+"""What the trial supervisor says (its events, on its own channel) and what the host
+records of an attempt's sandbox (``supervisor.json``), and the program one attempt asks
+the supervisor to carry out (``program.json``). Read by ``evalrepro.run.supervision``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalrepro.config.environment import Limits
+from evalrepro.records.base import Record
+from evalrepro.records.testspec import EvalScript
+from evalrepro.run.sandbox import GIT_DIR, GUARD_PATH, PATCH_PATH, TEST_PATCH_PATH, TESTBED
+from evalrepro.run.sandbox.supervisor import (
+    PROTOCOL,
+)
+
+#: The unprivileged user the code under test runs as (created in the base image).
+TEST_USER = {"uid": 1000, "gid": 1000, "name": "tester", "home": "/home/tester"}
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class StartEvent(_Event):
+    event: Literal["start"]
+    protocol: int
+    python: str
+    uid: int
+    pid: int
+
+
+class PatchEvent(_Event):
+    event: Literal["patch"]
+    #: "unsafe": it applied, and left a link that resolves outside the tree (no tests).
+    status: Literal["applied", "rejected", "unsafe"]
+    method: str | None
+    changed: list[str]
+    changed_total: int
+    detail: str = ""
+    seconds: float
+
+
+class ProtectedFile(_Event):
+    path: str
+    reason: str
+    action: Literal["restored", "recorded"]
+
+
+class ProtectEvent(_Event):
+    event: Literal["protect"]
+    policy: Literal["restore", "record", "invalid"]
+    touched: list[ProtectedFile]
+    touched_total: int
+
+
+class ResetEvent(_Event):
+    event: Literal["reset"]
+    ok: bool
+    reason: Literal["test_patch_failed", "verification_failed"] | None
+    detail: str
+    test_files: int = 0
+    verified: int = 0
+    seconds: float = 0.0
+
+
+class GuardEvent(_Event):
+    event: Literal["guard"]
+    sites: list[str]
+
+
+class TestsStartedEvent(_Event):
+    event: Literal["tests_started"]
+    #: True when the tests ran in a user namespace of their own (a per-trial process cap).
+    user_namespace: bool
+    #: Whether the code under test may create user namespaces of its own.
+    new_user_namespaces: Literal["refused", "allowed"]
+
+
+class StopReason(_Event):
+    limit: Literal["timeout", "memory", "pids", "disk", "output"]
+    detail: str
+
+
+class Replaced(_Event):
+    target: str
+    file: str
+
+
+class Peak(_Event):
+    memory: int
+    pids: int
+    disk: int
+
+
+class TestsFinishedEvent(_Event):
+    event: Literal["tests_finished"]
+    exit_code: int | None
+    signal: int | None
+    seconds: float
+    output_bytes: int
+    output_truncated: bool
+    stopped: StopReason | None
+    runner_exit: Literal["clean", "abnormal", "unknown"]
+    runner_detail: str
+    replaced: list[Replaced]
+    #: Test files and test infrastructure that the run itself changed.
+    changed_during_run: list[str]
+    peak: Peak
+
+
+class ErrorEvent(_Event):
+    event: Literal["error"]
+    phase: str
+    detail: str
+
+
+class DoneEvent(_Event):
+    event: Literal["done"]
+
+
+Event = Annotated[
+    StartEvent
+    | PatchEvent
+    | ProtectEvent
+    | ResetEvent
+    | GuardEvent
+    | TestsStartedEvent
+    | TestsFinishedEvent
+    | ErrorEvent
+    | DoneEvent,
+    Field(discriminator="event"),
+]
+
+
+class Region(BaseModel):
+    """Where the test output sits in ``test_output.txt``: bytes [offset, offset+length)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    offset: int
+    length: int
+    #: sha256 over the region's bytes.
+    sha256: str
+
+
+class RuntimeFacts(BaseModel):
+    """What the host saw of the container itself."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: podman's exit code (None: the attempt never reached podman).
+    exit_code: int | None = None
+    #: The host's own deadline passed and it removed the container.
+    deadline_passed: bool = False
+    #: Why the runtime could not run the attempt (no image, podman failed, ...).
+    error: str | None = None
+    seconds: float = 0.0
+
+
+class SupervisorReport(Record):
+    """Everything the host learnt about one attempt's sandbox (``supervisor.json``)."""
+
+    record: Literal["SupervisorReport"] = "SupervisorReport"
+    runtime: RuntimeFacts = Field(default_factory=RuntimeFacts)
+    #: The supervisor's last event arrived: the stream is whole.
+    complete: bool = False
+    start: StartEvent | None = None
+    patch: PatchEvent | None = None
+    protect: ProtectEvent | None = None
+    reset: ResetEvent | None = None
+    guard: GuardEvent | None = None
+    tests_started: TestsStartedEvent | None = None
+    tests: TestsFinishedEvent | None = None
+    error: ErrorEvent | None = None
+    region: Region | None = None
+    #: Why the host stopped reading (a malformed frame, a stream over its bounds).
+    stream_problem: str | None = None
+    #: Bytes of a frame that never finished (the stream was cut there).
+    cut_bytes: int = 0
+    log_truncated: bool = False
+
+
+class TrialProgram(Record):
+    """What one attempt asks of the supervisor (``program.json``)."""
+
+    record: Literal["TrialProgram"] = "TrialProgram"
+    schema_version: int = PROTOCOL
+    testbed: str = TESTBED
+    git_dir: str = GIT_DIR
+    patch: str = PATCH_PATH
+    test_patch: str = TEST_PATCH_PATH
+    guard_source: str = GUARD_PATH
+    guard: bool = True
+    user_namespace: bool = True
+    allow_user_namespaces: bool = False
+    base_commit: str
+    test_command: str
+    test_files: list[str]
+    test_patch_empty: bool
+    patch_commands: list[tuple[str, list[str]]]
+    protection: dict
+    user: dict
+    #: Sizes in bytes, the timeout in seconds.
+    limits: dict[str, int]
+
+    @classmethod
+    def of(
+        cls,
+        script: EvalScript,
+        limits: Limits,
+        timeout: int,
+        *,
+        allow_user_namespaces: bool = False,
+    ) -> TrialProgram:
+        return cls(
+            allow_user_namespaces=allow_user_namespaces,
+            base_commit=script.base_commit,
+            test_command=script.test_command,
+            test_files=script.test_files,
+            test_patch_empty=script.test_patch_empty,
+            patch_commands=script.patch_commands,
+            protection=script.protection.model_dump(),
+            user=TEST_USER,
+            limits={
+                "timeout": timeout,
+                "memory": limits.in_bytes("memory"),
+                "pids": limits.pids,
+                "disk": limits.in_bytes("disk"),
+                "output": limits.in_bytes("output"),
+                "memory_reserve": limits.in_bytes("memory_reserve"),
+                "disk_reserve": limits.in_bytes("disk_reserve"),
+            },
+        )

@@ -1,0 +1,69 @@
+"""TestSpec: what one instance's trial runs, and its eval script, as data whose digest is
+part of the trial id. Compiled by ``evalrepro.plan.testspec``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from evalrepro.digest import sha256_json
+from evalrepro.records.base import Record
+from evalrepro.run.sandbox.supervisor import protected_reason
+
+
+class ResolvedProtection(BaseModel):
+    """The policy as one instance's TestSpec holds it: test folders made explicit."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    policy: Literal["restore", "record", "invalid"]
+    suspect: Literal["invalid", "record"]
+    patterns: list[str]
+    test_dirs: list[str]
+
+    def reason(self, path: str) -> str | None:
+        """Why ``path`` is test infrastructure (sections of SECTION_FILES aside)."""
+        return protected_reason(path, self.model_dump())
+
+
+class EvalScript(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_commit: str
+    #: The spec's test command with its directives.
+    test_command: str
+    #: Every file the test patch touches (written as base + test patch before the tests).
+    test_files: list[str]
+    test_patch_empty: bool
+    patch_commands: list[tuple[str, list[str]]]
+    protection: ResolvedProtection
+    #: sha256 over the supervisor's and the exit guard's source bytes.
+    sandbox: str
+
+
+class TestSpec(Record):
+    __test__ = False  # not a pytest test class
+    record: Literal["TestSpec"] = "TestSpec"
+    instance_id: str
+    repo: str
+    version: str
+    base_commit: str
+    #: None: the environment's base suite's own python3.
+    python: str | None = None
+    packages: list[str]
+    install: str | None
+    test_cmd: str
+    test_directives: list[str]
+    parser: str
+    fail_only: bool
+    #: The test patch itself, by digest (the eval script applies it).
+    test_patch_digest: str
+    fail_to_pass: list[str]
+    pass_to_pass: list[str]
+    eval_script: EvalScript
+
+    def digest(self) -> str:
+        """sha256 over the canonical JSON of every field."""
+        return sha256_json(self.model_dump(mode="json"))
