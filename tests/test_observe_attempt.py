@@ -33,6 +33,7 @@ from evalrepro.config.experiment import compose
 from evalrepro.grade.observation import observe_attempt
 from evalrepro.grade.parsers import get_parser
 from evalrepro.grade.score import JUDGEMENT, score
+from evalrepro.records.canary import Canary
 from evalrepro.records.observation import ExecutionStatus, ParserStatus, PatchStatus, Resolution
 from evalrepro.records.score import Outcome
 from evalrepro.records.supervision import (
@@ -159,7 +160,7 @@ def demo():
     return sample, get_parser("pytest_full"), protection, check
 
 
-def judge(demo, report, region=None, *, check=None, protection=None):
+def judge(demo, report, region=None, *, check=None, protection=None, canaries=()):
     sample, parser, default_protection, default_check = demo
     protection = protection or default_protection
     observation = observe_attempt(
@@ -169,6 +170,7 @@ def judge(demo, report, region=None, *, check=None, protection=None):
         check or default_check,
         report=report,
         region=region,
+        canaries=canaries,
     )
     return observation, score(observation)
 
@@ -533,7 +535,7 @@ def test_the_host_deadline_passing_during_the_tests_is_a_timeout(demo):
     assert observation.infrastructure_error is None
 
 
-@pytest.mark.parametrize("limit", ["memory", "pids", "disk", "output"])
+@pytest.mark.parametrize("limit", ["memory", "pids", "disk", "inodes", "output"])
 def test_each_resource_limit_is_invalid_with_its_own_reason(demo, limit):
     stopped = StopReason(limit=limit, detail=f"{limit} crossed")
     observation, result = judge(demo, ran(finished(137, stopped=stopped)), PASSING_REGION)
@@ -635,6 +637,15 @@ def test_every_judgement_row_but_patch_invalid_is_reachable_from_a_report(demo):
     def stop(limit):
         return finished(137, stopped=StopReason(limit=limit, detail=limit))
 
+    canary = Canary(
+        name="test_power_empty_order",
+        expect="pass",
+        file="tests/test_eval.py",
+        style="function",
+        source="",
+    )
+    placed = RESET.model_copy(update={"canaries": [canary.name]})
+
     cases = {
         "infrastructure_error": (judge(demo, None),),
         "patch_empty": (judge(demo, None, check=check_patch(b"", protection)),),
@@ -650,7 +661,7 @@ def test_every_judgement_row_but_patch_invalid_is_reachable_from_a_report(demo):
         "timeout": (judge(demo, ran(stop("timeout")), PASSING_REGION),),
         **{
             f"limit_{name}": (judge(demo, ran(stop(name)), PASSING_REGION),)
-            for name in ("memory", "pids", "disk", "output")
+            for name in ("memory", "pids", "disk", "inodes", "output")
         },
         "sandbox_died": (judge(demo, report(*RAN, complete=False), ""),),
         "not_run": (judge(demo, report(START, PATCH, PROTECT, RESET)),),
@@ -658,6 +669,15 @@ def test_every_judgement_row_but_patch_invalid_is_reachable_from_a_report(demo):
             judge(demo, ran(finished(0, runner_exit="abnormal")), PASSING_REGION),
         ),
         "log_unparseable": (judge(demo, ran(finished(0)), ""),),
+        # A canary placed in tests/test_eval.py, lost while that file's tests passed.
+        "runner_tampered": (
+            judge(
+                demo,
+                ran(finished(0), START, PATCH, PROTECT, placed, GUARD, STARTED),
+                PASSING_REGION,
+                canaries=[canary],
+            ),
+        ),
     }
     for reason, ((_, result),) in cases.items():
         assert result.reason == reason

@@ -639,19 +639,34 @@ def test_an_unsafe_patch_is_not_scanned():
 # --- exemptions and the protection policy ------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "path", ["conftest.py", "tests/conftest.py", "src/pkg/conftest.py", "src/_pytest/hooks.py"]
-)
-def test_a_conftest_or_pytest_itself_may_define_pytest_hooks(path):
+@pytest.mark.parametrize("path", ["conftest.py", "tests/conftest.py", "src/pkg/conftest.py"])
+def test_a_conftest_may_define_pytest_hooks(path):
     patch = modify(path, "def pytest_runtest_makereport(item, call):")
     assert check(patch, protection("record")).suspects == ()
 
 
-@pytest.mark.parametrize(
-    "line", ["import _pytest.runner", "from _pytest import nodes", "_pytest.runner.x = 1"]
-)
-def test_pytest_itself_may_use_its_internals(line):
-    assert check(modify("src/_pytest/x.py", line), protection("record")).suspects == ()
+#: What pytest's own source does: define hooks, use its internals.
+FRAMEWORK_LINES = [
+    "def pytest_runtest_makereport(item, call):",
+    "import _pytest.runner",
+    "from _pytest import nodes",
+    "_pytest.runner.x = 1",
+]
+
+
+@pytest.mark.parametrize("line", FRAMEWORK_LINES)
+def test_a_folder_named_pytest_exempts_nothing(line):
+    # A repository's own _pytest/ (vendored, or planted by the patch) is its code.
+    assert check(modify("src/_pytest/x.py", line), protection("record")).suspects != ()
+    assert check(modify("lib/vendor/_pytest/x.py", line), protection("record")).suspects != ()
+
+
+@pytest.mark.parametrize("line", FRAMEWORK_LINES)
+def test_the_framework_sources_a_dataset_declares_may_use_its_hooks_and_internals(line):
+    declared = TestProtection(policy="record", framework_sources=["src/_pytest/*"]).resolve([])
+    assert check(modify("src/_pytest/x.py", line), declared).suspects == ()
+    # Only there: the same lines elsewhere are still suspect.
+    assert check(modify("lib/vendor/_pytest/x.py", line), declared).suspects != ()
 
 
 @pytest.mark.parametrize(

@@ -125,7 +125,7 @@ def test_the_old_lockfile_reads_migrated_with_no_problems(name, tmp_path):
         assert lockfile.config["executor"] == {"kind": "local", "max_workers": 2, "max_attempts": 2}
 
 
-def test_the_old_demo_lockfile_differs_from_a_new_lock_of_the_demo_only_in_the_harness(
+def test_the_old_demo_lockfile_differs_from_a_new_lock_of_the_demo_in_the_harness_and_its_specs(
     tmp_path,
 ):
     old = read_lockfile(previous_run(tmp_path, "demo-run") / LOCKFILE_NAME)
@@ -139,18 +139,25 @@ def test_the_old_demo_lockfile_differs_from_a_new_lock_of_the_demo_only_in_the_h
         backend=fake_backend(gold_scenario(samples)),
     )
     found = differences(old, new)
-    # The code that grades changed; the version did not. Nothing of the config differs:
-    # not the executor's settings (0.2's environment.max_workers / max_attempts).
-    assert [d.kind for d in found] == ["harness"], found
-    assert found[0].detail.startswith("harness code ")
+    # The code that grades changed; the version did not. The test specs changed with the
+    # protection they hold (canary tests, declared framework sources), and with them the
+    # instance layers whose recipe holds the test spec. Nothing else of the config
+    # differs: not the executor's settings (0.2's environment.max_workers / max_attempts).
+    assert {d.kind for d in found} == {"harness", "test_spec", "images", "config"}, found
+    assert found[0].kind == "harness" and found[0].detail.startswith("harness code ")
     assert old.harness.version == new.harness.version
+    assert sorted(d.detail.split(":")[0] for d in found if d.kind == "config") == [
+        "dataset.protection.canaries",
+        "dataset.protection.framework_sources",
+    ]
+    assert len([d for d in found if d.kind == "test_spec"]) == len(new.dataset.instances)
+    assert all("recipe test spec" in d.detail for d in found if d.kind == "images")
     assert not [
         d
         for d in found
-        if d.kind == "config"
-        or any(word in d.detail for word in ("executor", "max_workers", "max_attempts"))
+        if any(word in d.detail for word in ("executor", "max_workers", "max_attempts"))
     ]
-    assert [d.kind for d in differences(new, old)] == ["harness"]
+    assert {d.kind for d in differences(new, old)} == {d.kind for d in found}
     # The same trials, but not the same trial ids: today's keys hold the target's digest.
     assert [(t.key.instance_id, t.key.sample_index) for t in old.trials] == [
         (t.key.instance_id, t.key.sample_index) for t in new.trials

@@ -150,11 +150,13 @@ def test_the_order_of_judgement_is_infrastructure_patch_setup_run_log():
         "limit_memory",
         "limit_pids",
         "limit_disk",
+        "limit_inodes",
         "limit_output",
         "sandbox_died",
         "not_run",
         "runner_exit_abnormal",
         "log_unparseable",
+        "runner_tampered",
     ]
 
 

@@ -142,6 +142,12 @@ def test_pass_at_k_mean_averages_over_instances_with_at_least_k_samples():
         stats.pass_at_k_mean(outcomes, 5)
 
 
+def test_instances_with_samples_counts_the_instances_a_pass_at_k_is_over():
+    outcomes = [np.array([1, 0, 0, 0]), np.array([0, 0]), np.array([1])]
+    assert [stats.instances_with_samples(outcomes, k) for k in range(1, 6)] == [3, 2, 1, 1, 0]
+    assert stats.instances_with_samples([], 1) == 0
+
+
 @pytest.mark.parametrize(
     ("max_samples", "expected"),
     [

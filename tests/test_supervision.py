@@ -344,7 +344,7 @@ def test_a_timeout_writes_tests_timed_out_after_the_exit_code(tmp_path):
     assert data.endswith(END_MARKER + b">>>>> Test Exit Code: 137\n>>>>> Tests Timed Out\n")
 
 
-@pytest.mark.parametrize("limit", ["memory", "pids", "disk", "output"])
+@pytest.mark.parametrize("limit", ["memory", "pids", "disk", "inodes", "output"])
 def test_a_resource_limit_writes_tests_stopped_with_the_limit(tmp_path, limit):
     stopped = StopReason(limit=limit, detail="crossed")
     stream = IN_TESTS + output(b"...\n") + event(finished(4, 137, stopped)) + event(DONE)
@@ -662,7 +662,9 @@ def demo_script():
 
 def test_the_trial_program_gives_the_limits_in_bytes(demo_script):
     _, script = demo_script
-    limits = Limits(memory="3g", disk="512m", output="100k", memory_reserve="2g", pids=300)
+    limits = Limits(
+        memory="3g", disk="512m", output="100k", memory_reserve="2g", pids=300, inodes=5000
+    )
     program = TrialProgram.of(script, limits, timeout=45)
     assert program.limits == {
         "timeout": 45,
@@ -672,6 +674,8 @@ def test_the_trial_program_gives_the_limits_in_bytes(demo_script):
         "output": 100 << 10,
         "memory_reserve": 2 << 30,
         "disk_reserve": 1 << 30,
+        "inodes": 5000,
+        "inodes_reserve": 100_000,
     }
 
 

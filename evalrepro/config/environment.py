@@ -70,8 +70,9 @@ class Limits(BaseModel):
     """Per-trial resource limits; each trial records how the host enforced each one.
 
     ``memory`` is all test processes together (shared memory included), ``pids`` their
-    tasks, ``disk`` the bytes they write, ``output`` what they print; the reserves stop a
-    trial before the machine itself runs short, whatever is to blame.
+    tasks, ``disk`` the bytes they write, ``inodes`` the files they create, ``output``
+    what they print; the reserves stop a trial before the machine itself runs short,
+    whatever is to blame.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -84,12 +85,17 @@ class Limits(BaseModel):
     cpus: float = Field(default=1.0, gt=0)
     #: Bytes the test processes may write.
     disk: str = Field(default="10g", pattern=_SIZE)
+    #: Files and folders the test processes may create (and keep) in the folders they
+    #: can write: 300,000 empty files cost almost no bytes, but exhaust the inodes.
+    inodes: int = Field(default=100_000, ge=1000)
     #: Bytes of test output kept; more stops the trial.
     output: str = Field(default="64m", pattern=_SIZE)
     #: Stop a trial when the machine has less memory available than this.
     memory_reserve: str = Field(default="1g", pattern=_SIZE)
     #: Stop a trial when the filesystem has less free space than this.
     disk_reserve: str = Field(default="1g", pattern=_SIZE)
+    #: Stop a trial when the filesystem has fewer free inodes than this.
+    inodes_reserve: int = Field(default=100_000, ge=0)
     #: Open files per process (ulimit).
     nofile: int = Field(default=16384, ge=64)
     #: Processes per host user (ulimit podman itself needs).

@@ -19,6 +19,8 @@ Either way the region is parsed (``parsers``) and each listed test judged
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from evalrepro.config.sample import Sample
 from evalrepro.grade.grading import tests_report
 from evalrepro.grade.parsers import Family, LogParser, Status
@@ -30,6 +32,7 @@ from evalrepro.grade.testlog import (
     read_test_log,
     suite_ran_shown,
 )
+from evalrepro.records.canary import Canary
 from evalrepro.records.observation import (
     ExecutionStatus,
     Observation,
@@ -39,6 +42,7 @@ from evalrepro.records.observation import (
 )
 from evalrepro.records.supervision import SupervisorReport
 from evalrepro.records.testspec import ResolvedProtection
+from evalrepro.run.canary import check_canaries
 from evalrepro.run.patchcheck import PatchCheck
 
 # SWE-bench harness lines that mean the environment, not the patch, broke.
@@ -147,12 +151,14 @@ def observe_attempt(
     *,
     report: SupervisorReport | None,
     region: str | None,
+    canaries: Sequence[Canary] = (),
 ) -> Observation:
     """The Observation of an attempt evalrepro ran (or refused to run).
 
     ``check`` is the patch check (a refused patch never ran: ``report`` is None);
     ``report`` the supervisor's report with the runtime's own facts; ``region`` the test
-    output read back by the report's byte range.
+    output read back by the report's byte range; ``canaries`` the program's (those the
+    supervisor placed are checked, and left out of the status map).
     """
     facts: dict = {
         "instance_id": sample.instance_id,
@@ -237,6 +243,11 @@ def observe_attempt(
         problem = problem or "test_output.txt does not hold the recorded test output"
         return Observation(**facts, execution_status=execution, infrastructure_error=problem)
     facts |= _parsed(region, tests.exit_code, sample, parser)
+    placed = report.reset.canaries if report.reset is not None else []
+    if placed:
+        facts["canaries"], facts["status_map"] = check_canaries(
+            canaries, placed, facts["status_map"], [*sample.fail_to_pass, *sample.pass_to_pass]
+        )
     return Observation(**facts, execution_status=execution, infrastructure_error=problem)
 
 

@@ -29,7 +29,7 @@ from evalrepro.records.score import Outcome, Score
 Rule = Callable[[Observation], bool]
 Detail = Callable[[Observation], str]
 
-_LIMITS = ("memory", "pids", "disk", "output")
+_LIMITS = ("memory", "pids", "disk", "inodes", "output")
 
 
 def _suspects(o: Observation) -> str:
@@ -42,6 +42,12 @@ def _protected(o: Observation) -> str:
     return ", ".join(f"{p.path} ({p.reason})" for p in o.protected[:5]) + (
         f" and {len(o.protected) - 5} more" if len(o.protected) > 5 else ""
     )
+
+
+def _canaries(o: Observation) -> str:
+    wrong = [c for c in o.canaries if c.tampered]
+    shown = [f"canary {c.name} (must {c.expect}) reported {c.reported}" for c in wrong[:3]]
+    return "; ".join(shown) + (f" and {len(wrong) - 3} more" if len(wrong) > 3 else "")
 
 
 # (reason, outcome, applies, detail), judged in order.
@@ -123,6 +129,14 @@ JUDGEMENT: tuple[tuple[str, Outcome, Rule, Detail], ...] = (
         Outcome.INVALID,
         lambda o: o.parser_status is not ParserStatus.OK,
         lambda o: o.parser_detail,
+    ),
+    (
+        # Tests whose outcome the harness knows, reported otherwise: the runner's report
+        # is not the tests' outcome, whatever it says of the instance's own tests.
+        "runner_tampered",
+        Outcome.INVALID,
+        lambda o: any(check.tampered for check in o.canaries),
+        _canaries,
     ),
 )
 

@@ -32,11 +32,13 @@ RESULT_CODE = (
     "grade/testlog.py",
     "plan/testspec.py",
     # The records a result is judged from: what they hold is what is judged.
+    "records/canary.py",
     "records/foreign.py",
     "records/observation.py",
     "records/score.py",
     "records/supervision.py",
     "records/testspec.py",
+    "run/canary.py",
     "run/evalscript.py",
     "run/patchcheck.py",
     "run/protection.py",

@@ -20,10 +20,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from evalrepro import PACKAGE_DIR, __version__
 from evalrepro.build.images import ImageChain, inputs_digest, layer_key
+from evalrepro.config.environment import Limits
 from evalrepro.config.experiment import ExperimentConfig
 from evalrepro.config.identity import environment_digest, settings
 from evalrepro.config.sample import DEFINING_FIELDS
@@ -182,7 +183,7 @@ def lockfile_problems(lock: Lockfile) -> list[str]:
     locked = lock.environment.model_dump(mode="json", include={"kind", "limits", "timeout"})
     locked["network"] = lock.environment.network
     for name, value in sorted(locked.items()):
-        if name in environment and environment[name] != value:
+        if name in environment and _as_locked(name, environment[name]) != value:
             found.append(
                 f"environment.{name} {_show(value)} but the config says {_show(environment[name])}"
             )
@@ -224,6 +225,17 @@ def lockfile_problems(lock: Lockfile) -> list[str]:
                 "is not among the locked images"
             )
     return found
+
+
+def _as_locked(name: str, value: Any) -> Any:
+    """A config setting as the lockfile's model holds it: limits a later evalrepro added
+    read with their defaults on both sides (an older lockfile's config lacks them)."""
+    if name == "limits" and isinstance(value, dict):
+        try:
+            return Limits.model_validate(value).model_dump(mode="json")
+        except ValidationError:
+            return value
+    return value
 
 
 def read_lockfile(path: Path, *, checked: bool = True) -> Lockfile:

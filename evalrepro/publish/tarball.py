@@ -6,10 +6,12 @@ without pax headers, which would carry times), and gzip is written without a fil
 or time. A file whose bytes equal an earlier one's is stored once, as a hard link to it.
 Only the gzip stream depends on the machine's zlib: the same zlib gives the same bytes.
 
-Reading: an archive from someone else is checked member by member before anything is
-written: only directories, regular files and hard links to earlier files; no absolute
-names, no ``..``, no name twice; a bound on members and bytes, and the bytes must fit
-on the disk. Then those three kinds are written, and nothing else.
+Reading: an archive from someone else is checked before anything is written, each member
+and the members together as the tree they unpack to: only directories, regular files and
+hard links to earlier files; every name normalised (``b/./x`` is ``b/x``), none absolute,
+none with ``..``, none twice, all inside one root folder; nothing inside a file and no
+file where a folder is; a bound on members and bytes, and the bytes must fit on the
+disk. Then those three kinds are written at their normalised paths, and nothing else.
 """
 
 from __future__ import annotations
@@ -90,9 +92,29 @@ def member_info(name: str, kind: bytes = tarfile.REGTYPE, mode: int = 0o644) -> 
 
 # --- reading ---------------------------------------------------------------------------
 
+#: The longest name (in bytes) of one path component, and of a whole member path, that
+#: is unpacked: Linux's NAME_MAX, and a margin under PATH_MAX for the temporary folder.
+_MAX_COMPONENT = 255
+_MAX_PATH = 3072
+
+
+@dataclass(frozen=True)
+class _Member:
+    """A checked member: its normalised path inside the archive, what it is, and for a
+    hard link the normalised path of the earlier file it names."""
+
+    info: tarfile.TarInfo
+    path: PurePosixPath
+    link: PurePosixPath | None = None
+
 
 def extract_untrusted(archive: Path, dest: Path, *, what: str = "archive") -> None:
-    """Unpack ``archive`` into the empty folder ``dest``, or one UserError line."""
+    """Unpack ``archive`` into the empty folder ``dest``, or one UserError line.
+
+    Every member is checked, and the members together as a tree (``_checked_members``),
+    before the first byte is written; then only folders, regular files and hard links to
+    earlier files of the archive are made, each under ``dest`` at its normalised path.
+    """
     try:
         with tarfile.open(archive, mode="r:*") as tar:
             members = _checked_members(tar, archive, dest, what)
@@ -103,59 +125,106 @@ def extract_untrusted(archive: Path, dest: Path, *, what: str = "archive") -> No
         raise UserError(f"{archive}: not a readable {what} ({error})") from None
 
 
-def _extract(tar: tarfile.TarFile, members: list[tarfile.TarInfo], dest: Path) -> None:
+def _extract(tar: tarfile.TarFile, members: list[_Member], dest: Path) -> None:
     # By hand rather than extractall(filter="data"), which Debian 12's Python 3.11.2
-    # lacks: the members are checked already, and only three kinds are written.
+    # lacks: the members are checked already (a tree of unique paths, a folder wherever
+    # a member lies inside one), and only three kinds are written.
     for member in members:
-        target = dest / member.name.rstrip("/")
-        if member.isdir():
+        target = dest.joinpath(*member.path.parts)
+        if member.info.isdir():
             target.mkdir(mode=0o755, parents=True, exist_ok=True)
             continue
         target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
-        if member.islnk():
-            os.link(dest / member.linkname, target)
+        if member.link is not None:
+            os.link(dest.joinpath(*member.link.parts), target, follow_symlinks=False)
             continue
-        source = tar.extractfile(member)
+        source = tar.extractfile(member.info)
         assert source is not None  # a regular member always has content
-        # O_EXCL: a name cannot land on a file written before (names are unique).
+        # O_EXCL: a name cannot land on a file written before (paths are unique).
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
         with os.fdopen(fd, "wb") as handle:
             shutil.copyfileobj(source, handle, _CHUNK)
 
 
-def _checked_members(
-    tar: tarfile.TarFile, archive: Path, dest: Path, what: str
-) -> list[tarfile.TarInfo]:
-    members: list[tarfile.TarInfo] = []
-    seen: set[str] = set()
-    files: set[str] = set()
+def _normalised(name: str, where: str, what: str) -> PurePosixPath:
+    """A member's name (or a hard link's target) as the path it unpacks to: empty and
+    ``.`` components dropped; refused when it is absolute, climbs with ``..``, holds a
+    NUL or a backslash, names nothing, or is too long to unpack."""
+    if "\0" in name or "\\" in name:
+        raise UserError(f"{where}: a name with a NUL or a backslash; not a {what}")
+    if name.startswith("/"):
+        raise UserError(f"{where}: an absolute name, outside the {what}")
+    parts = [part for part in name.split("/") if part not in ("", ".")]
+    if ".." in parts:
+        raise UserError(f"{where}: a name with '..', outside the {what}")
+    if not parts:
+        raise UserError(f"{where}: names the top of the archive, not a member of the {what}")
+    encoded = [os.fsencode(part) for part in parts]
+    if max(map(len, encoded)) > _MAX_COMPONENT or sum(map(len, encoded)) > _MAX_PATH:
+        raise UserError(f"{where}: a name too long to unpack; not a {what}")
+    return PurePosixPath(*parts)
+
+
+def _checked_members(tar: tarfile.TarFile, archive: Path, dest: Path, what: str) -> list[_Member]:
+    """Every member, checked alone and as part of the tree they make together, or one
+    UserError line naming the first member that cannot be part of a ``what``.
+
+    Alone: a folder, a regular file or a hard link (no symbolic link, device, FIFO or
+    other kind), with a name that unpacks inside the folder (``_normalised``). Together:
+    one root folder holds every member (the bag's); no two members normalise to one
+    path; no member lies inside a path that is a file, and no file is where a folder is
+    (named, or implied by a member inside it); a hard link names an earlier regular file
+    of the archive; at most ``MAX_MEMBERS`` members and ``MAX_BYTES`` bytes, which must
+    fit on the disk of ``dest``.
+    """
+    members: list[_Member] = []
+    #: Every path the tree will hold (members and the folders they imply): is it a file?
+    is_file: dict[PurePosixPath, bool] = {}
+    #: Paths that members name (a folder may be implied first and named after).
+    named: dict[PurePosixPath, str] = {}
+    root: str | None = None
     total = 0
-    for member in tar:
+    for info in tar:
         if len(members) >= MAX_MEMBERS:
             raise UserError(f"{archive}: more than {MAX_MEMBERS} members; not a {what}")
-        name = member.name.rstrip("/")
-        where = f"{archive}: member {name!r}"
-        path = PurePosixPath(name)
-        if not name or path.is_absolute() or ".." in path.parts or "\\" in name or "\0" in name:
-            raise UserError(f"{where}: a name outside the {what}")
-        if name in seen:
-            raise UserError(f"{where}: appears twice")
-        seen.add(name)
-        if member.isdir():
-            pass
-        elif member.isreg():
-            total += member.size
-            files.add(name)
-        elif member.islnk():
-            if member.linkname not in files:
-                raise UserError(f"{where}: a hard link to {member.linkname!r}, not an earlier file")
-            files.add(name)
+        where = f"{archive}: member {info.name!r}"
+        path = _normalised(info.name, where, what)
+        if info.isdir():
+            kind = "folder"
+        elif info.isreg():
+            kind = "file"
+        elif info.islnk():
+            kind = "hard link"
         else:
-            kind = "symbolic link" if member.issym() else "device, FIFO or other special file"
+            kind = "symbolic link" if info.issym() else "device, FIFO or other special file"
             raise UserError(f"{where}: a {kind}; a {what} holds only files and folders")
-        if total > MAX_BYTES:
-            raise UserError(f"{archive}: unpacks to more than {MAX_BYTES >> 30} GiB; not read")
-        members.append(member)
+        root = path.parts[0] if root is None else root
+        if path.parts[0] != root:
+            raise UserError(f"{where}: outside {root!r}, the folder that holds the {what}")
+        if len(path.parts) == 1 and kind != "folder":
+            raise UserError(f"{where}: a {kind} at the top; a {what} is one folder")
+        if path in named:
+            raise UserError(f"{where}: appears twice (as {named[path]!r})")
+        for folder in reversed(path.parents[:-1]):
+            if is_file.get(folder, False):
+                raise UserError(f"{where}: inside {str(folder)!r}, a file of the archive")
+            is_file[folder] = False
+        if kind != "folder" and path in is_file:
+            raise UserError(f"{where}: a {kind} where the archive has a folder")
+        link = None
+        if kind == "hard link":
+            link = _normalised(info.linkname, f"{where}: a hard link to {info.linkname!r}", what)
+            if not is_file.get(link, False):
+                raise UserError(f"{where}: a hard link to {info.linkname!r}, not an earlier file")
+        elif kind == "file":
+            if info.size < 0:
+                raise UserError(f"{where}: a negative size; not a {what}")
+            total += info.size
+            if total > MAX_BYTES:
+                raise UserError(f"{archive}: unpacks to more than {MAX_BYTES >> 30} GiB; not read")
+        named[path] = info.name
+        is_file[path] = kind != "folder"
+        members.append(_Member(info=info, path=path, link=link))
     free = shutil.disk_usage(dest).free
     if total > free:
         raise UserError(f"{archive}: unpacks to {total >> 20} MiB, {free >> 20} MiB free in {dest}")

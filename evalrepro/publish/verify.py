@@ -35,6 +35,7 @@ from evalrepro.errors import UserError
 from evalrepro.grade.foreign import recorded_spec_digest
 from evalrepro.grade.parsers import LogParser, get_parser
 from evalrepro.grade.score import score
+from evalrepro.plan.harness import code_digest
 from evalrepro.plan.lockfile import (
     LOCKFILE_NAME,
     differences,
@@ -141,6 +142,10 @@ class RunCheck:
     checked: int = 0
     #: Trials whose final log was re-graded.
     regraded: int = 0
+    #: The instances' test specs were compiled again and matched the lockfile's. Only a
+    #: run of this harness code can be: a spec holds the harness's sandbox digest and the
+    #: shape of its protection, so another harness compiles other specs from the same data.
+    specs_rechecked: bool = True
     problems: list[Problem] = field(default_factory=list)
 
     @property
@@ -157,6 +162,7 @@ class RunCheck:
             "planned": self.planned,
             "checked": self.checked,
             "regraded": self.regraded,
+            "test_specs_rechecked": self.specs_rechecked,
             "problems": [p.model_dump() for p in self.problems],
         }
 
@@ -337,6 +343,8 @@ def _locked_samples(
         check.add("dataset", f"cannot re-grade: {error}")
         return None
     samples = {}
+    same_harness = lockfile.harness.code_digest == code_digest()
+    check.specs_rechecked = same_harness
     for instance in lockfile.dataset.instances:
         sample = loaded.get(instance.instance_id)
         if sample is None:
@@ -347,7 +355,7 @@ def _locked_samples(
                 "dataset", f"{instance.instance_id}: the instance changed since it was locked"
             )
             continue
-        if not _legacy_regrade(lockfile):
+        if same_harness and not _legacy_regrade(lockfile):
             # A recorded log's spec also names its reading rules: checked per log.
             try:
                 spec_digest = dataset.test_spec(sample).digest()
@@ -437,6 +445,8 @@ def print_run_check(console: Console, check: RunCheck) -> None:
         f"{check.planned} planned trials, {check.checked} results checked, "
         f"{check.regraded} logs re-graded"
     )
+    if not check.specs_rechecked:
+        summary += "; test specs not recompiled (the run's harness code is not this evalrepro's)"
     if check.ok:
         console.print(f"[bold green]ok[/]: {escape(str(check.run))}: {summary}", highlight=False)
     else:

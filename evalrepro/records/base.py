@@ -110,6 +110,12 @@ class Record(BaseModel):
         return value
 
 
+def unchanged(data: dict[str, Any]) -> dict[str, Any]:
+    """A migration step whose new shape only adds optional fields: the old record reads as
+    it is."""
+    return data
+
+
 R = TypeVar("R", bound=Record)
 
 

@@ -4,7 +4,7 @@ Computed by ``evalrepro.report.metrics``.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -29,9 +29,17 @@ class RepoBreakdown(BaseModel):
         return self.resolved / self.planned if self.planned else 0.0
 
 
+def _from_2(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 2 did not record which instances pass@k is over: ``instances`` stays None
+    and ``pass_at_k_instances`` empty, read as "not recorded", never as "all of them"."""
+    return data
+
+
 class RunMetrics(Record):
     record: Literal["RunMetrics"] = "RunMetrics"
-    schema_version: int = 2
+    #: 3: ``instances`` and ``pass_at_k_instances`` (which instances each pass@k is over).
+    schema_version: int = 3
+    migrations = {2: _from_2}
     experiment: str
     target_id: str
     planned: int
@@ -52,8 +60,17 @@ class RunMetrics(Record):
     reasons: dict[str, int]
     per_repo: dict[str, RepoBreakdown]
     samples: int
-    #: pass@k over instances (multi-sample targets only), keyed "pass@k".
+    #: Instances with at least one planned trial (None: a record of schema 2).
+    instances: int | None = None
+    #: pass@k over instances (multi-sample targets only), keyed "pass@k": the mean over
+    #: the instances with at least k planned samples (``pass_at_k_instances``), only for
+    #: a k that at least one instance has.
     pass_at_k: dict[str, Interval] = {}
+    #: For every k the target's samples call for ("pass@k"), how many instances its mean
+    #: is over: those with at least k planned samples (``target.missing: skip`` can plan
+    #: fewer than ``samples``). 0: no instance has k samples, so pass@k is not available
+    #: and is not in ``pass_at_k``. Empty: not recorded (schema 2) or a one-sample target.
+    pass_at_k_instances: dict[str, int] = {}
     #: Mean per-sample resolve rate with a bootstrap interval over instances.
     sample_rate: Interval | None = None
 
@@ -71,3 +88,24 @@ class RunMetrics(Record):
         }
         values |= {name: interval.estimate for name, interval in self.pass_at_k.items()}
         return values
+
+    def pass_at_k_rows(self) -> list[tuple[str, Interval | None, str]]:
+        """Each pass@k the record holds or says is not available, in k order: its name,
+        its interval (None: not available) and what a reader must be told of the
+        instances it is over ("" when it is over every instance, or not recorded)."""
+        names = list(self.pass_at_k_instances) or list(self.pass_at_k)
+        return [(name, self.pass_at_k.get(name), self.pass_at_k_coverage(name)) for name in names]
+
+    def pass_at_k_coverage(self, name: str) -> str:
+        """How many instances ``name`` ("pass@k") is over, when that is not all of them:
+        "over 3 of 4 instances, those with at least 2 samples", or "not available: no
+        instance has 2 samples"; "" when it is over every instance (or not recorded)."""
+        k = name.removeprefix("pass@")
+        over = self.pass_at_k_instances.get(name)
+        if over is None or self.instances is None:
+            return ""
+        if over == 0 or name not in self.pass_at_k:
+            return f"not available: no instance has {k} samples"
+        if over == self.instances:
+            return ""
+        return f"over {over} of {self.instances} instances, those with at least {k} samples"

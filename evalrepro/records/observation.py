@@ -9,7 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from evalrepro.records.base import Record
+from evalrepro.records.base import Record, unchanged
+from evalrepro.records.canary import CanaryCheck
 from evalrepro.records.supervision import ProtectedFile
 
 
@@ -92,7 +93,9 @@ class _Frozen(BaseModel):
 
 class Observation(Record):
     record: Literal["Observation"] = "Observation"
-    schema_version: int = 2
+    #: 3: the canaries' checks.
+    schema_version: int = 3
+    migrations = {2: unchanged}
     instance_id: str
     #: Where the facts come from: evalrepro's supervisor, or a bare log.
     source: Literal["supervisor", "log"] = "log"
@@ -105,7 +108,7 @@ class Observation(Record):
     patch_problem: str | None = None
     execution_status: ExecutionStatus = ExecutionStatus.COMPLETED
     infrastructure_error: str | None = None
-    #: The limit that stopped the tests ("memory", "pids", "disk", "output").
+    #: The limit that stopped the tests ("memory", "pids", "disk", "inodes", "output").
     limit: str | None = None
     limit_detail: str = ""
     #: "verified": the test files were base + test patch when the tests started.
@@ -124,5 +127,8 @@ class Observation(Record):
     parser_status: ParserStatus
     parser_detail: str = ""
     test_exit_code: int | None = None
+    #: The instance's tests as the log reports them (canaries are not among them).
     status_map: dict[str, str]
     tests: TestsReport | None = None
+    #: What the log reported of each canary placed beside the instance's tests.
+    canaries: list[CanaryCheck] = []

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evalrepro.config.environment import Limits
 from evalrepro.records.base import Record
+from evalrepro.records.canary import Canary
 from evalrepro.records.testspec import EvalScript
 from evalrepro.run.sandbox import GIT_DIR, GUARD_PATH, PATCH_PATH, TEST_PATCH_PATH, TESTBED
 from evalrepro.run.sandbox.supervisor import (
@@ -65,6 +66,8 @@ class ResetEvent(_Event):
     test_files: int = 0
     verified: int = 0
     seconds: float = 0.0
+    #: The canaries placed (by name): a canary whose name the file already held is not.
+    canaries: list[str] = []
 
 
 class GuardEvent(_Event):
@@ -81,7 +84,7 @@ class TestsStartedEvent(_Event):
 
 
 class StopReason(_Event):
-    limit: Literal["timeout", "memory", "pids", "disk", "output"]
+    limit: Literal["timeout", "memory", "pids", "disk", "inodes", "output"]
     detail: str
 
 
@@ -94,6 +97,8 @@ class Peak(_Event):
     memory: int
     pids: int
     disk: int
+    #: Files and folders the tests created (net); 0 in reports of older supervisors.
+    inodes: int = 0
 
 
 class TestsFinishedEvent(_Event):
@@ -204,8 +209,10 @@ class TrialProgram(Record):
     patch_commands: list[tuple[str, list[str]]]
     protection: dict
     user: dict
-    #: Sizes in bytes, the timeout in seconds.
+    #: Sizes in bytes, the timeout in seconds, inodes as counts.
     limits: dict[str, int]
+    #: Tests whose outcome the harness knows, appended after the reset.
+    canaries: list[Canary] = []
 
     @classmethod
     def of(
@@ -215,8 +222,10 @@ class TrialProgram(Record):
         timeout: int,
         *,
         allow_user_namespaces: bool = False,
+        canaries: list[Canary] | None = None,
     ) -> TrialProgram:
         return cls(
+            canaries=canaries or [],
             allow_user_namespaces=allow_user_namespaces,
             base_commit=script.base_commit,
             test_command=script.test_command,
@@ -233,5 +242,7 @@ class TrialProgram(Record):
                 "output": limits.in_bytes("output"),
                 "memory_reserve": limits.in_bytes("memory_reserve"),
                 "disk_reserve": limits.in_bytes("disk_reserve"),
+                "inodes": limits.inodes,
+                "inodes_reserve": limits.inodes_reserve,
             },
         )

@@ -22,6 +22,8 @@ class ResolvedProtection(BaseModel):
     suspect: Literal["invalid", "record"]
     patterns: list[str]
     test_dirs: list[str]
+    canaries: bool = True
+    framework_sources: list[str] = []
 
     def reason(self, path: str) -> str | None:
         """Why ``path`` is test infrastructure (sections of SECTION_FILES aside)."""

@@ -14,13 +14,13 @@ from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalrepro.digest import sha256_json
 from evalrepro.records.artifact import Artifact
-from evalrepro.records.base import Record, read_record
+from evalrepro.records.base import Record, read_record, unchanged
 from evalrepro.records.observation import Observation
 from evalrepro.records.score import Score
 
@@ -49,16 +49,11 @@ class TrialKey(BaseModel):
         return sha256_json(self.model_dump(mode="json", exclude_none=True))
 
 
-def _unchanged(data: dict[str, Any]) -> dict[str, Any]:
-    """A step whose new shape only adds optional fields: the old record reads as it is."""
-    return data
-
-
 class Trial(Record):
     record: Literal["Trial"] = "Trial"
     #: 2: the key holds the harness code digest; 3: and the target's digest.
     schema_version: int = 3
-    migrations = {2: _unchanged}
+    migrations = {2: unchanged}
     trial_id: str
     key: TrialKey
 
@@ -106,7 +101,7 @@ class TrialResult(Record):
     record: Literal["TrialResult"] = "TrialResult"
     #: 3: the trial key holds the harness code digest; 4: and the target's digest.
     schema_version: int = 4
-    migrations = {3: _unchanged}
+    migrations = {3: unchanged}
     trial: Trial
     instance_id: str
     target_id: str

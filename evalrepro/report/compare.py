@@ -133,23 +133,31 @@ def compare_pair(
     clusters = np.array([repo[i] for i in shared])
     options = {"n_resamples": n_resamples, "confidence": confidence, "seed": seed, "method": method}
 
-    def rates(outcomes: dict[str, np.ndarray], k: int | None) -> np.ndarray:
+    def rates(outcomes: dict[str, np.ndarray], k: int | None, ids: list[str]) -> np.ndarray:
         if k is None:  # single sample: resolved or not
-            return np.array([outcomes[i][0] for i in shared], dtype=float)
-        return instance_pass_at_k([outcomes[i] for i in shared], k)
+            return np.array([outcomes[i][0] for i in ids], dtype=float)
+        return instance_pass_at_k([outcomes[i] for i in ids], k)
 
     samples = min(a.lockfile.target.samples, b.lockfile.target.samples)
     by_k: dict[str, Comparison] = {}
     if samples > 1:
         for k in pass_k_values(samples):
-            by_k[f"pass@{k}"] = compare_outcomes(
-                rates(outcomes_a, k), rates(outcomes_b, k), clusters, **options
-            )
+            # pass@k pairs the shared instances with k samples in both runs (a target
+            # with missing: skip plans fewer); the comparison's n says how many. A k no
+            # shared instance has in both is not compared.
+            ids = [i for i in shared if min(outcomes_a[i].size, outcomes_b[i].size) >= k]
+            if ids:
+                by_k[f"pass@{k}"] = compare_outcomes(
+                    rates(outcomes_a, k, ids),
+                    rates(outcomes_b, k, ids),
+                    np.array([repo[i] for i in ids]),
+                    **options,
+                )
         by_k["sample_rate"] = by_k["pass@1"]
         resolved = by_k["pass@1"]
     else:
         resolved = compare_outcomes(
-            rates(outcomes_a, None), rates(outcomes_b, None), clusters, **options
+            rates(outcomes_a, None, shared), rates(outcomes_b, None, shared), clusters, **options
         )
     planned = len(a.lockfile.trials) + len(b.lockfile.trials)
     return PairComparison(
@@ -297,8 +305,9 @@ def print_comparison_report(console: Console, report: ComparisonReport) -> None:
             if name == "pass@1":
                 continue
             od = other.difference
+            over = f" ({other.n} instances)" if other.n != pair.shared_instances else ""
             table.add_row(
-                f"{name}: A / B / B - A",
+                f"{name}{over}: A / B / B - A",
                 f"{percent(other.rate_a.estimate)} / {percent(other.rate_b.estimate)} / "
                 f"{_points(od.estimate)} [{_points(od.low)}, {_points(od.high)}]",
             )

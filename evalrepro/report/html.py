@@ -608,8 +608,10 @@ def _failure_modes_svg(reasons: dict[str, int], missing: int, planned: int) -> s
     )
 
 
-def _pass_at_k_svg(pass_at_k: dict[str, Interval]) -> str:
-    """pass@k estimates with interval whiskers, k on the x axis, 0-100% on the y axis."""
+def _pass_at_k_svg(pass_at_k: dict[str, Interval], coverage: dict[str, str] | None = None) -> str:
+    """pass@k estimates with interval whiskers, k on the x axis, 0-100% on the y axis;
+    ``coverage``: per pass@k, over which instances when not all (in its tooltip)."""
+    coverage = coverage or {}
     left, plot_h, top, col_w = 56.0, 220.0, 20.0, 90.0
     width = left + col_w * len(pass_at_k) + 20
     height = top + plot_h + 44
@@ -628,6 +630,8 @@ def _pass_at_k_svg(pass_at_k: dict[str, Interval]) -> str:
         x = left + col_w * (index + 0.5)
         title = f"{name}: {pct(interval.estimate)} ({level(interval.confidence)} "
         title += f"{rate_range(interval)}, {interval.method})"
+        if coverage.get(name):
+            title += f", {coverage[name]}"
         body.append(f'<g class="k-point"><title>{_e(title)}</title>')
         if interval.high > 0:  # nothing resolved at all: no whisker
             stroke = ' stroke-width="2"'
@@ -836,6 +840,7 @@ def _trial_links(viewer: str | None) -> Callable[[TrialRow], str | None]:
 def run_sections(report: RunReport) -> dict[str, Any]:
     """The plots and lines of a run's headline, for the run page and the viewer's index."""
     m = report.metrics
+    coverage = {name: note for name, _, note in m.pass_at_k_rows()}
     return {
         "provenance_line": provenance_line(report.provenance),
         "problems": relative_problems(report.evidence_problems, report.run),
@@ -843,7 +848,8 @@ def run_sections(report: RunReport) -> dict[str, Any]:
         "failure_svg": Markup(svg)
         if (svg := _failure_modes_svg(m.reasons, m.missing, m.planned))
         else "",
-        "pass_at_k_svg": Markup(_pass_at_k_svg(m.pass_at_k)) if m.pass_at_k else "",
+        "pass_at_k_svg": Markup(_pass_at_k_svg(m.pass_at_k, coverage)) if m.pass_at_k else "",
+        "pass_at_k_notes": [f"{name}: {note}" for name, note in coverage.items() if note],
     }
 
 

@@ -257,6 +257,9 @@ def render_run_latex(report: RunReport, *, label: str | None = None) -> str:
     pass_k = dict(m.pass_at_k)
     if m.sample_rate is not None and "pass@1" not in pass_k:
         pass_k["mean per-sample rate"] = m.sample_rate
+    # Each pass@k over fewer than every instance, or not available, says so.
+    coverage = {name: note for name, _, note in m.pass_at_k_rows() if note}
+    unavailable = [name for name, interval, _ in m.pass_at_k_rows() if interval is None]
     caption = (
         f"Outcomes of experiment {_name(m.experiment)}, target {_name(m.target_id)}: "
         f"{m.planned} planned trials on {p.instances} instances of dataset "
@@ -275,6 +278,8 @@ def render_run_latex(report: RunReport, *, label: str | None = None) -> str:
             "; pass@$k$ is the unbiased estimator averaged over instances, with "
             f"{intervals} over instances"
         )
+    if coverage:
+        caption += "; " + "; ".join(f"{escape(k)} {escape(note)}" for k, note in coverage.items())
     lines = [
         *_header("the run report", f"{m.experiment} ({m.target_id})"),
         "\\begin{table}[tbp]",
@@ -294,13 +299,24 @@ def render_run_latex(report: RunReport, *, label: str | None = None) -> str:
     if m.missing:
         lines.append(f"Missing (no result) & {m.missing} & {_NO_INTERVAL} \\\\")
     lines += ["\\midrule", f"Planned & {m.planned} & \\multicolumn{{3}}{{c}}{{}} \\\\"]
-    if pass_k:
+    if pass_k or unavailable:
         lines.append("\\midrule")
-        lines += [f"{escape(name)} & & {_interval_cells(i)} \\\\" for name, i in pass_k.items()]
+        rows = {**pass_k, **dict.fromkeys(unavailable)}
+        rows = {name: rows[name] for name in sorted(rows, key=_k_order)}
+        lines += [
+            f"{escape(name)} & & {_NO_INTERVAL if i is None else _interval_cells(i)} \\\\"
+            for name, i in rows.items()
+        ]
     lines += ["\\bottomrule", "\\end{tabular}", *_repo_table(report)]
     lines += _note(_run_provenance(report))
     lines.append("\\end{table}")
     return "\n".join(lines) + "\n"
+
+
+def _k_order(name: str) -> tuple[int, str]:
+    """pass@k rows by k (pass@2 before pass@10), anything else after them."""
+    k = name.removeprefix("pass@")
+    return (int(k), "") if k.isdigit() else (1 << 30, name)
 
 
 def _repo_table(report: RunReport) -> list[str]:

@@ -4,6 +4,8 @@ per-sample rate, where no closed form fits).
 
 Computed from the lockfile (what was planned) and the trial results (what happened);
 an unfinished trial counts as missing, in no outcome, and still in the denominator.
+pass@k is over the instances with at least k planned samples, and the record says how
+many those are (``pass_at_k_metrics``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,12 @@ from evalrepro.records.metrics import RepoBreakdown, RunMetrics
 from evalrepro.records.score import Outcome
 from evalrepro.records.stats import Interval
 from evalrepro.records.trial import TrialResult, outcome_counts
-from evalrepro.report.stats import pass_at_k_interval, pass_k_values, wilson_interval
+from evalrepro.report.stats import (
+    instances_with_samples,
+    pass_at_k_interval,
+    pass_k_values,
+    wilson_interval,
+)
 
 
 def evidence_of(run_dir: Path, results: dict[str, TrialResult]) -> dict[str, bool]:
@@ -91,16 +98,49 @@ def compute_metrics(
             for repo, counts in sorted(per_repo.items())
         },
         "samples": lockfile.target.samples,
+        "instances": len({trial.key.instance_id for trial in lockfile.trials}),
     }
     if lockfile.target.samples > 1:
-        per_instance = sample_outcomes(lockfile, results)
-        options = {"n_resamples": n_resamples, "confidence": confidence, "seed": seed}
-        metrics["pass_at_k"] = {
-            f"pass@{k}": pass_at_k_interval(per_instance, k, **options)
-            for k in pass_k_values(lockfile.target.samples)
-        }
-        metrics["sample_rate"] = pass_at_k_interval(per_instance, 1, **options)
+        metrics |= pass_at_k_metrics(
+            sample_outcomes(lockfile, results),
+            lockfile.target.samples,
+            n_resamples=n_resamples,
+            confidence=confidence,
+            seed=seed,
+        )
     return RunMetrics(**metrics)
+
+
+def pass_at_k_metrics(
+    per_instance: list[np.ndarray],
+    samples: int,
+    *,
+    n_resamples: int,
+    confidence: float,
+    seed: int,
+) -> dict[str, object]:
+    """pass@k for every k ``samples`` calls for, each over the instances with at least k
+    planned samples, and how many those are (``RunMetrics.pass_at_k_instances``).
+
+    A target with ``missing: skip`` plans only the samples it gave: an instance with
+    fewer than k has no pass@k (the unbiased estimator needs k draws without
+    replacement), so it is left out of that k's mean and the record says over how many
+    instances the mean is; a k no instance has is recorded as not available (0), never
+    estimated from another set. Unfinished trials stay in as unresolved samples, as in
+    every rate over planned trials.
+    """
+    options = {"n_resamples": n_resamples, "confidence": confidence, "seed": seed}
+    over = {f"pass@{k}": instances_with_samples(per_instance, k) for k in pass_k_values(samples)}
+    pass_at_k = {
+        name: pass_at_k_interval(per_instance, int(name.removeprefix("pass@")), **options)
+        for name, count in over.items()
+        if count
+    }
+    return {
+        "pass_at_k": pass_at_k,
+        "pass_at_k_instances": over,
+        "sample_rate": pass_at_k.get("pass@1"),
+    }
 
 
 def sample_outcomes(lockfile: Lockfile, results: dict[str, TrialResult]) -> list[np.ndarray]:

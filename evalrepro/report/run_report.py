@@ -309,6 +309,14 @@ def percent(value: float) -> str:
     return f"{value * 100:.1f}%"
 
 
+def pass_at_k_value(interval: Interval | None, coverage: str) -> str:
+    """A pass@k as reports print it: its interval, and over which instances when not all
+    of them (``RunMetrics.pass_at_k_coverage``), or why it is not available."""
+    if interval is None:
+        return coverage
+    return _interval(interval) + (f", {coverage}" if coverage else "")
+
+
 def _interval(interval: Interval) -> str:
     level = f"{interval.confidence * 100:g}%"
     low, high = percent(interval.low), percent(interval.high)
@@ -395,8 +403,8 @@ def print_run_report(console: Console, report: RunReport) -> None:
     rates.add_row("resolved rate", _interval(m.resolved_rate))
     rates.add_row("unresolved rate", _interval(m.unresolved_rate))
     rates.add_row("invalid rate", _interval(m.invalid_rate))
-    for name, interval in m.pass_at_k.items():
-        rates.add_row(name, _interval(interval))
+    for name, interval, coverage in m.pass_at_k_rows():
+        rates.add_row(name, pass_at_k_value(interval, coverage))
     if m.sample_rate is not None:
         rates.add_row("mean per-sample rate", _interval(m.sample_rate))
     rates.add_row("evidence completeness", percent(m.evidence_completeness))
@@ -510,7 +518,10 @@ def markdown_run_report(report: RunReport) -> str:
         "| --- | --- |",
         f"| resolved rate | {_interval(m.resolved_rate)} |",
         f"| invalid rate | {_interval(m.invalid_rate)} |",
-        *(f"| {name} | {_interval(interval)} |" for name, interval in m.pass_at_k.items()),
+        *(
+            f"| {name} | {pass_at_k_value(interval, coverage)} |"
+            for name, interval, coverage in m.pass_at_k_rows()
+        ),
         f"| evidence completeness | {percent(m.evidence_completeness)} |",
         f"| attempts | {m.attempts} ({m.retried_trials} trials retried) |",
         "",

@@ -163,6 +163,11 @@ def _with_k_samples(outcomes_per_instance: Sequence[npt.ArrayLike], k: int) -> l
     return kept
 
 
+def instances_with_samples(outcomes_per_instance: Sequence[npt.ArrayLike], k: int) -> int:
+    """How many instances have the k samples pass@k needs: those its mean is over."""
+    return sum(np.asarray(o).size >= k for o in outcomes_per_instance)
+
+
 def pass_at_k_mean(outcomes_per_instance: Sequence[npt.ArrayLike], k: int) -> float:
     """pass@k of a run: the mean over instances with at least k samples."""
     return float(instance_pass_at_k(_with_k_samples(outcomes_per_instance, k), k).mean())

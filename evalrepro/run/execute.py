@@ -23,6 +23,7 @@ from evalrepro.records.artifact import Artifact
 from evalrepro.records.supervision import TrialProgram
 from evalrepro.records.trial import Attempt, TrialResult
 from evalrepro.run.attempt import AttemptOutput, AttemptSpec, ImageRef
+from evalrepro.run.canary import draw_canaries
 from evalrepro.run.recorder import Recorder
 
 
@@ -67,6 +68,7 @@ class TrialJob:
                 settings.limits,
                 settings.timeout,
                 allow_user_namespaces=settings.allow_user_namespaces,
+                canaries=draw_canaries(planned.spec, planned.parser, planned.sample),
             )
         self._program = program
 

@@ -26,6 +26,7 @@ Any byte sequence is handled: nothing here raises on input.
 from __future__ import annotations
 
 import codecs
+import fnmatch
 import posixpath
 import re
 from collections import Counter
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 
 from evalrepro.records.observation import SuspectFinding
 from evalrepro.records.testspec import ResolvedProtection
-from evalrepro.run.sandbox.supervisor import SECTION_FILES
+from evalrepro.run.sandbox.supervisor import SECTION_FILES, name_bytes, quote_name, shown
 
 
 def _surrogates(error: UnicodeError) -> tuple[bytes, int]:
@@ -110,16 +111,16 @@ def _name_problem(raw: bytes) -> str | None:
     name = _unquote(raw.strip())
     if not name or name == b"/dev/null":
         return None
-    shown = name.decode("utf-8", "replace")[:120]
+    label = quote_name(name)[:120]
     if any(byte < 0x20 or byte == 0x7F for byte in name):
-        return f"a path with a control character ({shown!r})"
+        return f"a path with a control character ({label})"
     if name.startswith(b"/"):
-        return f"an absolute path ({shown})"
+        return f"an absolute path ({label})"
     parts = name.split(b"/")
     if b".." in parts:
-        return f"a path that leaves the repository ({shown})"
+        return f"a path that leaves the repository ({label})"
     if any(_GIT_DIR.match(part) for part in parts):
-        return f"a path inside .git ({shown})"
+        return f"a path inside .git ({label})"
     return None
 
 
@@ -130,7 +131,7 @@ def _stripped(name: bytes) -> set[str]:
     found = {name[2:] if name.startswith((b"a/", b"b/")) else name}
     if b"/" in name:
         found.add(name.split(b"/", 1)[1])
-    return {variant.decode("utf-8", "replace") for variant in found}
+    return {variant.decode("utf-8", "surrogateescape") for variant in found}
 
 
 def _link_problems(links: list[tuple[bytes, bytes]]) -> str | None:
@@ -139,16 +140,16 @@ def _link_problems(links: list[tuple[bytes, bytes]]) -> str | None:
     targets: dict[str, str] = {}
     for name, target in links:
         for path in _stripped(name):
-            targets[path] = target.rstrip(b"\r\n").decode("utf-8", "replace")
+            targets[path] = target.rstrip(b"\r\n").decode("utf-8", "surrogateescape")
     for path, target in sorted(targets.items()):
-        shown = f"{path} -> {target}"[:200]
+        link = f"{shown(path)} -> {shown(target)}"[:200]
         if target.startswith("/"):
-            return f"a symbolic link to an absolute path ({shown})"
+            return f"a symbolic link to an absolute path ({link})"
         resolved = _resolve(posixpath.dirname(path), target, targets)
         if resolved is None:
-            return f"a symbolic link that leaves the repository ({shown})"
-        if any(_GIT_DIR.match(part.encode()) for part in resolved):
-            return f"a symbolic link into .git ({shown})"
+            return f"a symbolic link that leaves the repository ({link})"
+        if any(_GIT_DIR.match(name_bytes(part)) for part in resolved):
+            return f"a symbolic link into .git ({link})"
     return None
 
 
@@ -204,7 +205,7 @@ def path_problem(data: bytes) -> tuple[str | None, list[str]]:
             if line.startswith(b"+++"):
                 new_name = _unquote(name.strip())
                 if new_name != b"/dev/null":
-                    files.append(sorted(_stripped(new_name))[0])
+                    files.append(shown(sorted(_stripped(new_name))[0]))
         elif line.startswith((b"rename from ", b"rename to ", b"copy from ", b"copy to ")):
             problem = _name_problem(line.split(b" ", 2)[2])
         elif re.match(rb"^(new file mode|new mode|old mode|deleted file mode) 120000", line) or (
@@ -314,14 +315,23 @@ SUSPECT_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = (
         re.compile(r"conftest\.py|sitecustomize|usercustomize|pytest\.ini|\.pth['\"]"),
     ),
 )
-#: Rules a file is exempt from by its path: a conftest defines hooks; pytest's own
-#: package uses its internals.
+#: Rules a file is exempt from by its path: a conftest defines hooks (and is test
+#: infrastructure, judged by the protection policy). No folder name exempts a file: a
+#: ``_pytest/`` inside a repository is the repository's code, not pytest's, unless the
+#: dataset declares it the framework's own source (``protection.framework_sources``).
 _EXEMPT = {
-    "pytest_hook": lambda path: (
-        path.rsplit("/", 1)[-1] == "conftest.py" or "_pytest" in path.split("/")
-    ),
-    "pytest_internals": lambda path: "_pytest" in path.split("/"),
+    "pytest_hook": lambda path: path.rsplit("/", 1)[-1] == "conftest.py",
 }
+_FRAMEWORK_RULES = ("pytest_hook", "pytest_internals")
+
+
+def _exempt(rule: str, path: str, protection: ResolvedProtection) -> bool:
+    by_name = _EXEMPT.get(rule)
+    if by_name is not None and by_name(path):
+        return True
+    return rule in _FRAMEWORK_RULES and any(
+        fnmatch.fnmatchcase(path, pattern) for pattern in protection.framework_sources
+    )
 
 
 def suspect_code(text: str, protection: ResolvedProtection) -> list[SuspectFinding]:
@@ -341,8 +351,7 @@ def suspect_code(text: str, protection: ResolvedProtection) -> list[SuspectFindi
             continue  # put back before the tests run: its content cannot act
         path = paths[-1]
         for rule, _, pattern in SUSPECT_RULES:
-            exempt = _EXEMPT.get(rule)
-            if pattern.search(line) and not (exempt and exempt(path)):
+            if pattern.search(line) and not _exempt(rule, path, protection):
                 findings.append(
                     SuspectFinding(rule=rule, path=path, line=number, text=line.strip()[:200])
                 )
@@ -394,7 +403,10 @@ def _added_lines(text: str) -> list[tuple[tuple[str, ...], int, str]]:
 
 
 def _display(path: str) -> str:
-    return path[2:] if path.startswith(("a/", "b/")) else path
+    """A name as unidiff read it (git's quoting kept) as names are shown: its bytes
+    (quoting undone, without a/ or b/) through ``quote_name``."""
+    raw = _unquote(path.encode("utf-8", "surrogateescape"))
+    return quote_name(raw[2:] if raw.startswith((b"a/", b"b/")) else raw)
 
 
 def check_patch(data: bytes, protection: ResolvedProtection) -> PatchCheck:

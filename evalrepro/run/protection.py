@@ -69,6 +69,15 @@ class TestProtection(BaseModel):
     #: named like a test folder (``tests``, ``test``, ``testing``, ``t``, ``spec``,
     #: ``__tests__``). Or an explicit list of folders, relative to the repo root.
     test_dirs: Literal["auto"] | list[str] = "auto"
+    #: Canary tests (tests whose outcome the harness knows) run beside the instance's:
+    #: a runner that reports them wrongly was tampered with, and the trial is invalid.
+    #: Off only for a dataset whose runner cannot collect them (they are drawn only where
+    #: they cannot change an honest verdict).
+    canaries: bool = True
+    #: The test framework's own source, for a dataset whose repository is the framework
+    #: (pytest's: ``["src/_pytest/*", "src/pytest/*"]``): files matching these patterns may
+    #: define pytest hooks and use its internals. No folder name is exempt otherwise.
+    framework_sources: list[str] = []
 
     def resolve(self, test_files: list[str]) -> ResolvedProtection:
         if self.test_dirs == "auto":
@@ -76,7 +85,12 @@ class TestProtection(BaseModel):
         else:
             folders = sorted({folder.strip("/") for folder in self.test_dirs})
         return ResolvedProtection(
-            policy=self.policy, suspect=self.suspect, patterns=self.patterns, test_dirs=folders
+            policy=self.policy,
+            suspect=self.suspect,
+            patterns=self.patterns,
+            test_dirs=folders,
+            canaries=self.canaries,
+            framework_sources=self.framework_sources,
         )
 
 

@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
+from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError
+
 from evalrepro import atomic
 from evalrepro.config.sample import Sample
 from evalrepro.grade.foreign import observe_foreign
@@ -27,11 +30,12 @@ from evalrepro.grade.parsers import LogParser
 from evalrepro.grade.score import score
 from evalrepro.records.artifact import Artifact
 from evalrepro.records.observation import Observation
-from evalrepro.records.supervision import TrialProgram
+from evalrepro.records.supervision import SupervisorReport, TrialProgram
 from evalrepro.records.testspec import ResolvedProtection
 from evalrepro.records.trial import Attempt, TrialResult
 from evalrepro.run.attempt import MEDIA_TYPES, AttemptOutput, AttemptSpec
 from evalrepro.run.patchcheck import PatchCheck
+from evalrepro.run.sandbox.supervisor import as_text
 from evalrepro.run.supervision import region_text
 
 
@@ -59,7 +63,15 @@ def observe(evidence: Evidence, sample: Sample, parser: LogParser) -> Observatio
     region = None
     if report is not None and report.region is not None:
         region = region_text(log, report.region)
-    return observe_attempt(sample, parser, protection, evidence.check, report=report, region=region)
+    return observe_attempt(
+        sample,
+        parser,
+        protection,
+        evidence.check,
+        report=report,
+        region=region,
+        canaries=evidence.program.canaries,
+    )
 
 
 class Recorder:
@@ -96,6 +108,8 @@ class Recorder:
     ) -> Attempt:
         """Observe, score and write one attempt's output; its Attempt record. ``inputs``:
         the artifacts :meth:`begin_attempt` wrote."""
+        if output.report is not None and not _writable(output.report):
+            output = output.model_copy(update={"report": _text_only(output.report)})
         files: dict[str, bytes] = dict(output.artifacts)
         if output.report is not None:
             files["supervisor.json"] = _json(output.report)
@@ -133,5 +147,28 @@ class Recorder:
         atomic.write_bytes(self.trial_dir(label) / "result.json", _json(result))
 
 
-def _json(record: object) -> bytes:
-    return record.model_dump_json(indent=2).encode() + b"\n"  # type: ignore[attr-defined]
+def _json(record: BaseModel) -> bytes:
+    try:
+        text = record.model_dump_json(indent=2)
+    except PydanticSerializationError:  # a string that is not Unicode text: escaped
+        text = type(record).model_validate(as_text(record.model_dump())).model_dump_json(indent=2)
+    return text.encode() + b"\n"
+
+
+def _writable(record: BaseModel) -> bool:
+    try:
+        record.model_dump_json()
+    except PydanticSerializationError:  # a lone surrogate: no UTF-8 writer takes it
+        return False
+    return True
+
+
+def _text_only(report: SupervisorReport) -> SupervisorReport:
+    """A report that holds a string that is not Unicode text (no runtime of evalrepro's
+    makes one: the stream reader refuses it) with every such string escaped as a name
+    is (``as_text``), and a stream problem: the attempt is recorded and scored invalid."""
+    data = as_text(report.model_dump())
+    data["stream_problem"] = data.get("stream_problem") or (
+        "the supervisor's report held a string that is not Unicode text (shown escaped)"
+    )
+    return SupervisorReport.model_validate(data)

@@ -139,7 +139,11 @@ class StreamReader:
                 self._fail(f"more than {MAX_EVENTS} events")
                 return
             try:
-                event = _EVENT.validate_python(json.loads(payload))
+                facts = json.loads(payload)
+                if not _is_text(facts):
+                    self._fail("an event with a string that is not Unicode text (a lone surrogate)")
+                    return
+                event = _EVENT.validate_python(facts)
             except RecursionError:
                 self._fail("an event that is not the protocol's (nested too deeply)")
                 return
@@ -217,6 +221,16 @@ class StreamReader:
         self._buffer.clear()
         self.report = self.report.model_copy(update={"runtime": runtime})
         return self.report
+
+
+def _is_text(value: object) -> bool:
+    """Every string in a JSON value is Unicode text (JSON can carry lone surrogates, which
+    no writer of UTF-8 accepts)."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _neutralize(payload: bytes) -> bytes:

@@ -242,6 +242,9 @@ def test_test_infrastructure_changes_are_recorded_against_the_trial(rootless):
     assert touched["tests-conftest"] == ["tests/conftest.py"]
     assert touched["tests-init-result-class"] == ["tests/__init__.py"]
     assert touched["pyproject-test-section"] == ["pyproject.toml"]
+    # Only pytest's own reading of setup.cfg sees these sections: it is what decides.
+    assert touched["setup-cfg-carriage-return"] == ["setup.cfg"]
+    assert touched["setup-cfg-file-separator"] == ["setup.cfg"]
     assert touched["gold-with-benign-conftest"] == ["conftest.py"]
     assert touched["gold-next-to-tests"] == []
 

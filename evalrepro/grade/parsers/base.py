@@ -68,6 +68,10 @@ class LogParser(ABC):
     aliases: ClassVar[tuple[str, ...]] = ()
     #: One line for ``evalrepro parsers`` and the docs: the runner and invocation.
     description: ClassVar[str] = ""
+    #: The canary tests (``evalrepro.run.canary``) this runner collects from a Python
+    #: test file: "function" (module-level ``test_*``), "method" (``unittest.TestCase``);
+    #: none for a runner that collects neither.
+    canary_styles: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def parse(self, text: str) -> ParsedLog:

@@ -61,6 +61,7 @@ _WORST_FIRST = (
 @register
 class PytestFullParser(LogParser):
     name: ClassVar[str] = "pytest_full"
+    canary_styles: ClassVar[tuple[str, ...]] = ("function", "method")
     family: ClassVar[Family] = Family.NATIVE
     description: ClassVar[str] = (
         "pytest -rA -v: full node ids from the short test summary, skips from -v lines, "

@@ -251,6 +251,9 @@ class PodmanRuntime(Runtime):
             f"{watchdog} stops the tests at the cap",
             "disk": f"{watchdog}: {limits.disk} written, file-size ulimit, filesystem "
             f"reserve {limits.disk_reserve}",
+            "inodes": f"{watchdog}: {limits.inodes} files and folders created in the folders "
+            f"the test user can write (counted by a walk, at most once a second), filesystem "
+            f"reserve {limits.inodes_reserve} free inodes; no kernel limit (no quota)",
             "output": f"supervisor: {limits.output}",
             "time": "supervisor: the timeout, then the whole process tree is killed",
             "nofile": f"ulimit {limits.nofile}",

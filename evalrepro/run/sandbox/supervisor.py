@@ -15,7 +15,8 @@ output. The phases, in order::
                                from the harness's own git store, then verified
     run the tests              as the test user, in a user namespace of its own (so the
                                process cap is this trial's), under a watchdog
-                               (memory, processes, disk written, output, time)
+                               (memory, processes, disk written, files created,
+                               output, time)
 
 Everything the host learns comes from one framed stream on this process's own stdout
 (the code under test has no handle on it): ``FRAME`` headers (kind, length), then
@@ -34,6 +35,7 @@ import fnmatch
 import hashlib
 import json
 import os
+import re
 import resource
 import select
 import shutil
@@ -68,6 +70,9 @@ TEST_DIR_NAMES = frozenset({"test", "tests", "testing", "t", "spec", "__tests__"
 #: Files whose named sections configure the test run: only a change to those sections
 #: counts as a change to test infrastructure. Keys are top-level tables/sections
 #: (dotted for TOML and JSON).
+#: Files whose pytest configuration pytest itself is asked about (``pytest_reading``).
+PYTEST_READS = ("setup.cfg", "pyproject.toml", "tox.ini")
+
 SECTION_FILES = {
     "setup.cfg": ("tool:pytest", "pytest", "nosetests", "tool:nose"),
     "pyproject.toml": ("tool.pytest", "tool.nose"),
@@ -104,10 +109,11 @@ class Stream:
                 view = view[written:]
 
     def event(self, name: str, **facts: object) -> None:
-        self.frame(KIND_EVENT, json.dumps({"event": name, **facts}, sort_keys=True).encode())
+        event = as_text({"event": name, **facts})
+        self.frame(KIND_EVENT, json.dumps(event, sort_keys=True).encode())
 
     def log(self, text: str) -> None:
-        self.frame(KIND_LOG, neutralize(text).encode("utf-8", "replace"))
+        self.frame(KIND_LOG, neutralize(text).encode("utf-8", "backslashreplace"))
 
 
 def neutralize(text: str) -> str:
@@ -117,6 +123,99 @@ def neutralize(text: str) -> str:
         ("| " + line if line.lstrip().startswith((">>>>>", "+ : '>>>>>")) else line) + "\n"
         for line in lines
     )
+
+
+# --- names: bytes shown as text --------------------------------------------------------
+
+_C_ESCAPES = {0x07: "a", 0x08: "b", 0x09: "t", 0x0A: "n", 0x0B: "v", 0x0C: "f", 0x0D: "r"}
+_C_UNESCAPES = {letter: chr(code) for code, letter in _C_ESCAPES.items()} | {'"': '"', "\\": "\\"}
+
+
+def quote_name(raw: bytes) -> str:
+    """A file name's bytes as text, losslessly and unambiguously (docs/threat-model.md).
+
+    A name that is UTF-8 without control characters and does not start with ``"`` is
+    itself. Any other is quoted as git quotes names: in double quotes, ``"`` and ``\\``
+    escaped, control characters as C escapes (``\\n``, ``\\t``, ...) and every byte
+    that is not part of a UTF-8 character as three octal digits (``"\\377.py"``); UTF-8
+    characters stay as they are. :func:`unquote_name` gives the bytes back.
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is not None and not text.startswith('"') and not _has_control(text):
+        return text
+    out = []
+    for char in raw.decode("utf-8", "surrogateescape"):
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:
+            out.append(f"\\{code - 0xDC00:03o}")
+        elif code in _C_ESCAPES:
+            out.append("\\" + _C_ESCAPES[code])
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\{code:03o}")
+        elif char in '"\\':
+            out.append("\\" + char)
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
+def unquote_name(text: str) -> bytes:
+    """The bytes of a name :func:`quote_name` showed as ``text``."""
+    if not (len(text) >= 2 and text.startswith('"') and text.endswith('"')):
+        return text.encode("utf-8", "surrogatepass")
+    body, out, i = text[1:-1], bytearray(), 0
+    while i < len(body):
+        char = body[i]
+        if char == "\\" and i + 1 < len(body):
+            digits = body[i + 1 : i + 4]
+            if len(digits) == 3 and all(d in "01234567" for d in digits):
+                out.append(int(digits, 8) & 0xFF)
+                i += 4
+                continue
+            out += _C_UNESCAPES.get(body[i + 1], body[i + 1]).encode("utf-8", "surrogatepass")
+            i += 2
+            continue
+        out += char.encode("utf-8", "surrogatepass")
+        i += 1
+    return bytes(out)
+
+
+def _has_control(text: str) -> bool:
+    return any(ord(char) < 0x20 or ord(char) == 0x7F for char in text)
+
+
+def name_bytes(name: str) -> bytes:
+    """The bytes of a name as this process holds it (``os`` decodes with surrogateescape;
+    a surrogate that came through JSON is kept as its three bytes)."""
+    try:
+        return os.fsencode(name)
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogatepass")
+
+
+def shown(name: str) -> str:
+    """A file name from the tree as the host sees it: :func:`quote_name` of its bytes."""
+    return quote_name(name_bytes(name))
+
+
+def as_text(value: object) -> object:
+    """Every string in ``value`` (JSON-shaped) that holds a lone surrogate (a name from
+    the tree, an OS error quoting one, a guard record) escaped by :func:`shown`: what
+    goes to the host is always Unicode text."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return shown(value)
+        return value
+    if isinstance(value, dict):
+        return {as_text(key): as_text(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [as_text(item) for item in value]
+    return value
 
 
 # --- test infrastructure ---------------------------------------------------------------
@@ -168,6 +267,79 @@ def _sections(name: str, data: bytes | None) -> dict | None:
         return loaded if isinstance(loaded, dict) else None
     except Exception:  # any parse failure: see sections_changed
         return None
+
+
+#: The test run's PATH (its interpreter is the runner's).
+TEST_PATH = "/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+#: pytest's own reading of one config file (``findpaths.load_config_dict_from_file``, the
+#: function its inifile discovery calls), in a fresh interpreter of the test environment,
+#: isolated (-I: no repository, no PYTHON* variables on the path), as the test user.
+_PYTEST_READS = """
+import json, pathlib, sys
+try:
+    from _pytest.config.findpaths import load_config_dict_from_file
+except Exception:
+    print(json.dumps({"pytest": False}))
+    raise SystemExit(0)
+try:
+    found = load_config_dict_from_file(pathlib.Path(sys.argv[1]))
+except Exception as error:
+    found = {"error": type(error).__name__ + ": " + str(error)[:200]}
+print(json.dumps({"pytest": True, "config": found}, sort_keys=True, default=repr))
+"""
+
+
+def runner_python(path: str = TEST_PATH) -> str | None:
+    """The interpreter the test command finds first (the runner's), if any."""
+    for folder in path.split(":"):
+        for name in ("python3", "python"):
+            candidate = os.path.join(folder, name)
+            if os.access(candidate, os.X_OK):
+                return candidate
+    return None
+
+
+def pytest_reading(
+    python: str | None, name: str, data: bytes | None, user: User | None = None
+) -> str | None:
+    """What pytest reads as its configuration in file ``name`` holding ``data`` (None: no
+    such file), as JSON text; None when the environment has no pytest to ask. ``user``:
+    who runs the interpreter (the test user: the environment's code is the patch's when
+    the repository is installed in it)."""
+    if python is None:
+        return None
+    if data is None:
+        return "absent"
+    folder = tempfile.mkdtemp(prefix="evalrepro-reading-", dir="/tmp")
+    try:
+        os.chmod(folder, 0o755)
+        path = os.path.join(folder, name)
+        with open(path, "wb") as handle:
+            handle.write(data)
+        os.chmod(path, 0o644)
+        ids = {} if user is None else {"user": user.uid, "group": user.gid, "extra_groups": []}
+        done = subprocess.run(
+            [python, "-I", "-c", _PYTEST_READS, path],
+            cwd=folder,
+            env={"PATH": TEST_PATH, "LC_ALL": "C.UTF-8", "HOME": folder},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=60,
+            check=False,
+            **ids,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"unreadable: {error}"
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    try:
+        answer = json.loads(done.stdout.decode("utf-8", "replace"))
+    except ValueError:
+        return f"unreadable: exit {done.returncode}"
+    if not isinstance(answer, dict) or not answer.get("pytest"):
+        return None
+    return json.dumps(answer.get("config"), sort_keys=True)
 
 
 def _toml_tables_as_text(text: str) -> dict:
@@ -253,7 +425,8 @@ def escaping_links(root: str, paths: list[str]) -> list[str]:
         inside = resolved == top or resolved.startswith(top + "/")
         if not inside or ".git" in os.path.relpath(resolved, top).split("/"):
             found.append(
-                f"a symbolic link that leaves the repository ({path} -> {os.readlink(full)})"
+                "a symbolic link that leaves the repository "
+                f"({shown(path)} -> {shown(os.readlink(full))})"
             )
     return found
 
@@ -472,6 +645,44 @@ def operations_for(
     return operations
 
 
+_MAIN_BLOCK = re.compile(rb"^if\s+__name__\s*==", re.MULTILINE)
+
+
+def with_canaries(operations: list[tuple], canaries: list[dict]) -> tuple[list[tuple], list[str]]:
+    """The test files' operations with the canaries' code appended; the names placed.
+
+    A canary goes into a file the test patch leaves (never one it removes), before a
+    top-level ``if __name__`` block (a file run as a script runs its tests there); one
+    that defines a name the file already holds is left out, so that nothing of the file
+    is shadowed."""
+    placed = []
+    by_path = {op[0]: index for index, op in enumerate(operations)}
+    result = list(operations)
+    # Names are looked for in the file as the test patch left it (canaries may share an
+    # import alias among themselves).
+    original = {op[0]: op[3] for op in operations}
+    for canary in canaries:
+        index = by_path.get(canary["file"])
+        if index is None or result[index][1] != "file":
+            continue
+        path, kind, mode, data = result[index]
+        names = [n.encode() for n in [canary["name"], *canary.get("defines", [])]]
+        if any(
+            re.search(rb"(?<![A-Za-z0-9_])" + re.escape(n) + rb"(?![A-Za-z0-9_])", original[path])
+            for n in names
+        ):
+            continue
+        code = canary["source"].encode()
+        found = _MAIN_BLOCK.search(data)
+        if found is None:
+            data = data + (b"" if data.endswith(b"\n") or not data else b"\n") + code
+        else:
+            data = data[: found.start()] + code.lstrip(b"\n") + b"\n\n" + data[found.start() :]
+        result[index] = (path, kind, mode, data)
+        placed.append(canary["name"])
+    return result, placed
+
+
 # --- no new user namespaces for the code under test ------------------------------------
 
 #: (audit arch, unshare, clone, clone3) per machine.
@@ -596,12 +807,16 @@ def tool_env(user: User) -> dict[str, str]:
 class Watchdog:
     """Measures the test user's processes together and says when a limit is crossed."""
 
-    def __init__(self, uid: int, limits: dict, fs_path: str) -> None:
+    def __init__(
+        self, uid: int, limits: dict, fs_path: str, roots: list[str] | None = None
+    ) -> None:
         self.uid = uid
         self.limits = limits
         self.fs_path = fs_path
-        self.peak = {"memory": 0, "pids": 0, "disk": 0}
+        self.peak = {"memory": 0, "pids": 0, "disk": 0, "inodes": 0}
         self.reaped_io_base = _io_written(os.getpid())
+        #: Files and folders under the folders the test user can write (None: no limit).
+        self.inodes = None if roots is None or "inodes" not in limits else InodeCount(roots)
 
     def processes(self) -> list[tuple[int, int]]:
         """(pid, threads) of every process of the test user in this container."""
@@ -648,6 +863,13 @@ class Watchdog:
         self.peak["disk"] = max(self.peak["disk"], written)
         if written > self.limits["disk"]:
             return "disk", f"{_size(written)} written, limit {_size(self.limits['disk'])}"
+        if self.inodes is not None:
+            created = self.inodes.step()
+            self.peak["inodes"] = max(self.peak["inodes"], created)
+            if created > self.limits["inodes"]:
+                return "inodes", (
+                    f"{created} files and folders created, limit {self.limits['inodes']}"
+                )
         try:
             fs = os.statvfs(self.fs_path)
         except OSError:
@@ -658,7 +880,106 @@ class Watchdog:
                 f"the filesystem has {_size(free)} free, below the reserve of "
                 f"{_size(self.limits['disk_reserve'])}"
             )
+        reserve = self.limits.get("inodes_reserve", 0)
+        if fs.f_files and fs.f_favail < reserve:  # f_files 0: the filesystem has no count
+            return "inodes", (
+                f"the filesystem has {fs.f_favail} free inodes, below the reserve of {reserve}"
+            )
         return None
+
+
+#: Entries the inode count reads per watchdog tick, and how often a new pass starts.
+_INODE_SLICE = 20_000
+_INODE_PERIOD = 1.0
+
+
+class InodeCount:
+    """Files and folders the tests created (net): entries under the folders the test user
+    can write, less those there before the tests. No counter of the kernel's is this
+    trial's alone (a filesystem's free inodes are every trial's), so the tree is walked:
+    at most ``_INODE_SLICE`` entries a tick (a flood costs a bounded time per tick), a
+    new pass at most every ``_INODE_PERIOD`` seconds."""
+
+    def __init__(self, roots: list[str]) -> None:
+        self.roots = roots
+        self._pending: list[str] = []
+        self._listing = None
+        self._partial = 0
+        self._next_pass = 0.0
+        self._last = 0
+        self.baseline = 0
+        while not self._walk(1 << 62):
+            pass
+        self.baseline = self._partial
+
+    def step(self) -> int:
+        """Walk on for a slice; entries created so far (the larger of the last whole
+        pass and the pass under way)."""
+        if self._pending or self._listing is not None or time.monotonic() >= self._next_pass:
+            self._walk(_INODE_SLICE)
+        return max(self._last, self._partial) - self.baseline
+
+    def _walk(self, budget: int) -> bool:
+        """Read up to ``budget`` entries; True when a whole pass ended."""
+        if not self._pending and self._listing is None:
+            self._pending, self._partial = list(self.roots), 0
+        seen = 0
+        while seen < budget:
+            if self._listing is None:
+                if not self._pending:
+                    self._last = self._partial
+                    self._next_pass = time.monotonic() + _INODE_PERIOD
+                    return True
+                try:
+                    self._listing = os.scandir(self._pending.pop())
+                except OSError:
+                    continue
+            entry = next(self._listing, None)
+            if entry is None:
+                self._listing.close()
+                self._listing = None
+                continue
+            seen += 1
+            self._partial += 1
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    self._pending.append(entry.path)
+            except OSError:
+                continue
+        return False
+
+
+def writable_roots(user: User, testbed: str) -> list[str]:
+    """The folders the test user can create files in: the repository, its home, and any
+    folder up to three levels below / that it owns or may write (``/tmp``, ``/var/tmp``,
+    ``/dev/shm``, ``/run/lock``, ...), outermost only."""
+    found = {testbed.rstrip("/") or "/", user.home.rstrip("/")}
+    stack = [("/", 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.path in ("/proc", "/sys") or entry.path in found:
+                continue
+            try:
+                if not entry.is_dir(follow_symlinks=False):
+                    continue
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if (
+                st.st_mode & stat.S_IWOTH
+                or (st.st_uid == user.uid and st.st_mode & stat.S_IWUSR)
+                or (st.st_gid == user.gid and st.st_mode & stat.S_IWGRP)
+            ):
+                found.add(entry.path)
+            elif depth < 2:
+                stack.append((entry.path, depth + 1))
+    return sorted(p for p in found if not any(p.startswith(q + "/") for q in found if q != "/"))
 
 
 def _memory(pids) -> int:
@@ -817,7 +1138,7 @@ class GuardRecords:
         relative = file[len(self.testbed) :] if file.startswith(self.testbed) else None
         if relative is None or (self.changed is not None and relative not in self.changed):
             return
-        finding = {"target": target, "file": relative[:500]}
+        finding = {"target": target, "file": shown(relative)[:500]}
         if finding not in self.findings:
             self.findings.append(finding)
 
@@ -897,7 +1218,7 @@ class TestRun:
             if k not in ("HOME", "USER", "LOGNAME", "PYTHONSAFEPATH")
         }
         env.update(
-            PATH="/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            PATH=TEST_PATH,
             HOME=self.user.home,
             USER=self.user.name,
             LOGNAME=self.user.name,
@@ -981,7 +1302,8 @@ class TestRun:
         return pid, out_r, guard_r
 
     def run(self) -> None:
-        watchdog = Watchdog(self.user.uid, self.limits, self.program["testbed"])
+        testbed = self.program["testbed"]
+        watchdog = Watchdog(self.user.uid, self.limits, testbed, writable_roots(self.user, testbed))
         counters = cgroup_counters()
         started = time.monotonic()
         pid, out_fd, guard_fd = self.launch()
@@ -1128,6 +1450,7 @@ class Trial:
         self.private = tempfile.mkdtemp(prefix="evalrepro-supervisor-", dir="/var/tmp")
         self.git = Git(program["git_dir"], self.private)
         self.base = program["base_commit"]
+        self._python: str | bool | None = False  # the test environment's, when first asked
 
     def run(self) -> None:
         started = time.monotonic()
@@ -1138,7 +1461,7 @@ class Trial:
             "patch",
             status="unsafe" if escapes else "applied" if method else "rejected",
             method=method,
-            changed=changed[:2000],
+            changed=[shown(path) for path in changed[:2000]],
             changed_total=len(changed),
             detail="; ".join(escapes[:5]),
             seconds=round(time.monotonic() - started, 3),
@@ -1171,7 +1494,7 @@ class Trial:
         Other files the tests write (caches, fixtures, temporary files) are theirs.
         """
         found = [
-            "{} (a test file: {})".format(*problem.split(": ", 1))
+            "{} (a test file: {})".format(*_shown_problem(problem, test_files).split(": ", 1))
             for problem in verify_writes(self.testbed, test_files, hash_kind)
         ]
         patterns = self.program["protection"].get("patterns", ())
@@ -1180,7 +1503,7 @@ class Trial:
                 continue
             name = path.rsplit("/", 1)[-1]
             if any(fnmatch.fnmatchcase(path if "/" in p else name, p) for p in patterns):
-                found.append(f"{path} (test infrastructure)")
+                found.append(f"{shown(path)} (test infrastructure)")
         return found[:50]
 
     def apply_model_patch(self, before: dict[str, tuple]) -> tuple[str | None, list[str]]:
@@ -1225,9 +1548,14 @@ class Trial:
             reason = protected_reason(path, protection)
             if reason is None and path in base_contents:
                 now = _read_file(os.path.join(self.testbed, path))
-                sections = sections_changed(path.rsplit("/", 1)[-1], base_contents[path], now)
+                name = path.rsplit("/", 1)[-1]
+                sections = sections_changed(name, base_contents[path], now)
                 if sections:
                     reason = "changes its test sections " + ", ".join(sections)
+                elif name in PYTEST_READS and self._pytest_reads_differently(
+                    name, base_contents[path], now
+                ):
+                    reason = "changes the configuration pytest reads from it"
             if reason is not None:
                 touched.append({"path": path, "reason": reason})
         policy = protection["policy"]
@@ -1237,14 +1565,28 @@ class Trial:
         for item in touched:
             item["action"] = action
         self.stream.event(
-            "protect", policy=policy, touched=touched[:2000], touched_total=len(touched)
+            "protect",
+            policy=policy,
+            touched=[{**item, "path": shown(item["path"])} for item in touched[:2000]],
+            touched_total=len(touched),
         )
         if touched:
             self.stream.log(
                 f"test infrastructure changed by the patch ({action}): "
-                + ", ".join(t["path"] for t in touched[:50])
+                + ", ".join(shown(t["path"]) for t in touched[:50])
             )
         return touched
+
+    def _pytest_reads_differently(self, name: str, old: bytes | None, new: bytes | None) -> bool:
+        """Whether pytest itself reads another configuration from the file than at the
+        base: the runner's own parser, never a look-alike (a ``\\r`` or ``\\x1c`` that
+        configparser keeps inside a line is a line break to pytest)."""
+        if self._python is False:
+            self._python = runner_python()
+        before = pytest_reading(self._python, name, old, self.user)
+        if before is None:
+            return False  # no pytest in the environment: nothing reads it as pytest does
+        return before != pytest_reading(self._python, name, new, self.user)
 
     def reset_test_files(self, protected: list[dict]) -> list[tuple]:
         """The test patch's files as base + test patch; restored files verified too."""
@@ -1259,7 +1601,9 @@ class Trial:
                 raise Stop from None
         expected = self.git.index_entries(files) if files else {}
         contents = self.git.blobs(sorted({e[2] for e in expected.values()}))
-        operations = operations_for(expected, files, contents)
+        operations, canaries = with_canaries(
+            operations_for(expected, files, contents), self.program.get("canaries", [])
+        )
         error = as_user(self.user, apply_writes, self.testbed, operations)
         hash_kind = self.git.hash_kind()
         restored = []
@@ -1274,10 +1618,11 @@ class Trial:
             "reset",
             ok=not problems,
             reason=None if not problems else "verification_failed",
-            detail="; ".join(problems[:20]),
+            detail="; ".join(_shown_problem(p, operations + restored) for p in problems[:20]),
             test_files=len(files),
             verified=len(operations) + len(restored),
             seconds=round(time.monotonic() - started, 3),
+            canaries=canaries,
         )
         if problems:
             raise Stop
@@ -1286,6 +1631,14 @@ class Trial:
 
 class Stop(Exception):
     """The phases end here; the events already say why."""
+
+
+def _shown_problem(problem: str, operations: list[tuple]) -> str:
+    """A ``path: what`` problem of :func:`verify_writes` with its path :func:`shown`."""
+    for operation in operations:
+        if problem.startswith(operation[0] + ": "):
+            return shown(operation[0]) + problem[len(operation[0]) :]
+    return problem
 
 
 def _read_file(path: str) -> bytes | None:
