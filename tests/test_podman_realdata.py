@@ -95,6 +95,21 @@ def test_every_model_trial_ends_as_the_by_hand_run_decided(realdata, model):
     assert model["toolz__bug-frequencies"].score.reason == "patch_empty"
 
 
+def test_the_canaries_ran_beside_real_projects_tests_and_held(realdata, gold, model):
+    # Real projects' own test files (six, toolz) with canaries appended: every one placed
+    # in a trial whose test patch has a Python test file, and none tripped by an honest run.
+    with_tests = {i["instance_id"] for i in realdata.instances if i["test_patch"]}
+    for results in (gold, model):
+        for instance_id, result in results.items():
+            observation = result.attempts[-1].observation
+            assert not [c for c in observation.canaries if c.tampered], (instance_id, result)
+            if instance_id in with_tests and observation.tests is not None:
+                assert {c.expect for c in observation.canaries} == {"pass", "fail"}, instance_id
+            assert not any(
+                c.name in key for c in observation.canaries for key in observation.status_map
+            )
+
+
 def test_a_conftest_the_model_added_is_removed_before_the_tests(model):
     observation = model["toolz__bug-second"].attempts[-1].observation
     assert [p.path for p in observation.protected] == ["toolz/tests/conftest.py"]

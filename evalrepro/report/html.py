@@ -76,11 +76,13 @@ REASON_LABELS = {
     "limit_memory": "memory limit",
     "limit_pids": "process limit",
     "limit_disk": "disk limit",
+    "limit_inodes": "files-created limit",
     "limit_output": "output limit",
     "sandbox_died": "sandbox died",
     "not_run": "not run",
     "runner_exit_abnormal": "runner exit abnormal",
     "log_unparseable": "log unparseable",
+    "runner_tampered": "runner tampered with (canary)",
 }
 #: Provenance fields as the block labels them (a field missing here shows by its name).
 PROVENANCE_LABELS = {

@@ -100,7 +100,9 @@ class FakeRuntime(Runtime):
         return AttemptOutput(
             artifacts={"test_output.txt": reader.output, "runtime.log": b"fake runtime\n"},
             report=report,
-            limits={name: "not enforced (fake runtime)" for name in ("memory", "pids", "time")},
+            limits={
+                name: "not enforced (fake runtime)" for name in ("memory", "pids", "inodes", "time")
+            },
         )
 
 
