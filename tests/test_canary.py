@@ -262,12 +262,20 @@ def _tree(tmp_path: Path, sample: Sample) -> Path:
 
 
 def _run_with_canaries(
-    tmp_path: Path, instance: str, parser: str, *, tamper: str | None, seed: int
+    tmp_path: Path,
+    instance: str,
+    parser: str,
+    *,
+    tamper: str | None,
+    seed: int,
+    files: dict[str, str] | None = None,
 ) -> tuple[list[CanaryCheck], dict[str, str], str]:
     sample = SAMPLES[instance]
     spec = spec_of(sample, parser)
     canaries = draw_canaries(spec, get_parser(parser), sample, random.Random(seed))
     tree = _tree(tmp_path, sample)
+    for path, text in (files or {}).items():
+        (tree / path).write_text(text)
     files = sorted({c.file for c in canaries})
     operations = [(f, "file", 0o644, (tree / f).read_bytes()) for f in files]
     operations, placed = with_canaries(operations, [c.model_dump() for c in canaries])
@@ -310,6 +318,39 @@ def test_an_honest_run_never_trips_a_canary(tmp_path, instance, parser, seed):
     assert {c.reported for c in checks if c.expect == "fail"} <= {"FAILED", "ERROR"}
     assert {c.reported for c in checks if c.expect == "pass"} == {"PASSED"}
     assert not any(c.name in key for c in checks for key in remaining)
+
+
+def test_a_style_the_projects_configuration_does_not_collect_is_not_tampering(tmp_path):
+    # pytest told to collect check_* functions only: the function canaries are lost with
+    # every test_* function of the project, honestly; the TestCase canaries still run.
+    config = {"setup.cfg": "[tool:pytest]\npython_functions = check_*\n"}
+    checks, _, log = _run_with_canaries(
+        tmp_path, "demo__calc-1", "pytest_full", tamper=None, seed=4, files=config
+    )
+    by_style = {(c.expect, c.reported, c.style_collected) for c in checks}
+    assert ("pass", "PASSED", True) in by_style and ("fail", "FAILED", True) in by_style, log
+    assert {(c.reported, c.style_collected) for c in checks if c.reported == "absent"} == {
+        ("absent", False)
+    }, log
+    assert not [c for c in checks if c.tampered], log
+
+
+def test_a_style_lost_whole_while_another_runs_is_the_runners_configuration():
+    function, method = (
+        Canary(name=f"test_x_{style}", expect="pass", file="t/test_a.py", style=style, source="")
+        for style in ("function", "method")
+    )
+    statuses = {"t/test_a.py::test_real": "PASSED", "t/test_a.py::TestX::test_x_method": "PASSED"}
+    checks, _ = check_canaries([function, method], [function.name, method.name], statuses, [])
+    assert [(c.reported, c.style_collected, c.tampered) for c in checks] == [
+        ("absent", False, False),
+        ("PASSED", True, False),
+    ]
+    # Every canary lost while the file's tests pass: the runner's report is forged.
+    checks, _ = check_canaries(
+        [function, method], [function.name, method.name], {"t/test_a.py::test_real": "PASSED"}, []
+    )
+    assert all(c.tampered for c in checks)
 
 
 PYTEST_PASSES_EVERYTHING = "import _pytest.python\n_pytest.python.Function.runtest = int\n"

@@ -46,17 +46,22 @@ class CanaryCheck(BaseModel):
     reported: str
     #: The log reports a test of the canary's file passing: the runner ran that file.
     file_passing: bool
+    #: The runner collects the canary's style: the log reports a canary of that style, or
+    #: none at all. (A pytest whose ``python_functions`` excludes ``test_*`` collects no
+    #: function canary and still runs the method ones: that loss is its configuration's.)
+    style_collected: bool = True
 
     @property
     def tampered(self) -> bool:
         """The runner's report cannot be an honest one.
 
         A must-fail canary reported passing; a canary lost, skipped or reported twice
-        while its file's tests pass. (A file that does not import, or whose module setup
-        fails, loses its canaries with its tests: the instance's tests say so, honestly.)
+        while its file's tests pass and the runner collects its style. (A file that does
+        not import, or whose module setup fails, loses its canaries with its tests: the
+        instance's tests say so, honestly.)
         """
         if self.reported == "conflicting":
             return True
         if self.expect == "fail" and self.reported in PASSING:
             return True
-        return self.reported in {"absent", "SKIPPED"} and self.file_passing
+        return self.reported in {"absent", "SKIPPED"} and self.file_passing and self.style_collected

@@ -235,6 +235,7 @@ def check_canaries(
             found[canary.name] = {key: s for key, s in statuses.items() if pattern.search(key)}
             for key in found[canary.name]:
                 remaining.pop(key, None)
+    reported_styles = {c.style for c in canaries if found.get(c.name)}
     checks = []
     for canary in canaries:
         if canary.name not in placed:
@@ -250,6 +251,7 @@ def check_canaries(
                 if len(reported) == 1
                 else "conflicting",
                 file_passing=_file_passing(canary.file, remaining, instance_tests),
+                style_collected=not reported_styles or canary.style in reported_styles,
             )
         )
     return checks, remaining
