@@ -132,6 +132,25 @@ def test_no_canary_for_a_runner_that_collects_no_python_tests_or_names_only_fail
     assert draw("demo__ledger-1", "unittest_failures") == []
 
 
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        (["tests/app/models.py", "tests/app/tests.py"], "tests/app/tests.py"),
+        (["tests/conftest.py", "tests/test_a.py"], "tests/test_a.py"),
+        (["tests/__init__.py", "tests/helpers.py"], None),
+        (["pkg/a_test.py"], "pkg/a_test.py"),
+    ],
+)
+def test_canaries_go_only_into_a_file_runners_collect_tests_from(files, expected):
+    # A directive naming a folder runs every file of it; only a test module holds tests.
+    sample = SAMPLES["demo__calc-1"]
+    spec = spec_of(sample, "pytest_full", directives=sorted({f.rsplit("/", 1)[0] for f in files}))
+    script = spec.eval_script.model_copy(update={"test_files": files})
+    spec = spec.model_copy(update={"eval_script": script})
+    canaries = draw_canaries(spec, get_parser("pytest_full"), sample, random.Random(1))
+    assert ({c.file for c in canaries} or {None}) == {expected}
+
+
 def test_no_canary_when_the_dataset_turns_them_off():
     assert draw("demo__calc-1", "pytest_full", canaries=False) == []
 

@@ -148,13 +148,22 @@ def _runs(path: str, directives: Sequence[str]) -> bool:
     return False
 
 
+def _test_module(path: str) -> bool:
+    """A file every Python runner collects tests from by its name (not a conftest, an
+    ``__init__``, a models or helpers module that a directive's folder also holds)."""
+    name = path.rsplit("/", 1)[-1]
+    return name.endswith(".py") and (
+        name.startswith("test") or name.endswith(("_test.py", "_tests.py")) or name == "tests.py"
+    )
+
+
 def _target_file(spec: TestSpec, sample: Sample) -> str | None:
     """The test patch's Python test file the command runs, holding most FAIL_TO_PASS tests
     (a skip of the whole file then skips the instance's tests too)."""
     candidates = [
         path
         for path in spec.eval_script.test_files
-        if path.endswith(".py") and _runs(path, spec.test_directives)
+        if _test_module(path) and _runs(path, spec.test_directives)
     ]
     if not candidates:
         return None
