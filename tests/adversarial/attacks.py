@@ -799,7 +799,7 @@ ATTACKS: tuple[Attack, ...] = (
         "runner",
         "demo__ledger-1",
         "a unittest/ package at the repository root loads the real one and reports FAIL as ok",
-        ("invalid", "runner_tampered"),
+        ("unresolved", "tests_failed"),
         {"unittest/__init__.py": SHADOW_UNITTEST},
         append=False,
     ),

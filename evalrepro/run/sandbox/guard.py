@@ -12,8 +12,11 @@ At exit it also lists functions of the test frameworks (unittest, pytest, pluggy
 the repository (library code that monkeypatches ``TestCase.assertEqual`` or ``sys.exit``
 shows up here), and says whether the process's stdout and stderr are still the pipes it
 started with. All of this runs inside the process under test,
-so it is evidence against a trial only, never for one. Standard library only; it does
-nothing at all when the variable is absent or names another descriptor.
+so it is evidence against a trial only, never for one. One thing it prevents rather than
+detects: a test framework (unittest, doctest, pytest, pluggy, iniconfig) is imported from
+outside the repository whenever a copy exists there, so a package of the repository
+cannot shadow it. Standard library only; it does nothing at all when the variable is
+absent, and writes no record when it names another descriptor.
 """
 
 import os
@@ -24,11 +27,42 @@ _FRAMEWORKS = ("unittest", "_pytest", "pytest", "pluggy")
 _RUNTIME = ("sys", "os", "builtins", "atexit")
 
 
+#: Test frameworks a module of the repository may not stand in for.
+_OUTSIDE_ONLY = ("unittest", "doctest", "pytest", "_pytest", "pluggy", "iniconfig")
+
+
+class _FrameworkFromOutside:
+    """A test framework is imported from outside the repository when a copy exists there.
+
+    ``python -m unittest`` (or ``-m pytest``) puts the repository first on the path, so a
+    ``unittest/`` or ``_pytest/`` folder of the patch's would be the runner. The runner
+    imports its framework before any code of the repository runs, so this holds from the
+    start; a repository that *is* the framework (pytest installed from /testbed) has no
+    copy outside and is imported as usual."""
+
+    def __init__(self, testbed):
+        self.testbed = testbed
+
+    def _outside(self, entry):
+        return not (os.path.realpath(entry or os.getcwd()) + os.sep).startswith(self.testbed)
+
+    def find_spec(self, name, path=None, target=None):
+        if path is not None or name not in _OUTSIDE_ONLY:
+            return None
+        from importlib.machinery import PathFinder
+
+        entries = [entry for entry in sys.path if isinstance(entry, str) and self._outside(entry)]
+        return PathFinder.find_spec(name, entries)
+
+
 def _install():
     spec = os.environ.get("EVALREPRO_GUARD", "")
     parts = spec.split(":", 2)
     if len(parts) != 3:
         return
+    # Before the descriptor check: a process that lost the guard's pipe still imports its
+    # framework from outside the repository.
+    sys.meta_path.insert(0, _FrameworkFromOutside(os.path.realpath(parts[2]) + os.sep))
     try:
         fd, inode = int(parts[0]), int(parts[1])
         if os.fstat(fd).st_ino != inode:
