@@ -13,11 +13,14 @@ catch it on their own.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import tempfile
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evalrepro.demo import DEMO_DIR
 from evalrepro.demo.repos import build_repo
 
 #: Limits the adversarial runs use: small, so that resource attacks stay cheap and safe
@@ -850,6 +853,69 @@ def make_patch(attack: Attack, instance: dict, repos: dict[str, Path]) -> str:
         finally:
             _git(repos[instance["repo"]], "worktree", "remove", "--force", str(tree))
     return diff.decode("utf-8", "surrogatepass")
+
+
+@dataclass(frozen=True)
+class Adversary:
+    """Attacks written as one predictions file: each attack a sample of its instance, and
+    the instance's gold patch as its last sample (the control beside every attack)."""
+
+    file: Path
+    #: (instance id, sample index) -> the attack that sample is.
+    expected: dict[tuple[str, int], Attack]
+    samples: int
+    instances: list[str]
+
+    def config(self, *extra: str) -> list[str]:
+        """The demo experiment over these predictions, with the adversarial limits."""
+        return [
+            "+experiment=demo",
+            "target=model_a",
+            f"target.path={self.file}",
+            "target.name=adversary",
+            f"target.samples={self.samples}",
+            "target.missing=empty",  # an instance with fewer attacks has empty samples
+            f"environment.timeout={TIMEOUT}",
+            "executor.max_workers=2",
+            *(f"environment.limits.{key}={value}" for key, value in LIMITS.items()),
+            *extra,
+        ]
+
+
+def write_adversary(
+    tmp: Path, attacks: tuple[Attack, ...], *, every_instance: bool = True
+) -> Adversary:
+    """The attacks' predictions in ``tmp/adversary.jsonl``; ``every_instance``: also the
+    instances no attack names (their gold patch only)."""
+    repos = build_repos(tmp / "repos")
+    instances = {}
+    for line in (DEMO_DIR / "instances.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        instances[record["instance_id"]] = record
+    by_instance: dict[str, list[Attack]] = defaultdict(list)
+    for attack in attacks:
+        by_instance[attack.instance].append(attack)
+    chosen = sorted(instances if every_instance else by_instance)
+    samples = max(len(listed) for listed in by_instance.values()) + 1
+    predictions, expected = [], {}
+    for instance_id in chosen:
+        for index, attack in enumerate(by_instance[instance_id]):
+            patch = make_patch(attack, instances[instance_id], repos)
+            predictions.append(_prediction(instance_id, index, patch))
+            expected[(instance_id, index)] = attack
+        predictions.append(_prediction(instance_id, samples - 1, instances[instance_id]["patch"]))
+    file = tmp / "adversary.jsonl"
+    file.write_text("".join(json.dumps(p) + "\n" for p in predictions))
+    return Adversary(file, expected, samples, chosen)
+
+
+def _prediction(instance_id: str, index: int, patch: str) -> dict:
+    return {
+        "instance_id": instance_id,
+        "model_name_or_path": "adversary",
+        "sample_index": index,
+        "model_patch": patch,
+    }
 
 
 def build_repos(root: Path) -> dict[str, Path]:

@@ -9,21 +9,18 @@ root podman is the ``root_podman`` test at the end.
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import subprocess
 import time
-from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from evalrepro.config.experiment import compose
-from evalrepro.demo import DEMO_DIR
 from evalrepro.records.trial import read_trial_result
-from tests.adversarial.attacks import ATTACKS, LIMITS, TIMEOUT, Attack, build_repos, make_patch
+from tests.adversarial.attacks import ATTACKS, Attack, write_adversary
 from tests.podman_support import needs_podman, run_demo
 
 pytestmark = needs_podman
@@ -64,68 +61,27 @@ class AdversarialRun:
 
 
 def run_attacks(tmp: Path, *extra: str) -> AdversarialRun:
-    repos = build_repos(tmp / "repos")
-    instances = {}
-    for line in (DEMO_DIR / "instances.jsonl").read_text().splitlines():
-        record = json.loads(line)
-        instances[record["instance_id"]] = record
-    by_instance: dict[str, list[Attack]] = defaultdict(list)
-    for attack in ATTACKS:
-        by_instance[attack.instance].append(attack)
-    samples = max(len(attacks) for attacks in by_instance.values()) + 1
-    predictions, expected = [], {}
-    for instance_id, instance in instances.items():
-        for index, attack in enumerate(by_instance[instance_id]):
-            patch = make_patch(attack, instance, repos)
-            predictions.append(_prediction(instance_id, index, patch))
-            expected[(instance_id, index)] = attack
-        predictions.append(_prediction(instance_id, samples - 1, instance["patch"]))
-    file = tmp / "adversary.jsonl"
-    file.write_text("".join(json.dumps(p) + "\n" for p in predictions))
-
+    adversary = write_adversary(tmp, ATTACKS)
     # A host file no trial may touch: in the home of the user who runs the containers.
     canary = Path.home() / f".evalrepro-canary-{secrets.token_hex(4)}"
     canary.write_bytes(secrets.token_bytes(64))
     canary_bytes, canary_mtime = canary.read_bytes(), canary.stat().st_mtime_ns
     run_dir = tmp / "run"
     before = health(tmp)
-    config = compose(
-        [
-            "+experiment=demo",
-            "target=model_a",
-            f"target.path={file}",
-            "target.name=adversary",
-            f"target.samples={samples}",
-            "target.missing=empty",  # an instance with fewer attacks has empty samples
-            f"environment.timeout={TIMEOUT}",
-            "executor.max_workers=2",
-            *(f"environment.limits.{key}={value}" for key, value in LIMITS.items()),
-            *extra,
-        ]
-    )
-    results, console = run_demo(config, run_dir)
+    results, console = run_demo(compose(adversary.config(*extra)), run_dir)
     after = health(tmp)
     return AdversarialRun(
         results,
         console,
         run_dir,
-        expected,
-        samples,
+        adversary.expected,
+        adversary.samples,
         before,
         after,
         canary,
         canary_bytes,
         canary_mtime,
     )
-
-
-def _prediction(instance_id: str, index: int, patch: str) -> dict:
-    return {
-        "instance_id": instance_id,
-        "model_name_or_path": "adversary",
-        "sample_index": index,
-        "model_patch": patch,
-    }
 
 
 @pytest.fixture(scope="module")

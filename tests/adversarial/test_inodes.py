@@ -15,17 +15,15 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from evalrepro.config.experiment import compose
-from evalrepro.demo import DEMO_DIR
 from evalrepro.records.trial import read_trial_result
 from evalrepro.run.sandbox.supervisor import InodeCount, Watchdog, writable_roots
-from tests.adversarial.attacks import LIMITS, TIMEOUT, Attack, build_repos, make_patch
+from tests.adversarial.attacks import Attack, write_adversary
 from tests.podman_support import needs_podman, run_demo
 
 #: The inode limit of these runs: far below the floods, far above what the demo needs.
@@ -144,52 +142,13 @@ class SmallRun:
 
 
 def run_small(tmp: Path, attacks: tuple[Attack, ...], *extra: str) -> SmallRun:
-    repos = build_repos(tmp / "repos")
-    instances = {}
-    for line in (DEMO_DIR / "instances.jsonl").read_text().splitlines():
-        record = json.loads(line)
-        instances[record["instance_id"]] = record
-    by_instance: dict[str, list[Attack]] = defaultdict(list)
-    for attack in attacks:
-        by_instance[attack.instance].append(attack)
-    samples = max(len(listed) for listed in by_instance.values()) + 1
-    predictions, expected = [], {}
-    for instance_id, listed in sorted(by_instance.items()):
-        for index, attack in enumerate(listed):
-            patch = make_patch(attack, instances[instance_id], repos)
-            predictions.append(_prediction(instance_id, index, patch))
-            expected[(instance_id, index)] = attack
-        predictions.append(_prediction(instance_id, samples - 1, instances[instance_id]["patch"]))
-    file = tmp / "adversary.jsonl"
-    file.write_text("".join(json.dumps(p) + "\n" for p in predictions))
-    chosen = sorted(by_instance)
-    config = compose(
-        [
-            "+experiment=demo",
-            "target=model_a",
-            f"target.path={file}",
-            "target.name=adversary",
-            f"target.samples={samples}",
-            "target.missing=empty",
-            f"dataset.instance_ids=[{','.join(chosen)}]",
-            f"environment.timeout={TIMEOUT}",
-            "executor.max_workers=2",
-            *(f"environment.limits.{key}={value}" for key, value in LIMITS.items()),
-            *extra,
-        ]
-    )
+    """The attacks and their instances' gold patches, and nothing else of the demo."""
+    adversary = write_adversary(tmp, attacks, every_instance=False)
+    instances = f"dataset.instance_ids=[{','.join(adversary.instances)}]"
     run_dir = tmp / "run"
-    run_demo(config, run_dir)
-    return SmallRun(run_dir, expected, samples, chosen, len(chosen) * samples)
-
-
-def _prediction(instance_id: str, index: int, patch: str) -> dict:
-    return {
-        "instance_id": instance_id,
-        "model_name_or_path": "adversary",
-        "sample_index": index,
-        "model_patch": patch,
-    }
+    run_demo(compose(adversary.config(instances, *extra)), run_dir)
+    planned = len(adversary.instances) * adversary.samples
+    return SmallRun(run_dir, adversary.expected, adversary.samples, adversary.instances, planned)
 
 
 @pytest.fixture(scope="module")
