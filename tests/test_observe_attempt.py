@@ -34,11 +34,13 @@ from evalrepro.grade.observation import observe_attempt
 from evalrepro.grade.parsers import get_parser
 from evalrepro.grade.score import JUDGEMENT, score
 from evalrepro.records.canary import Canary
+from evalrepro.records.fresh import FreshResult, FreshRun
 from evalrepro.records.observation import ExecutionStatus, ParserStatus, PatchStatus, Resolution
 from evalrepro.records.score import Outcome
 from evalrepro.records.supervision import (
     DoneEvent,
     ErrorEvent,
+    FreshEvent,
     GuardEvent,
     PatchEvent,
     Peak,
@@ -160,7 +162,7 @@ def demo():
     return sample, get_parser("pytest_full"), protection, check
 
 
-def judge(demo, report, region=None, *, check=None, protection=None, canaries=()):
+def judge(demo, report, region=None, *, check=None, protection=None, canaries=(), fresh=()):
     sample, parser, default_protection, default_check = demo
     protection = protection or default_protection
     observation = observe_attempt(
@@ -171,6 +173,7 @@ def judge(demo, report, region=None, *, check=None, protection=None, canaries=()
         report=report,
         region=region,
         canaries=canaries,
+        fresh=fresh,
     )
     return observation, score(observation)
 
@@ -645,6 +648,13 @@ def test_every_judgement_row_but_patch_invalid_is_reachable_from_a_report(demo):
         source="",
     )
     placed = RESET.model_copy(update={"canaries": [canary.name]})
+    # The FAIL_TO_PASS test, passing in the log, failing alone in a fresh process.
+    f2p = "tests/test_eval.py::test_power_is_right_associative"
+    alone = FreshRun(test=f2p, expect="pass", command=f"pytest {f2p}", runner="pytest")
+    lone = FreshEvent(
+        event="fresh",
+        runs=[FreshResult(test=f2p, exit_code=1, signal=None, seconds=0.2, runner_exit="clean")],
+    )
 
     cases = {
         "infrastructure_error": (judge(demo, None),),
@@ -677,6 +687,9 @@ def test_every_judgement_row_but_patch_invalid_is_reachable_from_a_report(demo):
                 PASSING_REGION,
                 canaries=[canary],
             ),
+        ),
+        "fresh_disagrees": (
+            judge(demo, ran(finished(0), *RAN, lone), PASSING_REGION, fresh=[alone]),
         ),
     }
     for reason, ((_, result),) in cases.items():

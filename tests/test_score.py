@@ -157,6 +157,7 @@ def test_the_order_of_judgement_is_infrastructure_patch_setup_run_log():
         "runner_exit_abnormal",
         "log_unparseable",
         "runner_tampered",
+        "fresh_disagrees",
     ]
 
 

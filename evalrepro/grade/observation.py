@@ -33,6 +33,7 @@ from evalrepro.grade.testlog import (
     suite_ran_shown,
 )
 from evalrepro.records.canary import Canary
+from evalrepro.records.fresh import FreshRun
 from evalrepro.records.observation import (
     ExecutionStatus,
     Observation,
@@ -43,6 +44,7 @@ from evalrepro.records.observation import (
 from evalrepro.records.supervision import SupervisorReport
 from evalrepro.records.testspec import ResolvedProtection
 from evalrepro.run.canary import check_canaries
+from evalrepro.run.fresh import check_fresh
 from evalrepro.run.patchcheck import PatchCheck
 
 # SWE-bench harness lines that mean the environment, not the patch, broke.
@@ -152,13 +154,16 @@ def observe_attempt(
     report: SupervisorReport | None,
     region: str | None,
     canaries: Sequence[Canary] = (),
+    fresh: Sequence[FreshRun] = (),
+    fresh_note: str = "",
 ) -> Observation:
     """The Observation of an attempt evalrepro ran (or refused to run).
 
     ``check`` is the patch check (a refused patch never ran: ``report`` is None);
     ``report`` the supervisor's report with the runtime's own facts; ``region`` the test
     output read back by the report's byte range; ``canaries`` the program's (those the
-    supervisor placed are checked, and left out of the status map).
+    supervisor placed are checked, and left out of the status map); ``fresh`` and
+    ``fresh_note`` the program's fresh runs (judged against the supervisor's results).
     """
     facts: dict = {
         "instance_id": sample.instance_id,
@@ -211,6 +216,7 @@ def observe_attempt(
                 text=f"{item} changed while the tests ran",
             )
             for item in (report.tests.changed_during_run if report.tests else [])
+            + (report.fresh.changed_during_run if report.fresh else [])
         ]
     if report.protect is not None:
         facts["protected"] = report.protect.touched
@@ -248,6 +254,10 @@ def observe_attempt(
         facts["canaries"], facts["status_map"] = check_canaries(
             canaries, placed, facts["status_map"], [*sample.fail_to_pass, *sample.pass_to_pass]
         )
+    facts["fresh_note"] = fresh_note
+    if fresh:
+        results = report.fresh.runs if report.fresh is not None else []
+        facts["fresh"] = check_fresh(fresh, results, facts["status_map"])
     return Observation(**facts, execution_status=execution, infrastructure_error=problem)
 
 

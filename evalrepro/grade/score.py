@@ -47,6 +47,14 @@ def _protected(o: Observation) -> str:
 def _canaries(o: Observation) -> str:
     wrong = [c for c in o.canaries if c.tampered]
     shown = [f"canary {c.name} (must {c.expect}) reported {c.reported}" for c in wrong[:3]]
+    lone = [f for f in o.fresh if f.tampered]
+    shown += [f"canary {f.test} (must fail) exited {f.exit_code} alone" for f in lone]
+    return "; ".join(shown) + (f" and {len(wrong) - 3} more" if len(wrong) > 3 else "")
+
+
+def _fresh(o: Observation) -> str:
+    wrong = [f for f in o.fresh if f.disagrees]
+    shown = [f"{f.test} {f.logged} in the run, {f.outcome} alone" for f in wrong[:3]]
     return "; ".join(shown) + (f" and {len(wrong) - 3} more" if len(wrong) > 3 else "")
 
 
@@ -132,11 +140,21 @@ JUDGEMENT: tuple[tuple[str, Outcome, Rule, Detail], ...] = (
     ),
     (
         # Tests whose outcome the harness knows, reported otherwise: the runner's report
-        # is not the tests' outcome, whatever it says of the instance's own tests.
+        # is not the tests' outcome, whatever it says of the instance's own tests. A
+        # must-fail canary whose fresh process exits as passing says the same of the
+        # exit status.
         "runner_tampered",
         Outcome.INVALID,
-        lambda o: any(check.tampered for check in o.canaries),
+        lambda o: any(c.tampered for c in o.canaries) or any(f.tampered for f in o.fresh),
         _canaries,
+    ),
+    (
+        # A FAIL_TO_PASS test the log calls passing, failing when run alone: the log and
+        # the exit status the supervisor read from outside disagree.
+        "fresh_disagrees",
+        Outcome.INVALID,
+        lambda o: any(check.disagrees for check in o.fresh),
+        _fresh,
     ),
 )
 

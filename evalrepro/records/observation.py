@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from evalrepro.records.base import Record, unchanged
 from evalrepro.records.canary import CanaryCheck
+from evalrepro.records.fresh import FreshCheck
 from evalrepro.records.supervision import ProtectedFile
 
 
@@ -93,9 +94,9 @@ class _Frozen(BaseModel):
 
 class Observation(Record):
     record: Literal["Observation"] = "Observation"
-    #: 3: the canaries' checks.
-    schema_version: int = 3
-    migrations = {2: unchanged}
+    #: 3: the canaries' checks; 4: the fresh runs'.
+    schema_version: int = 4
+    migrations = {2: unchanged, 3: unchanged}
     instance_id: str
     #: Where the facts come from: evalrepro's supervisor, or a bare log.
     source: Literal["supervisor", "log"] = "log"
@@ -132,3 +133,7 @@ class Observation(Record):
     tests: TestsReport | None = None
     #: What the log reported of each canary placed beside the instance's tests.
     canaries: list[CanaryCheck] = []
+    #: The fresh runs after the tests, each judged beside the log's status of its test.
+    fresh: list[FreshCheck] = []
+    #: Why there were none, when the dataset asked for them.
+    fresh_note: str = ""

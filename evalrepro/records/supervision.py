@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from evalrepro.config.environment import Limits
 from evalrepro.records.base import Record
 from evalrepro.records.canary import Canary
+from evalrepro.records.fresh import FreshResult, FreshRun
 from evalrepro.records.testspec import EvalScript
 from evalrepro.run.sandbox import GIT_DIR, GUARD_PATH, PATCH_PATH, TEST_PATCH_PATH, TESTBED
 from evalrepro.run.sandbox.supervisor import (
@@ -117,6 +118,15 @@ class TestsFinishedEvent(_Event):
     peak: Peak
 
 
+class FreshEvent(_Event):
+    """The fresh runs after the tests (``evalrepro.run.fresh``), in the order they ran."""
+
+    event: Literal["fresh"]
+    runs: list[FreshResult]
+    #: Test files and test infrastructure that the fresh runs changed.
+    changed_during_run: list[str] = []
+
+
 class ErrorEvent(_Event):
     event: Literal["error"]
     phase: str
@@ -135,6 +145,7 @@ Event = Annotated[
     | GuardEvent
     | TestsStartedEvent
     | TestsFinishedEvent
+    | FreshEvent
     | ErrorEvent
     | DoneEvent,
     Field(discriminator="event"),
@@ -180,6 +191,7 @@ class SupervisorReport(Record):
     guard: GuardEvent | None = None
     tests_started: TestsStartedEvent | None = None
     tests: TestsFinishedEvent | None = None
+    fresh: FreshEvent | None = None
     error: ErrorEvent | None = None
     region: Region | None = None
     #: Why the host stopped reading (a malformed frame, a stream over its bounds).
@@ -213,6 +225,10 @@ class TrialProgram(Record):
     limits: dict[str, int]
     #: Tests whose outcome the harness knows, appended after the reset.
     canaries: list[Canary] = []
+    #: Tests run alone after the tests, each in a fresh process, judged by exit status.
+    fresh: list[FreshRun] = []
+    #: Why there are none, when the dataset asked for them.
+    fresh_note: str = ""
 
     @classmethod
     def of(
@@ -223,9 +239,12 @@ class TrialProgram(Record):
         *,
         allow_user_namespaces: bool = False,
         canaries: list[Canary] | None = None,
+        fresh: tuple[list[FreshRun], str] = ([], ""),
     ) -> TrialProgram:
         return cls(
             canaries=canaries or [],
+            fresh=fresh[0],
+            fresh_note=fresh[1],
             allow_user_namespaces=allow_user_namespaces,
             base_commit=script.base_commit,
             test_command=script.test_command,

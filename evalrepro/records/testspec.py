@@ -24,6 +24,8 @@ class ResolvedProtection(BaseModel):
     test_dirs: list[str]
     canaries: bool = True
     framework_sources: list[str] = []
+    site_hooks: bool = False
+    fresh_runs: int = 0
 
     def reason(self, path: str) -> str | None:
         """Why ``path`` is test infrastructure (sections of SECTION_FILES aside)."""

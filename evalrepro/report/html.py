@@ -83,6 +83,7 @@ REASON_LABELS = {
     "runner_exit_abnormal": "runner exit abnormal",
     "log_unparseable": "log unparseable",
     "runner_tampered": "runner tampered with (canary)",
+    "fresh_disagrees": "log and lone run disagree",
 }
 #: Provenance fields as the block labels them (a field missing here shows by its name).
 PROVENANCE_LABELS = {

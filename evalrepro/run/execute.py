@@ -24,6 +24,7 @@ from evalrepro.records.supervision import TrialProgram
 from evalrepro.records.trial import Attempt, TrialResult
 from evalrepro.run.attempt import AttemptOutput, AttemptSpec, ImageRef
 from evalrepro.run.canary import draw_canaries
+from evalrepro.run.fresh import draw_fresh_runs
 from evalrepro.run.recorder import Recorder
 
 
@@ -63,12 +64,14 @@ class TrialJob:
         self._inputs: list[Artifact] = []
         program = None
         if settings.limits is not None:
+            canaries = draw_canaries(planned.spec, planned.parser, planned.sample)
             program = TrialProgram.of(
                 planned.spec.eval_script,
                 settings.limits,
                 settings.timeout,
                 allow_user_namespaces=settings.allow_user_namespaces,
-                canaries=draw_canaries(planned.spec, planned.parser, planned.sample),
+                canaries=canaries,
+                fresh=draw_fresh_runs(planned.spec, planned.parser, planned.sample, canaries),
             )
         self._program = program
 

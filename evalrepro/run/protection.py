@@ -78,6 +78,14 @@ class TestProtection(BaseModel):
     #: (pytest's: ``["src/_pytest/*", "src/pytest/*"]``): files matching these patterns may
     #: define pytest hooks and use its internals. No folder name is exempt otherwise.
     framework_sources: list[str] = []
+    #: The repository's own ``sitecustomize`` and ``usercustomize`` modules run when the test
+    #: interpreter starts. Off by default: a patch that adds one would run code before the
+    #: runner does. On only for a dataset whose tests need the project's own.
+    site_hooks: bool = False
+    #: How many FAIL_TO_PASS tests (drawn per trial) are also run alone, each in a fresh
+    #: process the supervisor starts after the run and judges by its exit status, beside
+    #: one must-fail canary run alone the same way. 0: off (it costs a runner start each).
+    fresh_runs: int = Field(default=0, ge=0, le=100)
 
     def resolve(self, test_files: list[str]) -> ResolvedProtection:
         if self.test_dirs == "auto":
@@ -91,6 +99,8 @@ class TestProtection(BaseModel):
             test_dirs=folders,
             canaries=self.canaries,
             framework_sources=self.framework_sources,
+            site_hooks=self.site_hooks,
+            fresh_runs=self.fresh_runs,
         )
 
 

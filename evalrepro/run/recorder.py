@@ -71,6 +71,8 @@ def observe(evidence: Evidence, sample: Sample, parser: LogParser) -> Observatio
         report=report,
         region=region,
         canaries=evidence.program.canaries,
+        fresh=evidence.program.fresh,
+        fresh_note=evidence.program.fresh_note,
     )
 
 

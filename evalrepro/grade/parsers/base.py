@@ -72,6 +72,9 @@ class LogParser(ABC):
     #: test file: "function" (module-level ``test_*``), "method" (``unittest.TestCase``);
     #: none for a runner that collects neither.
     canary_styles: ClassVar[tuple[str, ...]] = ()
+    #: How this runner selects one test and what its exit status says, for fresh runs
+    #: (a key of ``evalrepro.run.fresh.RUNNERS``); None for a runner without that.
+    runner: ClassVar[str | None] = None
 
     @abstractmethod
     def parse(self, text: str) -> ParsedLog:

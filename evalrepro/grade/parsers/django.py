@@ -100,6 +100,7 @@ def django_status_map(log: str) -> dict[str, Status]:
 @register
 class DjangoParser(LogParser):
     name: ClassVar[str] = "django"
+    runner: ClassVar[str | None] = "django"
     canary_styles: ClassVar[tuple[str, ...]] = ("method",)
     family: ClassVar[Family] = Family.SWEBENCH
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_django",)

@@ -26,4 +26,5 @@ from evalrepro.grade.parsers.unittest import UnittestParser
 @register
 class DjangoFullParser(UnittestParser):
     name: ClassVar[str] = "django_full"
+    runner: ClassVar[str | None] = "unittest"
     description: ClassVar[str] = "Django's test runner at --verbosity 2 (full ids, totals checked)"

@@ -23,6 +23,7 @@ _MOUSE_BUTTONS = {"MouseButton.LEFT": "1", "MouseButton.RIGHT": "3"}
 @register
 class SwebenchMatplotlibParser(LogParser):
     name: ClassVar[str] = "matplotlib"
+    runner: ClassVar[str | None] = "pytest"
     canary_styles: ClassVar[tuple[str, ...]] = ("function", "method")
     family: ClassVar[Family] = Family.SWEBENCH
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_matplotlib",)

@@ -87,6 +87,7 @@ def status_tokens(log: str, *, rewrite: dict[str, str] | None = None) -> Iterato
 @register
 class SwebenchPytestParser(LogParser):
     name: ClassVar[str] = "pytest"
+    runner: ClassVar[str | None] = "pytest"
     canary_styles: ClassVar[tuple[str, ...]] = ("function", "method")
     family: ClassVar[Family] = Family.SWEBENCH
     # swebench binds these per-repo names to this very function.

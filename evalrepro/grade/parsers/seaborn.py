@@ -29,6 +29,7 @@ from evalrepro.grade.parsers.registry import register
 @register
 class SwebenchSeabornParser(LogParser):
     name: ClassVar[str] = "seaborn"
+    runner: ClassVar[str | None] = "pytest"
     canary_styles: ClassVar[tuple[str, ...]] = ("function", "method")
     family: ClassVar[Family] = Family.SWEBENCH
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_seaborn",)

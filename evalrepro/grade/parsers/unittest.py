@@ -438,6 +438,7 @@ def _result_counts(text: str) -> dict[Status, int]:
 @register
 class UnittestParser(LogParser):
     name: ClassVar[str] = "unittest"
+    runner: ClassVar[str | None] = "unittest"
     canary_styles: ClassVar[tuple[str, ...]] = ("method",)
     family: ClassVar[Family] = Family.NATIVE
     description: ClassVar[str] = "python -m unittest -v (TextTestRunner at verbosity 2)"

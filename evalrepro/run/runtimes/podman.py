@@ -114,7 +114,9 @@ class PodmanRuntime(Runtime):
                 ("test.patch", spec.test_patch),
             ):
                 (folder / name).write_bytes(data)
-                os.chmod(folder / name, 0o644)
+                # The program names the canaries and the fresh runs: the container's root
+                # (the supervisor) reads it, the test user may not.
+                os.chmod(folder / name, 0o600 if name == "program.json" else 0o644)
             return self._run(spec, folder)
 
     def _run(self, spec: AttemptSpec, inputs: Path) -> AttemptOutput:
@@ -127,6 +129,8 @@ class PodmanRuntime(Runtime):
             (inputs / "patch.diff", PATCH_PATH),
             (inputs / "test.patch", TEST_PATCH_PATH),
         ]
+        # The tests, then each fresh run, have the timeout each.
+        runs = 1 + (len(spec.program.fresh) if spec.program is not None else 0)
         command = [
             "run",
             "--rm",
@@ -147,7 +151,7 @@ class PodmanRuntime(Runtime):
             "--cap-add",
             "SYS_PTRACE",
             # A backstop only: if evalrepro is killed, conmon still stops the container.
-            f"--timeout={int(spec.timeout) + _PRE_TEST_SECONDS + _BACKSTOP_SECONDS}",
+            f"--timeout={int(spec.timeout) * runs + _PRE_TEST_SECONDS + _BACKSTOP_SECONDS}",
             *flags,
             # Read-only inputs only: the container has no way to write to the host.
             *(f"--volume={source}:{target}:ro" for source, target in mounts),
@@ -185,11 +189,16 @@ class PodmanRuntime(Runtime):
                 for fd in pipes:
                     selector.register(fd, selectors.EVENT_READ)
                 testing = False
+                fresh = len(spec.program.fresh) if spec.program is not None else 0
                 while selector.get_map():
                     if not testing and reader.report.tests_started is not None:
                         # The supervisor stops the tests at the timeout; this is a backstop.
                         deadline = time.monotonic() + spec.timeout + _GRACE_SECONDS
                         testing = True
+                    if fresh and reader.report.tests is not None:
+                        # Then each fresh run has the timeout of its own.
+                        deadline = time.monotonic() + fresh * spec.timeout + _GRACE_SECONDS
+                        fresh = 0
                     remaining = deadline - time.monotonic()
                     if remaining <= 0 or reader.problem is not None:
                         deadline_passed = remaining <= 0

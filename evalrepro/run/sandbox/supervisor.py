@@ -1197,9 +1197,17 @@ class TestRun:
         user: User,
         changed: list[str],
         integrity: Callable[[], list[str]] = list,
+        *,
+        command: str | None = None,
+        fresh: bool = False,
     ) -> None:
+        """``command``: the test command by default; ``fresh``: a fresh run's (its output
+        is counted against the limit, not kept, and the user's site folder is not read:
+        the run before could have written to it)."""
         self.integrity = integrity
         self.program = program
+        self.command = command or program["test_command"]
+        self.fresh = fresh
         self.stream = stream
         self.user = user
         self.limits = program["limits"]
@@ -1224,6 +1232,8 @@ class TestRun:
             LOGNAME=self.user.name,
             EVALREPRO_GUARD=f"{GUARD_FD}:{guard_inode}:{self.program['testbed']}",
         )
+        if self.fresh:
+            env["PYTHONNOUSERSITE"] = "1"
         return env
 
     def launch(self) -> tuple[int, int, int]:
@@ -1273,7 +1283,7 @@ class TestRun:
                 os.dup2(out_w, 1)
                 os.dup2(out_w, 2)
                 os.dup2(guard_w, GUARD_FD)
-                os.execve("/bin/bash", ["/bin/bash", "-c", self.program["test_command"]], env)
+                os.execve("/bin/bash", ["/bin/bash", "-c", self.command], env)
             except BaseException as error:
                 try:
                     os.write(fail_w, f"{type(error).__name__}: {error}".encode()[:4000])
@@ -1302,17 +1312,22 @@ class TestRun:
         return pid, out_r, guard_r
 
     def run(self) -> None:
+        self.stream.event("tests_finished", **self.execute())
+
+    def execute(self) -> dict:
+        """Run the command to its end (or a limit); the facts of a ``tests_finished``."""
         testbed = self.program["testbed"]
         watchdog = Watchdog(self.user.uid, self.limits, testbed, writable_roots(self.user, testbed))
         counters = cgroup_counters()
         started = time.monotonic()
         pid, out_fd, guard_fd = self.launch()
         self.guard_fd = guard_fd
-        self.stream.event(
-            "tests_started",
-            user_namespace=self.nested,
-            new_user_namespaces="refused" if self.namespaces_blocked else "allowed",
-        )
+        if not self.fresh:
+            self.stream.event(
+                "tests_started",
+                user_namespace=self.nested,
+                new_user_namespaces="refused" if self.namespaces_blocked else "allowed",
+            )
         deadline = started + self.limits["timeout"]
         poller = select.poll()
         open_fds = {out_fd, guard_fd}
@@ -1363,8 +1378,7 @@ class TestRun:
         exit_code, killed_by = _exit_code(self.status)
         runner = self.guard.runner_exit(pid)
         changed_during_run = self.integrity()
-        self.stream.event(
-            "tests_finished",
+        return dict(
             exit_code=exit_code,
             signal=killed_by,
             seconds=round(time.monotonic() - started, 3),
@@ -1397,7 +1411,8 @@ class TestRun:
             return True
         kept = data[:room]
         self.output_bytes += len(kept)
-        self.stream.frame(KIND_OUTPUT, kept)
+        if not self.fresh:
+            self.stream.frame(KIND_OUTPUT, kept)
         if len(kept) < len(data) or self.output_bytes >= self.limits["output"]:
             self.truncated = True
             self.stopped = self.stopped or (
@@ -1451,6 +1466,7 @@ class Trial:
         self.git = Git(program["git_dir"], self.private)
         self.base = program["base_commit"]
         self._python: str | bool | None = False  # the test environment's, when first asked
+        self.placed: list[str] = []  # the canaries the reset placed
 
     def run(self) -> None:
         started = time.monotonic()
@@ -1483,6 +1499,33 @@ class Trial:
             return self.changed_while_running(test_files, before_tests, hash_kind)
 
         TestRun(self.program, self.stream, self.user, changed, integrity).run()
+        if self.program.get("fresh"):
+            self.fresh_runs(changed, integrity)
+
+    def fresh_runs(self, changed: list[str], integrity: Callable[[], list[str]]) -> None:
+        """Each fresh run of the program alone, in a process of its own: how it ended.
+
+        A canary the reset did not place has nothing to run. Each run has the trial's
+        limits (its timeout too): one test alone takes no longer than the whole run."""
+        results = []
+        for run in self.program["fresh"]:
+            if run["expect"] == "fail" and run["test"] not in self.placed:
+                continue
+            test = TestRun(
+                self.program, self.stream, self.user, changed, command=run["command"], fresh=True
+            )
+            facts = test.execute()
+            results.append(
+                {
+                    "test": run["test"],
+                    "exit_code": facts["exit_code"],
+                    "signal": facts["signal"],
+                    "seconds": facts["seconds"],
+                    "stopped": facts["stopped"]["limit"] if facts["stopped"] else None,
+                    "runner_exit": facts["runner_exit"],
+                }
+            )
+        self.stream.event("fresh", runs=results, changed_during_run=integrity())
 
     def changed_while_running(
         self, test_files: list[tuple], before: dict[str, tuple], hash_kind: str
@@ -1626,6 +1669,7 @@ class Trial:
         )
         if problems:
             raise Stop
+        self.placed = canaries
         return operations
 
 
