@@ -140,7 +140,8 @@ def test_the_old_demo_lockfile_differs_from_a_new_lock_of_the_demo_in_the_harnes
     )
     found = differences(old, new)
     # The code that grades changed; the version did not. The test specs changed with the
-    # protection they hold (canary tests, declared framework sources), and with them the
+    # protection they hold (canary tests, declared framework sources, fresh runs, site
+    # hooks), and with them the
     # instance layers whose recipe holds the test spec. Nothing else of the config
     # differs: not the executor's settings (0.2's environment.max_workers / max_attempts).
     assert {d.kind for d in found} == {"harness", "test_spec", "images", "config"}, found
@@ -149,6 +150,8 @@ def test_the_old_demo_lockfile_differs_from_a_new_lock_of_the_demo_in_the_harnes
     assert sorted(d.detail.split(":")[0] for d in found if d.kind == "config") == [
         "dataset.protection.canaries",
         "dataset.protection.framework_sources",
+        "dataset.protection.fresh_runs",
+        "dataset.protection.site_hooks",
     ]
     assert len([d for d in found if d.kind == "test_spec"]) == len(new.dataset.instances)
     assert all("recipe test spec" in d.detail for d in found if d.kind == "images")

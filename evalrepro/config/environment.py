@@ -176,6 +176,8 @@ class FakeEnvironment(SandboxEnvironment):
     kind: Literal["fake"] = "fake"
     #: ``pass``: every listed test passes; ``fail``: FAIL_TO_PASS fail, PASS_TO_PASS pass.
     tests: Literal["pass", "fail"] = "pass"
+    #: Seconds each attempt's "tests" take (scheduling tests: a worker lost mid-attempt).
+    seconds: float = Field(default=0.0, ge=0, le=3600)
     #: The images' records: made by the fake builder.
     builder: FakeBuilderConfig = Field(default_factory=FakeBuilderConfig)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class _ExecutorBase(BaseModel):
@@ -48,3 +48,130 @@ class SerialExecutorConfig(_ExecutorBase):
     kind: Literal["serial"] = "serial"
 
     implementation: ClassVar[str] = "evalrepro.run.executors.serial:SerialExecutor"
+
+
+class DaskImages(BaseModel):
+    """Where a worker's node gets the run's images before it takes a trial: every image
+    must be in its store under its tag with the lockfile's digest."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: ``store``: the node's own store must hold them already (one machine, or nodes
+    #: that built them from the lockfile); ``archive``: loaded from the archives in
+    #: ``archive``, a folder every node can read, which the submitter writes when it is
+    #: empty (``images.oci.tar`` / ``images.docker.tar``, as ``bundle --with-images``).
+    source: Literal["store", "archive"] = "store"
+    #: The folder of the archives (``source: archive``), the same path on every node.
+    archive: str | None = None
+
+    @model_validator(mode="after")
+    def _archive_named(self) -> DaskImages:
+        if self.source == "archive" and not self.archive:
+            raise ValueError("images.source archive needs images.archive: a folder the nodes read")
+        return self
+
+
+class AdaptiveBounds(BaseModel):
+    """Workers started and stopped with the work, between these bounds."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: Workers kept when there is no work.
+    minimum: int = Field(default=0, ge=0)
+    #: Workers started at most.
+    maximum: int = Field(ge=1)
+
+
+class _DaskExecutorBase(_ExecutorBase):
+    """Attempts run by Dask workers (``distributed``); the submitter records them."""
+
+    #: Where each worker's node gets the run's images.
+    images: DaskImages = Field(default_factory=DaskImages)
+    #: Attempts submitted and not yet returned, at most (default: the prepared workers'
+    #: threads): the submitter never holds a whole run's futures or outputs.
+    in_flight: int | None = Field(default=None, ge=1)
+    #: Seconds between two looks at the scheduler for the attempts' leases.
+    heartbeat: float = Field(default=2.0, gt=0, le=60)
+    #: How long to wait for the first worker, in seconds.
+    worker_wait: float = Field(default=120.0, gt=0)
+
+    implementation: ClassVar[str] = "evalrepro.run.executors.dask:DaskExecutor"
+
+
+class DaskExecutorConfig(_DaskExecutorBase):
+    """A Dask ``LocalCluster`` on this machine, or the scheduler at ``address``."""
+
+    kind: Literal["dask"] = "dask"
+    #: An existing scheduler (``tcp://host:8786``); None: a LocalCluster here.
+    address: str | None = None
+    #: The LocalCluster's worker processes.
+    workers: int = Field(default=2, ge=1)
+    #: Threads per worker process: attempts each runs at once.
+    threads_per_worker: int = Field(default=1, ge=1)
+
+    @property
+    def concurrency(self) -> int:
+        return self.workers * self.threads_per_worker
+
+
+class SlurmExecutorConfig(_DaskExecutorBase):
+    """Dask workers started as Slurm jobs (dask-jobqueue's ``SLURMCluster``)."""
+
+    kind: Literal["slurm"] = "slurm"
+    #: The partition the worker jobs go to (``--partition``); None: the default one.
+    queue: str | None = None
+    #: The account the jobs are charged to (``--account``).
+    account: str | None = None
+    #: Cores per worker job: one attempt runs per core.
+    cores: int = Field(default=1, ge=1)
+    #: Memory per worker job.
+    memory: str = "4GiB"
+    #: Walltime per worker job (``HH:MM:SS``).
+    walltime: str = "01:00:00"
+    #: More ``#SBATCH`` lines (``--gres=...``, ``--constraint=...``).
+    job_extra_directives: list[str] = []
+    #: Worker jobs started (when not adaptive).
+    workers: int = Field(default=1, ge=1)
+    #: Worker jobs started and stopped with the work, between bounds (instead of workers).
+    adaptive: AdaptiveBounds | None = None
+    #: The Python the jobs start workers with (default: this one, which must exist on
+    #: the nodes at the same path).
+    python: str | None = None
+    #: The address the workers reach the scheduler at (default: this machine's).
+    scheduler_host: str | None = None
+    #: A folder on the nodes for the workers' scratch.
+    local_directory: str = "/tmp"
+    #: A folder for the jobs' output (None: Slurm's default, the submit directory).
+    log_directory: str | None = None
+
+    @property
+    def concurrency(self) -> int:
+        return (self.adaptive.maximum if self.adaptive else self.workers) * self.cores
+
+
+class KubernetesExecutorConfig(_DaskExecutorBase):
+    """Dask workers as pods (dask-kubernetes' ``KubeCluster``, operator API).
+
+    Each worker pod must run podman (or reach a podman service) with the run's images;
+    the tests cannot start a Kubernetes cluster here: the config is validated, the rest
+    is documented (docs/scale-out.md)."""
+
+    kind: Literal["kubernetes"] = "kubernetes"
+    #: The worker pods' image: evalrepro, dask and podman installed.
+    image: str
+    #: The namespace of the cluster (None: the context's).
+    namespace: str | None = None
+    #: Worker pods started (when not adaptive).
+    workers: int = Field(default=1, ge=1)
+    #: Worker pods started and stopped with the work, between bounds.
+    adaptive: AdaptiveBounds | None = None
+    #: CPU per worker pod (requests and limits).
+    cpu: str = "1"
+    #: Memory per worker pod (requests and limits).
+    memory: str = "4Gi"
+    #: The cluster's name in Kubernetes.
+    name: str = "evalrepro"
+
+    @property
+    def concurrency(self) -> int:
+        return self.adaptive.maximum if self.adaptive else self.workers

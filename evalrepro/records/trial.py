@@ -71,8 +71,25 @@ def trial_label(instance_id: str, sample_index: int, trial_id: str) -> str:
     return f"{instance_id}--s{sample_index}--{trial_id.removeprefix('sha256:')[:12]}"
 
 
+class Lease(BaseModel):
+    """Where an attempt ran when an executor sent it to another process (a Dask worker):
+    the worker, when it was first seen at the attempt, and the last time the scheduler
+    saw it still at work. ``lost``: the worker died or disappeared with it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    worker: str
+    host: str = ""
+    started_at: datetime
+    last_heartbeat: datetime
+    lost: bool = False
+
+
 class Attempt(Record):
     record: Literal["Attempt"] = "Attempt"
+    #: 2: the lease of an attempt run by another process.
+    schema_version: int = 2
+    migrations = {1: unchanged}
     trial_id: str
     number: int = Field(ge=1)
     #: Why this attempt ran: "planned" for the first, the infrastructure error otherwise.
@@ -82,6 +99,7 @@ class Attempt(Record):
     artifacts: list[Artifact]
     observation: Observation
     score: Score
+    lease: Lease | None = None
 
 
 class Usage(BaseModel):

@@ -38,6 +38,7 @@ class TrialProgress:
         self.started = time.monotonic()
         self.live = console.is_terminal
         self._progress: Progress | None = None
+        self._workers: TaskID | None = None
 
     def __enter__(self) -> TrialProgress:
         if self.live:
@@ -89,6 +90,17 @@ class TrialProgress:
         self._running[trial_id] = self._progress.add_task(
             label, total=None, count="", summary="[dim]running[/]", rate=f"[dim]{limit}[/]"
         )
+
+    def workers_changed(self, summary: str) -> None:
+        """The executor's workers: a row of its own on a terminal, else a line."""
+        if self._progress is None:
+            self.console.print(f"workers: {escape(summary)}", highlight=False, soft_wrap=True)
+            return
+        if self._workers is None:
+            self._workers = self._progress.add_task(
+                "  workers", total=None, count="", summary="", rate=""
+            )
+        self._progress.update(self._workers, summary=f"[dim]{escape(summary)}[/]")
 
     def trial_finished(self, planned: PlannedTrial, result: TrialResult) -> None:
         if self._progress is not None and planned.trial.trial_id in self._running:

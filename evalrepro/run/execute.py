@@ -21,7 +21,7 @@ from evalrepro.digest import sha256_bytes
 from evalrepro.plan.plan import PlannedTrial
 from evalrepro.records.artifact import Artifact
 from evalrepro.records.supervision import TrialProgram
-from evalrepro.records.trial import Attempt, TrialResult
+from evalrepro.records.trial import Attempt, Lease, TrialResult
 from evalrepro.run.attempt import AttemptOutput, AttemptSpec, ImageRef
 from evalrepro.run.canary import draw_canaries
 from evalrepro.run.fresh import draw_fresh_runs
@@ -112,8 +112,15 @@ class TrialJob:
         self._inputs = self.recorder.begin_attempt(spec)
         return spec
 
-    def record(self, spec: AttemptSpec, output: AttemptOutput, started_at: datetime) -> Attempt:
-        """Record one attempt's output; whether another attempt follows is decided here."""
+    def record(
+        self,
+        spec: AttemptSpec,
+        output: AttemptOutput,
+        started_at: datetime,
+        lease: Lease | None = None,
+    ) -> Attempt:
+        """Record one attempt's output (``lease``: where it ran, when an executor sent it
+        to another process); whether another attempt follows is decided here."""
         attempt = self.recorder.record_attempt(
             spec,
             output,
@@ -122,6 +129,7 @@ class TrialJob:
             sample=self.planned.sample,
             parser=self.planned.parser,
             started_at=started_at,
+            lease=lease,
         )
         self.attempts.append(attempt)
         self._limits = output.limits

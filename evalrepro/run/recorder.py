@@ -32,7 +32,7 @@ from evalrepro.records.artifact import Artifact
 from evalrepro.records.observation import Observation
 from evalrepro.records.supervision import SupervisorReport, TrialProgram
 from evalrepro.records.testspec import ResolvedProtection
-from evalrepro.records.trial import Attempt, TrialResult
+from evalrepro.records.trial import Attempt, Lease, TrialResult
 from evalrepro.run.attempt import MEDIA_TYPES, AttemptOutput, AttemptSpec
 from evalrepro.run.patchcheck import PatchCheck
 from evalrepro.run.sandbox.supervisor import as_text
@@ -107,6 +107,7 @@ class Recorder:
         sample: Sample,
         parser: LogParser,
         started_at: datetime,
+        lease: Lease | None = None,
     ) -> Attempt:
         """Observe, score and write one attempt's output; its Attempt record. ``inputs``:
         the artifacts :meth:`begin_attempt` wrote."""
@@ -129,6 +130,7 @@ class Recorder:
             artifacts=[written[name] for name in MEDIA_TYPES if name in written],
             observation=observation,
             score=score(observation),
+            lease=lease,
         )
         folder = self.trial_dir(spec.label) / f"attempt-{spec.number}"
         atomic.write_bytes(folder / "result.json", _json(attempt))

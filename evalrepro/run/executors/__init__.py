@@ -31,6 +31,9 @@ class _Quiet:
     def trial_finished(self, planned: PlannedTrial, result: TrialResult) -> None:
         pass
 
+    def workers_changed(self, summary: str) -> None:
+        pass
+
 
 def run_trials(
     trials: list[PlannedTrial],

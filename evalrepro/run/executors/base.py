@@ -27,6 +27,10 @@ class Events(Protocol):
 
     def trial_finished(self, planned: PlannedTrial, result: TrialResult) -> None: ...
 
+    def workers_changed(self, summary: str) -> None:
+        """The executor's workers as one line (which run what, which were refused or
+        lost), when it changes; an executor without workers of its own never calls it."""
+
 
 class Executor(ABC):
     kind: ClassVar[str]

@@ -19,8 +19,10 @@ A runtime is opened from its environment config (``environment.kind``, a plugin 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import ClassVar
 
+from evalrepro.records.lockfile import LockedImage
 from evalrepro.records.supervision import RuntimeFacts, SupervisorReport
 from evalrepro.run.attempt import OUTPUT_NAMES, AttemptOutput, AttemptSpec
 
@@ -57,6 +59,17 @@ class Runtime(ABC):
     def image_ids(self) -> dict[str, str]:
         """Every image the runtime's store holds by name: reference -> image Id."""
         return {}
+
+    def missing_images(self, images: Sequence[LockedImage]) -> list[LockedImage]:
+        """The images (store images, tag ``localhost/...``) this runtime's store does not
+        hold under their tag with their locked digest: what a node of a distributed run
+        must load before it takes attempts. A runtime without a store needs none."""
+        store = self.image_ids()
+        return [
+            image
+            for image in images
+            if image.tag.startswith("localhost/") and store.get(image.tag) != image.image_digest
+        ]
 
     def remove_leftovers(self, prefix: str) -> list[str]:
         """Remove sandboxes named ``prefix...`` that a killed run left behind; their names.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -67,6 +68,12 @@ class FakeRuntime(Runtime):
     def image_ids(self) -> dict[str, str]:
         return dict(self.store)
 
+    def missing_images(self, images):  # type: ignore[no-untyped-def]
+        # Its images are records: another process's store holds them once told of them.
+        with self.lock:
+            self.store.update({image.tag: image.image_digest for image in images})
+        return []
+
     def tests_for(self, spec: AttemptSpec) -> FakeTests:
         """What the tests do in this attempt (the environment's ``tests`` setting)."""
         named = (*spec.test_spec.fail_to_pass, *spec.test_spec.pass_to_pass)
@@ -87,6 +94,8 @@ class FakeRuntime(Runtime):
         if writer is None:
             return _failed(f"the fake runtime writes no {spec.test_spec.parser} output")
         tests = self.tests_for(spec)
+        if self.config.seconds:
+            time.sleep(self.config.seconds)
         patch = spec.patch.decode("utf-8", "replace")
         changed = sorted({line[6:] for line in patch.splitlines() if line.startswith("+++ b/")})
         exit_code = tests.exit_code if tests.exit_code is not None else int(bool(tests.failed))

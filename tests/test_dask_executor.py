@@ -1,0 +1,198 @@
+"""The Dask executor, on the real engine: a ``LocalCluster`` of worker processes.
+
+The runs use the fake environment (each worker process opens its own fake runtime), so
+that only the scheduling differs from a local run: the same trial ids, verdicts and
+lockfile identity; every attempt keeps its lease (worker, host, times); a worker killed
+mid-attempt costs that attempt (``worker_lost``) and nothing else: every trial
+completes, none twice. The podman runs are in ``test_podman_dask.py``.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import dask
+import pytest
+from distributed import Client, LocalCluster
+from rich.console import Console
+
+from evalrepro.config.executor import KubernetesExecutorConfig, SlurmExecutorConfig
+from evalrepro.config.experiment import compose
+from evalrepro.errors import UserError
+from evalrepro.pipeline import run_experiment
+from evalrepro.plan.lockfile import differences, read_lockfile
+from evalrepro.publish.verify import check_run
+from evalrepro.records.trial import read_trial_result
+from evalrepro.run.executors.dask import SCHEDULER_SETTINGS, kubernetes_spec
+
+FAKE = ["+experiment=demo", "environment=fake"]
+
+
+def run(tmp_path: Path, name: str, *overrides: str):
+    config = compose([*FAKE, *overrides])
+    return run_experiment(
+        config,
+        Console(file=io.StringIO(), width=120),
+        run_dir=tmp_path / name,
+        cache_dir=tmp_path / "cache",
+    )
+
+
+def results(run_dir: Path):
+    return [read_trial_result(p) for p in sorted((run_dir / "trials").glob("*/result.json"))]
+
+
+def test_a_dask_run_is_the_local_runs_trial_for_trial(tmp_path):
+    local = run(tmp_path, "local", "executor=local")
+    remote = run(tmp_path, "dask", "executor=dask", "executor.workers=2")
+    assert [t.trial_id for t in remote.results.trials] == [t.trial_id for t in local.results.trials]
+    assert [(t.outcome, t.reason) for t in remote.results.trials] == [
+        (t.outcome, t.reason) for t in local.results.trials
+    ]
+    assert differences(read_lockfile(tmp_path / "local"), read_lockfile(tmp_path / "dask")) == []
+    assert check_run(tmp_path / "dask").ok
+
+
+def test_every_attempt_run_by_a_worker_keeps_its_lease(tmp_path):
+    run(tmp_path, "dask", "executor=dask", "executor.workers=2")
+    leases = [a.lease for r in results(tmp_path / "dask") for a in r.attempts]
+    assert all(lease is not None for lease in leases)
+    assert {lease.worker.rsplit(":", 1)[0] for lease in leases} == {"tcp://127.0.0.1"}
+    assert len({lease.worker for lease in leases}) == 2  # both workers took attempts
+    assert all(lease.started_at <= lease.last_heartbeat and not lease.lost for lease in leases)
+    # The local executor runs attempts in this process: no lease.
+    run(tmp_path, "local", "executor=local")
+    assert {a.lease for r in results(tmp_path / "local") for a in r.attempts} == {None}
+
+
+def test_a_worker_killed_mid_attempt_costs_that_attempt_and_nothing_else(tmp_path):
+    with dask.config.set(SCHEDULER_SETTINGS):
+        cluster = LocalCluster(
+            n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None
+        )
+    client = Client(cluster)
+    try:
+        pids = client.run(os.getpid)
+        address, victim = sorted(pids.items())[0]
+        outcome: dict = {}
+
+        def go() -> None:
+            outcome["run"] = run(
+                tmp_path,
+                "run",
+                "executor=dask",
+                f"executor.address={cluster.scheduler_address}",
+                "executor.heartbeat=0.2",
+                "environment.seconds=1.5",
+            )
+
+        runner = threading.Thread(target=go)
+        runner.start()
+        time.sleep(3.0)  # attempts are running on both workers now
+        os.kill(victim, signal.SIGKILL)
+        runner.join(timeout=300)
+        assert not runner.is_alive()
+    finally:
+        client.close()
+        cluster.close()
+    trials = results(tmp_path / "run")
+    assert len(trials) == 12 == outcome["run"].results.planned
+    assert len({t.trial.trial_id for t in trials}) == 12
+    lost = [
+        a
+        for t in trials
+        for a in t.attempts
+        if (a.observation.infrastructure_error or "").startswith("worker_lost")
+    ]
+    assert len(lost) == 1, "the killed worker's attempt is recorded, and only it"
+    (attempt,) = lost
+    assert attempt.observation.infrastructure_error.startswith(f"worker_lost: {address} died")
+    assert attempt.score.reason == "infrastructure_error"
+    # Its lease, from the scheduler's view while it ran: that worker, then lost.
+    assert attempt.lease is not None and attempt.lease.lost and attempt.lease.worker == address
+    # Each lost attempt was retried: every trial ends resolved, with at most 2 attempts.
+    assert {(str(t.score.outcome), len(t.attempts) <= 2) for t in trials} == {("resolved", True)}
+    assert check_run(tmp_path / "run").ok
+
+
+def test_without_the_dask_extra_the_run_is_one_line(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with pytest.raises(UserError) as error:
+        run(tmp_path, "run", "executor=dask")
+    assert str(error.value).startswith("executor kind dask needs the dask extra: pip install")
+    assert "\n" not in str(error.value)
+
+
+def test_the_slurm_and_kubernetes_executors_are_configs_of_their_engines():
+    slurm = compose([*FAKE, "executor=slurm", "executor.queue=debug", "executor.workers=3"])
+    assert isinstance(slurm.executor, SlurmExecutorConfig)
+    assert slurm.executor.concurrency == 3
+    adaptive = compose([*FAKE, "executor=slurm", "+executor.adaptive={minimum: 0, maximum: 8}"])
+    assert adaptive.executor.concurrency == 8
+    with pytest.raises(UserError, match=r"executor\.cores"):
+        compose([*FAKE, "executor=slurm", "executor.cores=0"])
+    kube = compose(
+        [
+            *FAKE,
+            "executor=kubernetes",
+            "executor.image=registry.example/evalrepro-worker@sha256:" + "0" * 64,
+            "executor.images.archive=/shared/images",
+            "executor.workers=4",
+        ]
+    )
+    assert isinstance(kube.executor, KubernetesExecutorConfig)
+    # dask-kubernetes' own spec builder: what its operator would be asked to create.
+    spec = kubernetes_spec(kube.executor)
+    worker = spec["spec"]["worker"]
+    assert worker["replicas"] == 4
+    (container,) = worker["spec"]["containers"]
+    assert container["image"] == kube.executor.image
+    assert container["resources"]["limits"] == {"cpu": "1", "memory": "4Gi"}
+
+
+def test_an_archive_source_without_a_folder_is_one_line():
+    with pytest.raises(UserError, match=r"images\.archive"):
+        compose([*FAKE, "executor=dask", "executor.images.source=archive"])
+
+
+RUN_AND_WAIT = """
+import io, sys
+from pathlib import Path
+from rich.console import Console
+from evalrepro.config.experiment import compose
+from evalrepro.pipeline import run_experiment
+
+if __name__ == "__main__":
+    config = compose(sys.argv[2:])
+    run_experiment(config, Console(file=io.StringIO()), run_dir=Path(sys.argv[1]),
+                   cache_dir=Path(sys.argv[1]).parent / "cache")
+"""
+
+
+def test_a_killed_submitter_resumes_like_any_run(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "submit.py"
+    script.write_text(RUN_AND_WAIT)
+    run_dir = tmp_path / "run"
+    overrides = [*FAKE, "executor=dask", "environment.seconds=0.5"]
+    submitter = subprocess.Popen([sys.executable, str(script), str(run_dir), *overrides])
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(results(run_dir)) < 3:
+        time.sleep(0.1)
+    submitter.kill()  # SIGKILL: no cleanup of its own
+    submitter.wait()
+    done_before = len(results(run_dir))
+    assert 3 <= done_before < 12
+    again = run(tmp_path, "run", "executor=dask", "environment.seconds=0.5")
+    assert again.results.planned == 12 == len(results(run_dir))
+    assert len({r.trial.trial_id for r in results(run_dir)}) == 12
+    assert check_run(run_dir).ok

@@ -1,0 +1,104 @@
+"""The Dask executor in real podman: the demo on a ``LocalCluster`` is the local run, trial
+for trial, and a node whose image store is empty gets the run's images from an archive
+before it takes a trial, with the lockfile's digests.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import dask
+import pytest
+from distributed import LocalCluster
+
+from evalrepro.plan.lockfile import read_lockfile
+from evalrepro.publish.verify import check_run, compare
+from evalrepro.records.trial import read_trial_result
+from evalrepro.run.executors.dask import SCHEDULER_SETTINGS
+from tests.podman_support import demo_config, needs_podman, run_demo
+
+pytestmark = needs_podman
+
+
+def outcomes(run_dir: Path) -> dict[str, tuple[str, str]]:
+    found = {}
+    for path in (run_dir / "trials").glob("*/result.json"):
+        result = read_trial_result(path)
+        found[result.trial.trial_id] = (str(result.score.outcome), result.score.reason)
+    return found
+
+
+def test_the_demo_on_a_local_cluster_is_the_local_run(tmp_path):
+    run_demo(demo_config("demo", "executor=local"), tmp_path / "local")
+    run_demo(demo_config("demo", "executor=dask", "executor.workers=2"), tmp_path / "dask")
+    assert outcomes(tmp_path / "dask") == outcomes(tmp_path / "local")
+    assert set(outcomes(tmp_path / "dask").values()) == {("resolved", "tests_passed")}
+    comparison = compare(tmp_path / "local", tmp_path / "dask", same_target=True)
+    assert comparison.differences == []
+    assert check_run(tmp_path / "dask").ok
+    leases = {
+        read_trial_result(p).attempts[-1].lease.worker
+        for p in (tmp_path / "dask" / "trials").glob("*/result.json")
+    }
+    assert len(leases) == 2
+
+
+@pytest.fixture
+def empty_store(tmp_path):
+    """A podman storage config whose store is empty (a second node's), and its removal."""
+    root = tmp_path / "store"
+    conf = tmp_path / "storage.conf"
+    conf.write_text(
+        f'[storage]\ndriver = "overlay"\ngraphroot = "{root}/graph"\nrunroot = "{root}/run"\n'
+    )
+    env = {**os.environ, "CONTAINERS_STORAGE_CONF": str(conf)}
+    yield conf, env
+    if os.geteuid() != 0:
+        subprocess.run(["podman", "unshare", "rm", "-rf", str(root)], env=env, check=False)
+    else:
+        subprocess.run(["podman", "system", "reset", "--force"], env=env, check=False)
+
+
+def test_a_node_with_an_empty_store_loads_the_images_from_the_archive(tmp_path, empty_store):
+    conf, env = empty_store
+    archive = tmp_path / "images"
+    with dask.config.set(SCHEDULER_SETTINGS):
+        cluster = LocalCluster(
+            n_workers=1,
+            threads_per_worker=1,
+            host="127.0.0.1",
+            dashboard_address=None,
+            env={"CONTAINERS_STORAGE_CONF": str(conf)},
+        )
+    try:
+        run_dir = tmp_path / "run"
+        run_demo(
+            demo_config(
+                "demo",
+                "executor=dask",
+                f"executor.address={cluster.scheduler_address}",
+                "executor.images.source=archive",
+                f"executor.images.archive={archive}",
+                "dataset.instance_ids=[demo__calc-1,demo__ledger-1]",
+            ),
+            run_dir,
+        )
+    finally:
+        cluster.close()
+    # The submitter wrote the archive once; the node loaded it into its own store.
+    assert sorted(p.name for p in archive.iterdir()) == ["images.oci.tar"]
+    assert set(outcomes(run_dir).values()) == {("resolved", "tests_passed")}
+    listed = subprocess.run(
+        ["podman", "images", "--no-trunc", "--format", "{{.Repository}}:{{.Tag}} {{.ID}}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\n")
+    store = dict(line.split() for line in listed if line.strip())
+    for image in read_lockfile(run_dir).environment.images:
+        if image.tag.startswith("localhost/"):
+            found = store.get(image.tag, "").removeprefix("sha256:")
+            assert found == image.image_digest.removeprefix("sha256:"), image.tag
