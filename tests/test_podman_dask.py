@@ -18,6 +18,7 @@ from evalrepro.publish.verify import check_run, compare
 from evalrepro.records.trial import read_trial_result
 from evalrepro.run.executors.dask import SCHEDULER_SETTINGS
 from tests.podman_support import demo_config, needs_podman, run_demo
+from tests.test_prebuilt_image import REGISTRY, registry  # noqa: F401 - a fixture
 
 pytestmark = needs_podman
 
@@ -61,9 +62,8 @@ def empty_store(tmp_path):
         subprocess.run(["podman", "system", "reset", "--force"], env=env, check=False)
 
 
-def test_a_node_with_an_empty_store_loads_the_images_from_the_archive(tmp_path, empty_store):
-    conf, env = empty_store
-    archive = tmp_path / "images"
+def one_node_run(tmp_path: Path, conf: Path, *overrides: str) -> Path:
+    """The demo's calc-1 and ledger-1 on one worker whose podman store is ``conf``'s."""
     with dask.config.set(SCHEDULER_SETTINGS):
         cluster = LocalCluster(
             n_workers=1,
@@ -79,17 +79,17 @@ def test_a_node_with_an_empty_store_loads_the_images_from_the_archive(tmp_path, 
                 "demo",
                 "executor=dask",
                 f"executor.address={cluster.scheduler_address}",
-                "executor.images.source=archive",
-                f"executor.images.archive={archive}",
                 "dataset.instance_ids=[demo__calc-1,demo__ledger-1]",
+                *overrides,
             ),
             run_dir,
         )
     finally:
         cluster.close()
-    # The submitter wrote the archive once; the node loaded it into its own store.
-    assert sorted(p.name for p in archive.iterdir()) == ["images.oci.tar"]
-    assert set(outcomes(run_dir).values()) == {("resolved", "tests_passed")}
+    return run_dir
+
+
+def assert_store_holds_the_locked_images(run_dir: Path, env: dict) -> None:
     listed = subprocess.run(
         ["podman", "images", "--no-trunc", "--format", "{{.Repository}}:{{.Tag}} {{.ID}}"],
         env=env,
@@ -102,3 +102,37 @@ def test_a_node_with_an_empty_store_loads_the_images_from_the_archive(tmp_path, 
         if image.tag.startswith("localhost/"):
             found = store.get(image.tag, "").removeprefix("sha256:")
             assert found == image.image_digest.removeprefix("sha256:"), image.tag
+
+
+def test_a_node_with_an_empty_store_loads_the_images_from_the_archive(tmp_path, empty_store):
+    conf, env = empty_store
+    archive = tmp_path / "images"
+    run_dir = one_node_run(
+        tmp_path, conf, "executor.images.source=archive", f"executor.images.archive={archive}"
+    )
+    # The submitter wrote the archive once; the node loaded it into its own store.
+    assert sorted(p.name for p in archive.iterdir()) == ["images.oci.tar"]
+    assert set(outcomes(run_dir).values()) == {("resolved", "tests_passed")}
+    assert_store_holds_the_locked_images(run_dir, env)
+
+
+@pytest.mark.skipif(
+    REGISTRY is None and not os.environ.get("CI"),
+    reason="docker-registry is not installed (scripts/setup installs it)",
+)
+def test_a_node_with_an_empty_store_pulls_the_images_from_a_registry_by_digest(
+    tmp_path,
+    empty_store,
+    registry,  # noqa: F811
+):
+    conf, env = empty_store
+    address, _ = registry
+    run_dir = one_node_run(
+        tmp_path,
+        conf,
+        "executor.images.source=registry",
+        f"executor.images.registry={address}/evalrepro-run",
+        "executor.images.tls_verify=false",
+    )
+    assert set(outcomes(run_dir).values()) == {("resolved", "tests_passed")}
+    assert_store_holds_the_locked_images(run_dir, env)

@@ -60,14 +60,22 @@ class DaskImages(BaseModel):
     #: that built them from the lockfile); ``archive``: loaded from the archives in
     #: ``archive``, a folder every node can read, which the submitter writes when it is
     #: empty (``images.oci.tar`` / ``images.docker.tar``, as ``bundle --with-images``).
-    source: Literal["store", "archive"] = "store"
+    #: ``registry``: pushed once by the submitter to ``registry``, pulled by digest on
+    #: each node.
+    source: Literal["store", "archive", "registry"] = "store"
     #: The folder of the archives (``source: archive``), the same path on every node.
     archive: str | None = None
+    #: ``host:port/prefix`` of the registry (``source: registry``).
+    registry: str | None = None
+    #: Verify the registry's TLS certificate (off only for a registry on plain HTTP).
+    tls_verify: bool = True
 
     @model_validator(mode="after")
-    def _archive_named(self) -> DaskImages:
+    def _source_named(self) -> DaskImages:
         if self.source == "archive" and not self.archive:
             raise ValueError("images.source archive needs images.archive: a folder the nodes read")
+        if self.source == "registry" and not self.registry:
+            raise ValueError("images.source registry needs images.registry: host:port/prefix")
         return self
 
 

@@ -50,6 +50,7 @@ from evalrepro.records.supervision import RuntimeFacts, SupervisorReport
 from evalrepro.records.trial import Lease, TrialResult
 from evalrepro.run.attempt import AttemptOutput, AttemptSpec
 from evalrepro.run.execute import TrialJob, now
+from evalrepro.run.executors import node_images
 from evalrepro.run.executors.base import Events, Executor
 from evalrepro.run.runtimes.base import Runtime
 
@@ -99,27 +100,11 @@ def run_attempt(environment: Any, spec: AttemptSpec) -> tuple[AttemptOutput, Lea
     return output, lease
 
 
-def prepare_node(environment: Any, images: list[LockedImage], source: str, archive: str | None):
-    """Make the node's store hold every image under its tag with its locked digest; the
-    problems (none: the node may take attempts) and the node's host name."""
-    runtime = _runtime(environment)
-    host = socket.gethostname()
-    missing = runtime.missing_images(images)
-    if not missing:
-        return host, []
-    if source == "archive" and archive is not None:
-        from evalrepro.publish.image_archive import load_images
-
-        files = sorted(Path(archive).glob("images.*.tar"))
-        if not files:
-            return host, [f"no images.*.tar in {archive}"]
-        try:
-            return host, load_images(runtime, files, images)  # type: ignore[arg-type]
-        except UserError as error:
-            return host, [str(error)]
-    shown = ", ".join(f"{image.tag} ({image.image_digest[:19]})" for image in missing[:3])
-    more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
-    return host, [f"its store lacks {shown}{more}"]
+def prepare_node(environment: Any, images: list[LockedImage], how: dict) -> tuple[str, list]:
+    """Make the node's store hold every image under its tag with its locked digest
+    (``evalrepro.run.executors.node_images``); the node's host name and the problems
+    (none: the node may take attempts)."""
+    return socket.gethostname(), node_images.prepare(_runtime(environment), images, **how)
 
 
 #: The resource a worker holds one of per thread once its node has the run's images: an
@@ -280,8 +265,19 @@ class _Session:
     def run(self) -> list[TrialResult]:
         distributed = _distributed()
         self._wait_for_workers()
-        if self.settings.images.source == "archive":
+        images = self.settings.images
+        self._how: dict[str, Any] = {"source": images.source, "tls_verify": images.tls_verify}
+        if images.source == "archive":
             self._export_archive()
+            self._how["archive"] = images.archive
+        elif images.source == "registry":
+            # Pushed once, from the submitter's store; pulled on each node by digest.
+            self._how["references"] = node_images.push_images(
+                self.executor.runtime,
+                self.images,
+                images.registry or "",
+                tls_verify=images.tls_verify,
+            )
         self._prepare_new_workers()
         self._tell_workers({})
         pending = iter(self.jobs)
@@ -364,13 +360,7 @@ class _Session:
         if not new:
             return
         answers = self.client.run(
-            prepare_node,
-            self.environment,
-            self.images,
-            self.settings.images.source,
-            self.settings.images.archive,
-            workers=new,
-            on_error="return",
+            prepare_node, self.environment, self.images, self._how, workers=new, on_error="return"
         )
         for worker, answer in answers.items():
             if isinstance(answer, BaseException):

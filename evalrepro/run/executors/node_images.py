@@ -1,0 +1,116 @@
+"""How a node of a distributed run comes to hold the run's images (``executor.images``).
+
+Every image of the lockfile must be in the node's podman store under its tag with its
+locked Id before the node takes an attempt. Where the missing ones come from:
+
+- ``store``: nowhere; the node's store must hold them (the same machine, or nodes that
+  built them from the lockfile's pins);
+- ``archive``: the archives of a folder every node reads (``images.oci.tar`` /
+  ``images.docker.tar``), written once by the submitter, loaded and checked by
+  :func:`evalrepro.publish.image_archive.load_images`;
+- ``registry``: pushed once by the submitter to a registry the user names, pulled on each
+  node by the manifest digest the push reported, tagged with the locked tag, and its Id
+  checked against the lockfile (a registry that serves other bytes cannot pass: the pull
+  verifies the manifest by its digest, the Id is the config's digest).
+
+What goes wrong is one problem line per image; a node with problems takes no attempts.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from evalrepro.errors import UserError
+from evalrepro.records.lockfile import LockedImage
+from evalrepro.run.runtimes.base import Runtime
+
+
+def store_images(images: Sequence[LockedImage]) -> list[LockedImage]:
+    """The images that live in podman's store by tag (the Nix builder's layer records
+    travel inside the image above them)."""
+    return [image for image in images if image.tag.startswith("localhost/")]
+
+
+def push_images(
+    runtime: Runtime, images: Sequence[LockedImage], registry: str, *, tls_verify: bool
+) -> dict[str, str]:
+    """Push each store image to ``registry``; its tag -> the reference to pull it by
+    (``registry/name@sha256:<manifest digest>``)."""
+    references = {}
+    with tempfile.TemporaryDirectory(prefix="evalrepro-push-") as scratch:
+        for image in store_images(images):
+            name, _, key = image.tag.removeprefix("localhost/").partition(":")
+            remote = f"{registry.rstrip('/')}/{name}:{key}"
+            digest_file = Path(scratch) / "digest"
+            done = runtime.podman(  # type: ignore[attr-defined]
+                "push",
+                f"--tls-verify={str(tls_verify).lower()}",
+                "--digestfile",
+                str(digest_file),
+                image.tag,
+                remote,
+                check=False,
+            )
+            if done.returncode != 0:
+                last = (done.stderr.strip().splitlines() or ["?"])[-1]
+                raise UserError(f"cannot push {image.tag} to {registry}: {last}")
+            references[image.tag] = f"{remote.rsplit(':', 1)[0]}@{digest_file.read_text().strip()}"
+    return references
+
+
+def pull_images(
+    runtime: Runtime, images: Sequence[LockedImage], references: dict[str, str], tls: bool
+) -> list[str]:
+    """Pull each image by its reference, tag it as locked; the problems, one per image."""
+    problems = []
+    for image in images:
+        reference = references.get(image.tag)
+        if reference is None:
+            problems.append(f"{image.tag}: not pushed to the registry")
+            continue
+        pulled = runtime.podman(  # type: ignore[attr-defined]
+            "pull", f"--tls-verify={str(tls).lower()}", "--quiet", reference, check=False
+        )
+        if pulled.returncode != 0:
+            last = (pulled.stderr.strip().splitlines() or ["?"])[-1]
+            problems.append(f"{image.tag}: cannot pull {reference}: {last}")
+            continue
+        runtime.podman("tag", reference, image.tag)  # type: ignore[attr-defined]
+        found = runtime.image_ids().get(image.tag)
+        if found != image.image_digest:
+            problems.append(
+                f"{image.tag}: pulled Id {found}, the lockfile says {image.image_digest}"
+            )
+    return problems
+
+
+def prepare(
+    runtime: Runtime,
+    images: Sequence[LockedImage],
+    source: str,
+    *,
+    archive: str | None = None,
+    references: dict[str, str] | None = None,
+    tls_verify: bool = True,
+) -> list[str]:
+    """Make this node's store hold ``images``; the problems (none: it may take attempts)."""
+    missing = runtime.missing_images(images)
+    if not missing:
+        return []
+    if source == "archive" and archive is not None:
+        from evalrepro.publish.image_archive import load_images
+
+        files = sorted(Path(archive).glob("images.*.tar"))
+        if not files:
+            return [f"no images.*.tar in {archive}"]
+        try:
+            return load_images(runtime, files, images)  # type: ignore[arg-type]
+        except UserError as error:
+            return [str(error)]
+    if source == "registry" and references is not None:
+        return pull_images(runtime, missing, references, tls_verify)
+    shown = ", ".join(f"{image.tag} ({image.image_digest[:19]})" for image in missing[:3])
+    more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+    return [f"its store lacks {shown}{more}"]
