@@ -6,7 +6,10 @@ before it takes a trial, with the lockfile's digests.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import dask
@@ -16,6 +19,7 @@ from distributed import LocalCluster
 from evalrepro.plan.lockfile import read_lockfile
 from evalrepro.publish.verify import check_run, compare
 from evalrepro.records.trial import read_trial_result
+from evalrepro.run.execute import container_prefix
 from evalrepro.run.executors.dask import SCHEDULER_SETTINGS
 from tests.podman_support import demo_config, needs_podman, run_demo
 from tests.test_prebuilt_image import REGISTRY, registry  # noqa: F401 - a fixture
@@ -136,3 +140,40 @@ def test_a_node_with_an_empty_store_pulls_the_images_from_a_registry_by_digest(
     )
     assert set(outcomes(run_dir).values()) == {("resolved", "tests_passed")}
     assert_store_holds_the_locked_images(run_dir, env)
+
+
+def test_ctrl_c_stops_the_runs_containers_on_every_worker(tmp_path):
+    # model_a's looping patch runs until its timeout: its container is up for 120 s.
+    run_dir = (tmp_path / "run").resolve()
+    command = [
+        str(Path(sys.executable).parent / "evalrepro"),
+        "run",
+        "+experiment=model_a",
+        "executor=dask",
+        "environment.timeout=120",
+        "--run-dir",
+        str(run_dir),
+    ]
+    submitter = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    prefix = container_prefix(run_dir)
+
+    def running() -> list[str]:
+        listed = subprocess.run(
+            ["podman", "ps", "--format", "{{.Names}}"], capture_output=True, text=True
+        ).stdout.split()
+        return [name for name in listed if name.startswith(prefix)]
+
+    deadline = time.monotonic() + 180
+    while len(list(run_dir.glob("trials/*/result.json"))) < 4 or not running():
+        assert submitter.poll() is None, submitter.stderr.read()
+        assert time.monotonic() < deadline, "no container started"
+        time.sleep(0.5)
+    started = time.monotonic()
+    submitter.send_signal(signal.SIGINT)
+    submitter.wait(timeout=60)
+    while running() and time.monotonic() - started < 30:
+        time.sleep(0.5)
+    assert running() == []
+    # The attempts that did not come back are not recorded: a resume runs them.
+    assert submitter.returncode != 0
+    assert len(list(run_dir.glob("trials/*/result.json"))) < 12
