@@ -280,6 +280,37 @@ def _tree(tmp_path: Path, sample: Sample) -> Path:
     return tree
 
 
+def place_canaries(tree: Path, canaries: list[Canary]) -> list[str]:
+    """The canaries appended to their files by the supervisor's own code; those placed."""
+    files = sorted({c.file for c in canaries})
+    operations = [(f, "file", 0o644, (tree / f).read_bytes()) for f in files]
+    operations, placed = with_canaries(operations, [c.model_dump() for c in canaries])
+    for path, _, _, data in operations:
+        (tree / path).write_bytes(data)
+    return placed
+
+
+def runner_env(tmp_path: Path, tamper: str | None = None) -> dict[str, str]:
+    """This interpreter's runners; ``tamper``: a sitecustomize every process imports."""
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"}
+    if tamper is not None:
+        site = tmp_path / "site"
+        site.mkdir()
+        (site / "sitecustomize.py").write_text(tamper)
+        env["PYTHONPATH"] = str(site)
+    return env
+
+
+def run_on_host(command: str, tree: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """A spec's test command, run in ``tree`` by this interpreter's pytest or unittest."""
+    command = command.replace("python ", f"{sys.executable} ", 1)
+    if command.startswith("pytest "):
+        command = f"{sys.executable} -m {command}"
+    return subprocess.run(
+        command, shell=True, cwd=tree, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
 def _run_with_canaries(
     tmp_path: Path,
     instance: str,
@@ -295,23 +326,9 @@ def _run_with_canaries(
     tree = _tree(tmp_path, sample)
     for path, text in (files or {}).items():
         (tree / path).write_text(text)
-    files = sorted({c.file for c in canaries})
-    operations = [(f, "file", 0o644, (tree / f).read_bytes()) for f in files]
-    operations, placed = with_canaries(operations, [c.model_dump() for c in canaries])
-    for path, _, _, data in operations:
-        (tree / path).write_bytes(data)
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"}
-    if tamper is not None:
-        site = tmp_path / "site"
-        site.mkdir()
-        (site / "sitecustomize.py").write_text(tamper)
-        env["PYTHONPATH"] = str(site)
-    command = spec.eval_script.test_command.replace("python ", f"{sys.executable} ", 1)
-    if command.startswith("pytest "):
-        command = f"{sys.executable} -m {command}"
-    done = subprocess.run(
-        command, shell=True, cwd=tree, env=env, capture_output=True, text=True, timeout=120
-    )
+    placed = place_canaries(tree, canaries)
+    env = runner_env(tmp_path, tamper)
+    done = run_on_host(spec.eval_script.test_command, tree, env)
     log = done.stdout + done.stderr
     parsed = get_parser(parser).parse(log)
     statuses = {test: str(status) for test, status in parsed.statuses.items()}

@@ -13,7 +13,6 @@ from __future__ import annotations
 import random
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,8 +22,7 @@ from evalrepro.records.fresh import FreshCheck, FreshResult, FreshRun
 from evalrepro.run.canary import draw_canaries
 from evalrepro.run.fresh import RUNNERS, check_fresh, draw_fresh_runs
 from evalrepro.run.protection import TestProtection
-from evalrepro.run.sandbox.supervisor import with_canaries
-from tests.test_canary import SAMPLES, _tree, spec_of
+from tests.test_canary import SAMPLES, _tree, place_canaries, run_on_host, runner_env, spec_of
 
 
 def plan(instance: str, parser: str, fresh_runs: int = 2, seed: int = 3, **options):
@@ -192,26 +190,11 @@ def _fresh_run(
     for path, text in (append or {}).items():
         with open(tree / path, "a") as handle:
             handle.write(text)
-    files = sorted({c.file for c in canaries})
-    operations = [(f, "file", 0o644, (tree / f).read_bytes()) for f in files]
-    operations, placed = with_canaries(operations, [c.model_dump() for c in canaries])
-    assert placed
-    for path, _, _, data in operations:
-        (tree / path).write_bytes(data)
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"}
-    if tamper is not None:
-        site = tmp_path / "site"
-        site.mkdir()
-        (site / "sitecustomize.py").write_text(tamper)
-        env["PYTHONPATH"] = str(site)
+    assert place_canaries(tree, canaries)
+    env = runner_env(tmp_path, tamper)
 
     def run(command: str) -> subprocess.CompletedProcess:
-        command = command.replace("python ", f"{sys.executable} ", 1)
-        if command.startswith("pytest "):
-            command = f"{sys.executable} -m {command}"
-        return subprocess.run(
-            command, shell=True, cwd=tree, env=env, capture_output=True, text=True, timeout=120
-        )
+        return run_on_host(command, tree, env)
 
     whole = run(spec.eval_script.test_command)
     parsed = get_parser(parser).parse(whole.stdout + whole.stderr)
