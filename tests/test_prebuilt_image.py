@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from evalrepro.build.image import PrebuiltImageBuilder
+from evalrepro.build.image import CONTRACT_CHECK, PrebuiltImageBuilder
 from evalrepro.build.images import ImageChain
 from evalrepro.errors import UserError
 from evalrepro.pipeline import lock_experiment
@@ -31,6 +31,7 @@ from evalrepro.plan.plan import build_plan
 from evalrepro.records.image import BuildFailure, PinnedInput
 from evalrepro.run.backend import Backend
 from evalrepro.run.rundir import RunDirectory
+from evalrepro.run.sandbox import SUPERVISOR
 from tests.podman_support import cache_dir, demo_config, needs_podman, run_demo
 
 INSTANCE = "demo__calc-1"
@@ -282,6 +283,77 @@ def test_an_image_without_python3_is_refused_before_any_trial(pushed):
         f"instance {INSTANCE}: {reference} has no /usr/bin/python3 to run the supervisor "
         "with (command not found)"
     )
+
+
+@with_marks
+def test_an_image_whose_python_path_the_test_user_may_write_is_refused(pushed, instance_tag):
+    # A module planted there would be imported as the standard library or the framework.
+    reference = pushed(
+        f"FROM {instance_tag}\nRUN chmod o+w /opt/venv/lib/python3*/site-packages", "writable"
+    )
+    failure, _ = prepare(reference)
+    assert isinstance(failure, BuildFailure)
+    assert failure.reason.startswith(f"instance {INSTANCE}: {reference} cannot run trials: ")
+    assert (
+        "/site-packages is writable by the test user (uid 1000): code under test could "
+        "plant a module there" in failure.reason
+    ), failure.reason
+
+
+# --- the contract check's Python path rule (the host's Python, no podman) ---------------
+
+
+def test_the_contract_check_names_python_path_folders_the_test_user_may_write(tmp_path):
+    """Run as it runs in an image, here: the host's /usr/bin/python3 is "the image's", and
+    the folders the test puts on PYTHONPATH are its path (besides the host's own, which
+    only root may write)."""
+    if not os.path.exists("/usr/bin/python3"):
+        pytest.skip("no /usr/bin/python3 to run the check with")
+    me, other = os.getuid(), os.getuid() + 4242
+    folders = {
+        "mine": 0o755,  # owned by the test user, who may write it
+        "mine-read-only": 0o555,
+        "group-writable": 0o775,  # the test user's group may write it
+        "world-writable": 0o777,
+        "read-only": 0o755,
+    }
+    for name, mode in folders.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name).chmod(mode)
+    (tmp_path / "testbed").mkdir()  # the tree: the test user's by design
+
+    def writable(uid: int, gid: int, *names: str) -> list[str]:
+        path = [str(tmp_path / n) for n in (*names, "testbed")]
+        done = subprocess.run(
+            ["/usr/bin/python3", "-I", "-S", "-c", CONTRACT_CHECK, str(tmp_path / "testbed"),
+             str(tmp_path / "no-store"), str(SUPERVISOR), "0" * 40, str(uid), str(gid)],
+            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(path)},
+            capture_output=True, text=True, check=True, timeout=120,
+        )  # fmt: skip
+        problems = json.loads(done.stdout.splitlines()[-1])["problems"]
+        return [p for p in problems if str(tmp_path) in p and "writable" in p]
+
+    def line(name: str, uid: int) -> str:
+        return (
+            f"{tmp_path / name} is writable by the test user (uid {uid}): code under test "
+            "could plant a module there"
+        )
+
+    assert writable(me, os.getgid() + 4242, "mine", "mine-read-only") == [line("mine", me)]
+    assert writable(other, os.getgid(), "group-writable", "read-only") == [
+        line("group-writable", other)
+    ]
+    assert writable(other, os.getgid() + 4242, "world-writable", "read-only", "mine") == [
+        line("world-writable", other)
+    ]
+    # A writable folder below a read-only one is named too; a missing entry names the folder
+    # it would be created in.
+    (tmp_path / "read-only" / "pkg").mkdir()
+    (tmp_path / "read-only" / "pkg").chmod(0o777)
+    assert writable(other, os.getgid() + 4242, "read-only") == [line("read-only/pkg", other)]
+    assert writable(other, os.getgid() + 4242, "world-writable/missing.zip") == [
+        line("world-writable", other)
+    ]
 
 
 # --- config (no podman) -----------------------------------------------------------------

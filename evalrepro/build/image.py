@@ -20,7 +20,11 @@ it once per image Id and base commit, in one container:
 * the repo's tree at the base commit in ``/testbed``, owned by the test user (uid 1000),
   who alone runs the code under test;
 * the harness's own git store ``/opt/evalrepro/repo.git`` (root's), holding the base
-  commit: the supervisor restores test files from it, never from ``/testbed/.git``.
+  commit: the supervisor restores test files from it, never from ``/testbed/.git``;
+* no folder of the Python path outside ``/testbed`` (``sys.path`` of ``/opt/venv/bin/python``,
+  else of ``/usr/bin/python3``, and the image's ``PYTHONPATH``; a walk of at most 20,000
+  folders) writable by the test user: a module planted there would be imported as the
+  standard library or the test framework, which the exit guard takes from outside the tree.
 
 An image of the Containerfile builder's instance layer meets this; SWE-bench's published
 images (tree owned by root, no harness store) do not as they are. The spec's packages
@@ -53,7 +57,7 @@ LAYER = "image"
 #: itself could run on): prints one JSON object, the problems found and the dpkg list.
 CONTRACT_CHECK = """
 import json, os, shutil, subprocess, sys
-testbed, git_dir, supervisor, base, uid = sys.argv[1:6]
+testbed, git_dir, supervisor, base, uid, gid = sys.argv[1:7]
 path = "/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 env = {"PATH": path, "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1"}
 problems = []
@@ -79,6 +83,67 @@ elif shutil.which("git", path=path) is not None:
          base + "^{commit}"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if found != 0:
         problems.append("base commit %s is not in %s" % (base, git_dir))
+# Every folder the test run imports from, outside the tree, must be the image's alone: a
+# module the test user could write there would be imported as the standard library or
+# the framework (the exit guard takes those from outside the tree).
+python = "/opt/venv/bin/python" if os.path.exists("/opt/venv/bin/python") else "/usr/bin/python3"
+try:
+    listed = subprocess.Popen([python, "-I", "-c", "import json, sys; print(json.dumps(sys.path))"],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    entries = json.loads(listed.communicate(timeout=120)[0].decode("utf-8", "replace"))
+except (OSError, ValueError, subprocess.SubprocessError):
+    entries = []
+    problems.append("%s cannot list its Python path" % python)
+# The image's PYTHONPATH is the test run's too (-I leaves it out).
+entries = os.environ.get("PYTHONPATH", "").split(os.pathsep) + list(entries)
+inside = os.path.realpath(testbed) + os.sep
+writable, seen, walked = [], set(), 0
+
+def writes(place):
+    try:
+        st = os.stat(place)
+    except OSError:
+        return False
+    if st.st_uid == int(uid):
+        return bool(st.st_mode & 0o200)
+    if st.st_gid == int(gid):
+        return bool(st.st_mode & 0o020)
+    return bool(st.st_mode & 0o002)
+
+def note(place):
+    if place not in writable and writes(place):
+        writable.append(place)
+
+for entry in entries:
+    if not isinstance(entry, str) or not os.path.isabs(entry):
+        continue
+    entry = os.path.realpath(entry)
+    if (entry + os.sep).startswith(inside) or entry in seen:
+        continue
+    seen.add(entry)
+    if not os.path.isdir(entry):
+        # A zip file or a missing entry: whoever may write it or its folder plants there.
+        if os.path.lexists(entry):
+            note(entry)
+        while not os.path.isdir(entry):
+            entry = os.path.dirname(entry)
+        if not (entry + os.sep).startswith(inside):
+            note(entry)
+        continue
+    for folder, subfolders, _ in os.walk(entry):
+        walked += 1
+        if walked > 20000 or len(writable) >= 3:
+            break
+        if (os.path.realpath(folder) + os.sep).startswith(inside):
+            subfolders[:] = []  # the tree is the test user's by design
+            continue
+        note(folder)
+        for name in subfolders:  # a link to a folder elsewhere: os.walk does not follow it
+            if os.path.islink(os.path.join(folder, name)):
+                note(os.path.join(folder, name))
+for place in writable[:3]:
+    problems.append("%s is writable by the test user (uid %s): code under test could plant a "
+                    "module there" % (place, uid))
 packages = None
 if shutil.which("dpkg-query", path=path) is not None:
     listed = subprocess.Popen(["dpkg-query", "--show", "--showformat=${Package}=${Version}\\n"],
@@ -290,6 +355,7 @@ class PrebuiltImageBuilder(Builder):
             SUPERVISOR_PATH,
             spec.base_commit,
             str(TEST_USER["uid"]),
+            str(TEST_USER["gid"]),
             check=False,
         )
         if done.returncode in (126, 127):

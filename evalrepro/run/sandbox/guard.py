@@ -11,16 +11,33 @@ At exit it also lists functions of the test frameworks (unittest, pytest, pluggy
 ``sys``, ``os``, ``builtins`` and ``atexit`` that were replaced by functions defined in
 the repository (library code that monkeypatches ``TestCase.assertEqual`` or ``sys.exit``
 shows up here), and says whether the process's stdout and stderr are still the pipes it
-started with. All of this runs inside the process under test,
-so it is evidence against a trial only, never for one. One thing it prevents rather than
-detects: a test framework (unittest, doctest, pytest, pluggy, iniconfig) is imported from
-outside the repository whenever a copy exists there, so a package of the repository
-cannot shadow it. Standard library only; it does nothing at all when the variable is
-absent, and writes no record when it names another descriptor.
+started with. All of this runs inside the process under test, so it is evidence against
+a trial only, never for one.
+
+What it prevents rather than detects, from ``site`` on (before sitecustomize, before any
+code of the repository), in every process that has the variable, whatever descriptor it
+names:
+
+* a test framework (unittest, doctest, pytest, _pytest, pluggy, iniconfig) and every
+  top-level module of the standard library (``sys.stdlib_module_names``; ``test`` aside)
+  is imported from outside the repository whenever a copy exists there, so a module or
+  package of the repository (``unittest/``, ``difflib.py``, ``json.py``) cannot shadow
+  it; a name with no copy outside (a repository that is the framework) imports as usual;
+* the repository's own ``sitecustomize`` and ``usercustomize`` do not run (``site``
+  finds none) unless the dataset's ``protection.site_hooks`` says so: the supervisor
+  writes ``_SITE_HOOKS = True`` or ``False`` as this file's first line. The image's own,
+  outside the repository, run as usual.
+
+Standard library only; it does nothing at all when the variable is absent, and writes no
+record when it names another descriptor. Nothing may precede the supervisor's first line
+(no ``from __future__`` import here).
 """
 
 import os
 import sys
+
+#: Written by the supervisor as the first line; off when the module is imported bare.
+_SITE_HOOKS = bool(globals().get("_SITE_HOOKS", False))
 
 _FRAMEWORKS = ("unittest", "_pytest", "pytest", "pluggy")
 #: Also scanned: what a runner exits and prints through.
@@ -29,30 +46,118 @@ _RUNTIME = ("sys", "os", "builtins", "atexit")
 
 #: Test frameworks a module of the repository may not stand in for.
 _OUTSIDE_ONLY = ("unittest", "doctest", "pytest", "_pytest", "pluggy", "iniconfig")
+#: Modules ``site`` imports by name at startup to run code: the repository's are not run.
+_SITE_HOOK_NAMES = ("sitecustomize", "usercustomize")
+#: Standard library names not taken from outside. ``test`` is CPython's own test suite:
+#: nothing but CPython's test runner imports it, while many projects have a top-level
+#: ``test/`` package of their own that pytest imports by that very name (``test.test_x``);
+#: taking it from outside would run CPython's package (or none) instead of the project's.
+_STDLIB_EXEMPT = ("test",)
+
+
+def _stdlib_names():
+    """Top-level module names of the standard library.
+
+    ``sys.stdlib_module_names`` from Python 3.10 on; before that, what the standard
+    library's folders hold (the modules compiled in are found by their own importer)."""
+    names = getattr(sys, "stdlib_module_names", None)
+    if names is not None:
+        return frozenset(names).difference(_STDLIB_EXEMPT)
+    found = set()
+    home = os.path.dirname(os.__file__)
+    for folder in (home, os.path.join(home, "lib-dynload")):
+        try:
+            listed = os.listdir(folder)
+        except OSError:
+            continue
+        for entry in listed:
+            stem = entry.split(".", 1)[0]
+            if entry.endswith((".py", ".so", ".pyd")):
+                found.add(stem)
+            elif "." not in entry and os.path.isfile(os.path.join(folder, entry, "__init__.py")):
+                found.add(entry)
+    return frozenset(found).difference(_STDLIB_EXEMPT)
+
+
+class _Absent:
+    """The loader of a module that is not there: ``site`` takes the error as "none"."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def create_module(self, spec):
+        raise ModuleNotFoundError(f"No module named {self.name!r}", name=self.name)
+
+    def exec_module(self, module):
+        raise ModuleNotFoundError(f"No module named {self.name!r}", name=self.name)
 
 
 class _FrameworkFromOutside:
-    """A test framework is imported from outside the repository when a copy exists there.
+    """The test framework and the standard library are imported from outside the
+    repository when a copy exists there; the repository's site hooks are not run.
 
     ``python -m unittest`` (or ``-m pytest``) puts the repository first on the path, so a
-    ``unittest/`` or ``_pytest/`` folder of the patch's would be the runner. The runner
-    imports its framework before any code of the repository runs, so this holds from the
-    start; a repository that *is* the framework (pytest installed from /testbed) has no
-    copy outside and is imported as usual."""
+    ``unittest/`` or ``_pytest/`` folder of the patch's would be the runner, and a
+    ``difflib.py`` the module the runner reports failures with. The runner imports its
+    framework before any code of the repository runs, and ``site`` imports sitecustomize
+    after this hook is in place, so this holds from the start; a repository that *is*
+    the framework (pytest installed from /testbed) has no copy outside and is imported as
+    usual. Compiled-in and frozen modules keep their own importers (nothing on the path
+    can shadow them)."""
 
-    def __init__(self, testbed):
+    def __init__(self, testbed, site_hooks=False):
+        import _imp
+
+        try:  # the import system's own classes, loaded before site: nothing to import
+            from _frozen_importlib import ModuleSpec
+            from _frozen_importlib_external import PathFinder
+        except ImportError:
+            from importlib.machinery import ModuleSpec, PathFinder
+
         self.testbed = testbed
+        self.site_hooks = site_hooks
+        self.stdlib = _stdlib_names()
+        self._is_frozen = _imp.is_frozen
+        self._spec = ModuleSpec
+        self._finder = PathFinder
+        self._key = None
+        self._entries = []
 
-    def _outside(self, entry):
-        return not (os.path.realpath(entry or os.getcwd()) + os.sep).startswith(self.testbed)
+    def _outside(self, entry, cwd):
+        if not entry:
+            if cwd is None:
+                return False  # the working folder is gone: nothing to import from it
+            entry = cwd
+        elif not os.path.isabs(entry) and cwd is None:
+            return False
+        return not (os.path.realpath(entry) + os.sep).startswith(self.testbed)
+
+    def outside_entries(self):
+        """The entries of sys.path outside the repository (realpath once per sys.path)."""
+        try:
+            cwd = os.getcwd()
+        except OSError:
+            cwd = None
+        key = (tuple(sys.path), cwd)
+        if key != self._key:
+            self._entries = [e for e in key[0] if isinstance(e, str) and self._outside(e, cwd)]
+            self._key = key
+        return self._entries
 
     def find_spec(self, name, path=None, target=None):
-        if path is not None or name not in _OUTSIDE_ONLY:
+        if path is not None:
+            return None  # a submodule: its package's own __path__ decides
+        if name in _SITE_HOOK_NAMES:
+            if self.site_hooks:
+                return None
+            found = self._finder.find_spec(name, self.outside_entries())
+            # None outside: the repository's (if any) is not run; site takes it as absent.
+            return found or self._spec(name, _Absent(name))
+        if name not in _OUTSIDE_ONLY and name not in self.stdlib:
             return None
-        from importlib.machinery import PathFinder
-
-        entries = [entry for entry in sys.path if isinstance(entry, str) and self._outside(entry)]
-        return PathFinder.find_spec(name, entries)
+        if name in sys.builtin_module_names or self._is_frozen(name):
+            return None  # found by BuiltinImporter or FrozenImporter, ahead of any path
+        return self._finder.find_spec(name, self.outside_entries())
 
 
 def _install():
@@ -61,15 +166,15 @@ def _install():
     if len(parts) != 3:
         return
     # Before the descriptor check: a process that lost the guard's pipe still imports its
-    # framework from outside the repository.
-    sys.meta_path.insert(0, _FrameworkFromOutside(os.path.realpath(parts[2]) + os.sep))
+    # framework and the standard library from outside the repository.
+    testbed = os.path.realpath(parts[2]) + os.sep
+    sys.meta_path.insert(0, _FrameworkFromOutside(testbed, _SITE_HOOKS))
     try:
         fd, inode = int(parts[0]), int(parts[1])
         if os.fstat(fd).st_ino != inode:
             return
     except (ValueError, OSError):
         return
-    testbed = os.path.realpath(parts[2]) + os.sep
     pid = os.getpid()
     streams = _streams()
 

@@ -1164,12 +1164,18 @@ class GuardRecords:
         return "clean", ""
 
 
-def install_guard(source: str, testbed: str) -> list[str]:
+def guard_module(source: str, site_hooks: bool) -> bytes:
+    """The exit guard as installed: its switch (``_SITE_HOOKS``: the repository's own
+    sitecustomize and usercustomize run) as the first line, then the module's source."""
+    with open(source, "rb") as handle:
+        return b"_SITE_HOOKS = %s\n" % repr(bool(site_hooks)).encode() + handle.read()
+
+
+def install_guard(source: str, testbed: str, site_hooks: bool) -> list[str]:
     """Put the exit guard into every site directory of the image; where it went."""
     import glob
 
-    with open(source, "rb") as handle:
-        module = handle.read()
+    module = guard_module(source, site_hooks)
     places = []
     candidates = sorted(glob.glob("/opt/venv/lib/python3*/site-packages"))
     candidates += [p for p in ("/usr/lib/python3/dist-packages",) if os.path.isdir(p)]
@@ -1489,9 +1495,9 @@ class Trial:
             return  # the trial is invalid by policy: running the tests would change nothing
         test_files = self.reset_test_files(protected)
         if self.program.get("guard", True):
-            self.stream.event(
-                "guard", sites=install_guard(self.program["guard_source"], self.testbed)
-            )
+            site_hooks = self.program["protection"].get("site_hooks", False)
+            sites = install_guard(self.program["guard_source"], self.testbed, site_hooks)
+            self.stream.event("guard", sites=sites)
         before_tests = snapshot(self.testbed)
         hash_kind = self.git.hash_kind()
 
