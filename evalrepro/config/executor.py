@@ -149,8 +149,9 @@ class SlurmExecutorConfig(_DaskExecutorBase):
     scheduler_host: str | None = None
     #: A folder on the nodes for the workers' scratch.
     local_directory: str = "/tmp"
-    #: A folder for the jobs' output (None: Slurm's default, the submit directory).
-    log_directory: str | None = None
+    #: A folder on the nodes for the jobs' output (``slurm-<job>.out``); it must exist
+    #: there (Slurm's own default would be the folder ``evalrepro run`` started in).
+    log_directory: str = "/tmp"
 
     @property
     def concurrency(self) -> int:
