@@ -887,6 +887,20 @@ class Watchdog:
             )
         return None
 
+    def last_count(self) -> tuple[str, str] | None:
+        """After the tests: one whole count of what they left (a flood made between two
+        passes by tests that then ended at once is counted here), bounded by the limit."""
+        if self.inodes is None:
+            return None
+        created = self.inodes.recount(self.limits["inodes"])
+        self.peak["inodes"] = max(self.peak["inodes"], created)
+        if created > self.limits["inodes"]:
+            return "inodes", (
+                f"{created} files and folders created, limit {self.limits['inodes']} "
+                "(counted after the tests)"
+            )
+        return None
+
 
 #: Entries the inode count reads per watchdog tick, and how often a new pass starts.
 _INODE_SLICE = 20_000
@@ -918,6 +932,16 @@ class InodeCount:
         if self._pending or self._listing is not None or time.monotonic() >= self._next_pass:
             self._walk(_INODE_SLICE)
         return max(self._last, self._partial) - self.baseline
+
+    def recount(self, limit: int) -> int:
+        """A new whole pass, read to its end or to ``limit`` entries past the baseline
+        (enough to say the limit was crossed); the entries created."""
+        self._pending, self._listing, self._partial = [], None, 0
+        self._walk(self.baseline + limit + 1)
+        if self._listing is not None:
+            self._listing.close()
+            self._listing = None
+        return self._partial - self.baseline
 
     def _walk(self, budget: int) -> bool:
         """Read up to ``budget`` entries; True when a whole pass ended."""
@@ -1369,6 +1393,8 @@ class TestRun:
         for fd in (out_fd, guard_fd):
             os.close(fd)
         self._reap(pid)
+        if self.stopped is None:
+            self.stopped = watchdog.last_count()
         watchdog_peak = dict(watchdog.peak)
         if self.stopped is None:
             # The kernel's own limits (root podman's cgroup) are a backstop: name them.
