@@ -37,7 +37,7 @@ from evalrepro.report.run_report import aggregate, build_run_report, print_gate,
 from evalrepro.report.timing import record_builds
 from evalrepro.run.backend import Backend
 from evalrepro.run.execute import container_prefix
-from evalrepro.run.executors import run_trials
+from evalrepro.run.executors import run_trials, start_executor
 from evalrepro.run.rundir import RunDirectory
 
 
@@ -125,7 +125,8 @@ def run_experiment(
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     directory = RunDirectory(run_dir or config.run.output_dir / f"{config.name}-{stamp}")
     # Held before planning: a second process is refused at once, not after the builds.
-    with directory.exclusive():
+    # The executor's cluster (if it starts one here) starts while the plan is made.
+    with directory.exclusive(), start_executor(config.executor, config.environment) as started:
         # A resumed run rebuilds its own pins; a lockfile to run, its pins.
         existing = directory.lockfile_path
         previous = read_lockfile(existing) if existing.is_file() else None
@@ -175,6 +176,8 @@ def run_experiment(
                     environment=environment,
                     executor=config.executor,
                     events=progress,
+                    dataset=config.dataset,
+                    started=started,
                 )
         finally:
             backend.close()

@@ -130,6 +130,46 @@ def test_without_the_dask_extra_the_run_is_one_line(tmp_path, monkeypatch):
     assert "\n" not in str(error.value)
 
 
+def test_the_local_cluster_starts_while_the_plan_is_made_and_stops_if_the_plan_fails(
+    tmp_path, monkeypatch
+):
+    import psutil
+
+    from evalrepro.plan import plan as plan_module
+
+    seen = {}
+    real_build_plan = plan_module.build_plan
+
+    def failing_plan(*args, **kwargs):
+        # The cluster's thread is at work while the plan is made.
+        seen["threads"] = [t.name for t in threading.enumerate()]
+        deadline = time.monotonic() + 60
+        while len(psutil.Process().children(recursive=True)) < 3:  # 2 nannies, a worker
+            assert time.monotonic() < deadline, "no worker process started"
+            time.sleep(0.1)
+        real_build_plan(*args, **kwargs)
+        raise UserError("the plan failed")
+
+    monkeypatch.setattr("evalrepro.pipeline.build_plan", failing_plan)
+    with pytest.raises(UserError, match="the plan failed"):
+        run(tmp_path, "run", "executor=dask", "executor.workers=2")
+    assert "evalrepro-cluster" in seen["threads"]
+
+    # Its worker processes are gone with the failed run (multiprocessing's resource
+    # tracker, started once per process, stays).
+    def workers() -> list[str]:
+        return [
+            " ".join(child.cmdline())
+            for child in psutil.Process().children(recursive=True)
+            if "resource_tracker" not in " ".join(child.cmdline())
+        ]
+
+    deadline = time.monotonic() + 30
+    while workers() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert workers() == []
+
+
 def test_the_slurm_and_kubernetes_executors_are_configs_of_their_engines():
     slurm = compose([*FAKE, "executor=slurm", "executor.queue=debug", "executor.workers=3"])
     assert isinstance(slurm.executor, SlurmExecutorConfig)
@@ -196,3 +236,57 @@ def test_a_killed_submitter_resumes_like_any_run(tmp_path):
     assert again.results.planned == 12 == len(results(run_dir))
     assert len({r.trial.trial_id for r in results(run_dir)}) == 12
     assert check_run(run_dir).ok
+
+
+# --- a node that builds its own images -------------------------------------------------
+
+
+def _layer(name: str, digest: str, *, wheel: str = "8.3.4", parent: str | None = None):
+    from evalrepro.build.images import inputs_digest, layer_key
+    from evalrepro.records.image import PinnedInput
+    from evalrepro.records.lockfile import LockedImage
+
+    inputs = [PinnedInput(kind="wheel", name="pytest", version=wheel, digest="sha256:" + "0" * 64)]
+    return LockedImage(
+        builder="containerfile",
+        layer=name,
+        key=layer_key("containerfile", name, inputs, parent),
+        inputs_digest=inputs_digest(inputs),
+        inputs=inputs,
+        parent_key=parent,
+        tag=f"localhost/evalrepro-{name}:x",
+        image_digest=digest,
+    )
+
+
+def test_a_node_whose_build_differs_is_refused_naming_the_layer_and_the_input():
+    from evalrepro.build.images import ImageChain
+    from evalrepro.records.image import BuildFailure
+    from evalrepro.run.executors.node_images import build_problems
+
+    base = _layer("base", "sha256:" + "a" * 64)
+    env = _layer("env", "sha256:" + "b" * 64, parent=base.key)
+    locked = {"one": [base, env], "two": [base, env], "three": [base, env], "four": [base]}
+    other_bytes = _layer("env", "sha256:" + "c" * 64, parent=base.key)
+    other_wheel = _layer("env", "sha256:" + "d" * 64, wheel="8.3.5", parent=base.key)
+    built = {
+        "one": ImageChain(layers=[base.record(), env.record()]),
+        "two": ImageChain(layers=[base.record(), other_bytes.record()]),
+        "three": ImageChain(layers=[base.record(), other_wheel.record()]),
+        "four": BuildFailure(
+            builder="containerfile", layer="base", key=base.key, reason="wheel gone: pytest"
+        ),
+    }
+    assert build_problems(locked, built) == [
+        "four: the base layer does not build here (wheel gone: pytest)",
+        "three: the image built here is not the lockfile's (the lockfile's first): env "
+        "layer bbbbbbbbbbbb vs dddddddddddd (wheel pytest 8.3.4 vs 8.3.5)",
+        "two: the image built here is not the lockfile's (the lockfile's first): env "
+        "layer bbbbbbbbbbbb vs cccccccccccc (same build inputs, other bytes: the build is "
+        "not reproducible here)",
+    ]
+
+
+def test_a_build_source_is_a_config_of_its_own():
+    config = compose(["+experiment=demo", "executor=dask", "executor.images.source=build"])
+    assert config.executor.images.source == "build"

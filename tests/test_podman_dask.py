@@ -1,6 +1,7 @@
 """The Dask executor in real podman: the demo on a ``LocalCluster`` is the local run, trial
-for trial, and a node whose image store is empty gets the run's images from an archive
-before it takes a trial, with the lockfile's digests.
+for trial, and a node whose image store is empty gets the run's images (built there from
+the lockfile's pins, from an archive, or from a registry) before it takes a trial, with
+the lockfile's digests.
 """
 
 from __future__ import annotations
@@ -55,18 +56,27 @@ def empty_store(tmp_path):
     """A podman storage config whose store is empty (a second node's), and its removal."""
     root = tmp_path / "store"
     conf = tmp_path / "storage.conf"
+    # Rootless podman takes its store from rootless_storage_path, not graphroot.
     conf.write_text(
         f'[storage]\ndriver = "overlay"\ngraphroot = "{root}/graph"\nrunroot = "{root}/run"\n'
+        f'rootless_storage_path = "{root}/graph"\n'
     )
     env = {**os.environ, "CONTAINERS_STORAGE_CONF": str(conf)}
+    listed = subprocess.run(
+        ["podman", "images", "--quiet"], env=env, capture_output=True, text=True, check=True
+    )
+    assert listed.stdout.split() == [], "the second store is not empty"
     yield conf, env
+    # The overlay folder is a mount (rootless: in podman's user namespace) and the files
+    # belong to sub-uids: unmounted and removed inside it, by a podman of the usual store.
+    script = 'umount "$1/graph/overlay" 2>/dev/null; rm -rf "$1"'
+    command = ["sh", "-c", script, "sh", str(root)]
     if os.geteuid() != 0:
-        subprocess.run(["podman", "unshare", "rm", "-rf", str(root)], env=env, check=False)
-    else:
-        subprocess.run(["podman", "system", "reset", "--force"], env=env, check=False)
+        command = ["podman", "unshare", *command]
+    subprocess.run(command, capture_output=True, check=False)
 
 
-def one_node_run(tmp_path: Path, conf: Path, *overrides: str) -> Path:
+def one_node_run(tmp_path: Path, conf: Path, *overrides: str, node_env: dict | None = None) -> Path:
     """The demo's calc-1 and ledger-1 on one worker whose podman store is ``conf``'s."""
     with dask.config.set(SCHEDULER_SETTINGS):
         cluster = LocalCluster(
@@ -74,7 +84,7 @@ def one_node_run(tmp_path: Path, conf: Path, *overrides: str) -> Path:
             threads_per_worker=1,
             host="127.0.0.1",
             dashboard_address=None,
-            env={"CONTAINERS_STORAGE_CONF": str(conf)},
+            env={"CONTAINERS_STORAGE_CONF": str(conf), **(node_env or {})},
         )
     try:
         run_dir = tmp_path / "run"
@@ -118,6 +128,24 @@ def test_a_node_with_an_empty_store_loads_the_images_from_the_archive(tmp_path, 
     assert sorted(p.name for p in archive.iterdir()) == ["images.oci.tar"]
     assert set(outcomes(run_dir).values()) == {("resolved", "tests_passed")}
     assert_store_holds_the_locked_images(run_dir, env)
+
+
+def test_a_node_with_an_empty_store_builds_the_images_from_the_lockfiles_pins(
+    tmp_path, empty_store
+):
+    conf, env = empty_store
+    # A second node: its own store and its own cache, both empty.
+    node_cache = tmp_path / "node-cache"
+    run_dir = one_node_run(
+        tmp_path,
+        conf,
+        "executor.images.source=build",
+        node_env={"EVALREPRO_CACHE": str(node_cache)},
+    )
+    assert set(outcomes(run_dir).values()) == {("resolved", "tests_passed")}
+    # Built there from the pins, every layer has the Id the submitter's build locked.
+    assert_store_holds_the_locked_images(run_dir, env)
+    assert any(node_cache.iterdir())  # what it built from was fetched there
 
 
 @pytest.mark.skipif(

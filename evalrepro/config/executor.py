@@ -57,12 +57,15 @@ class DaskImages(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: ``store``: the node's own store must hold them already (one machine, or nodes
-    #: that built them from the lockfile); ``archive``: loaded from the archives in
+    #: that built them from the lockfile); ``build``: built on each node from the
+    #: lockfile's pins by the environment's builder (the nodes must reach the dataset's
+    #: repo sources as the config names them; a digest that differs refuses the node,
+    #: naming the layer and input); ``archive``: loaded from the archives in
     #: ``archive``, a folder every node can read, which the submitter writes when it is
     #: empty (``images.oci.tar`` / ``images.docker.tar``, as ``bundle --with-images``).
     #: ``registry``: pushed once by the submitter to ``registry``, pulled by digest on
     #: each node.
-    source: Literal["store", "archive", "registry"] = "store"
+    source: Literal["store", "build", "archive", "registry"] = "store"
     #: The folder of the archives (``source: archive``), the same path on every node.
     archive: str | None = None
     #: ``host:port/prefix`` of the registry (``source: registry``).

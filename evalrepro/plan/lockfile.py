@@ -138,7 +138,7 @@ def build_lockfile(config: ExperimentConfig, plan: Plan) -> Lockfile:
             timeout=getattr(environment, "timeout", None),
             network=getattr(environment, "network", None),
             images=[
-                LockedImage(**record.model_dump(exclude={"built", "build_seconds"}))
+                LockedImage.of(record)
                 for record in sorted(images.values(), key=lambda r: (depth(r), r.key))
             ],
             build_failures=[failures[key] for key in sorted(failures)],
@@ -365,20 +365,23 @@ def _image_differences(a: Lockfile, b: Lockfile) -> list[Difference]:
             where = "the second" if ours[instance_id] else "the first"
             found.append(Difference(kind="images", detail=f"{instance_id}: no image in {where}"))
             continue
-        for one, two in zip(ours[instance_id], theirs[instance_id], strict=False):
-            if one.image_digest != two.image_digest or one.key != two.key:
-                if one.image_digest == two.image_digest:
-                    what = f"image {short_digest(one.image_digest)} in both"
-                else:
-                    what = f"{short_digest(one.image_digest)} vs {short_digest(two.image_digest)}"
-                found.append(
-                    Difference(
-                        kind="images",
-                        detail=f"{instance_id}: {one.layer} layer {what} ({_why(one, two)})",
-                    )
-                )
-                break
+        detail = chain_difference(ours[instance_id], theirs[instance_id])
+        if detail is not None:
+            found.append(Difference(kind="images", detail=f"{instance_id}: {detail}"))
     return found
+
+
+def chain_difference(ours: list[LockedImage], theirs: list[LockedImage]) -> str | None:
+    """The first layer (base first) that differs between two chains of one instance,
+    with the input that makes it differ; None: the same image."""
+    for one, two in zip(ours, theirs, strict=False):
+        if one.image_digest != two.image_digest or one.key != two.key:
+            if one.image_digest == two.image_digest:
+                what = f"image {short_digest(one.image_digest)} in both"
+            else:
+                what = f"{short_digest(one.image_digest)} vs {short_digest(two.image_digest)}"
+            return f"{one.layer} layer {what} ({_why(one, two)})"
+    return None
 
 
 def _why(one: LockedImage, two: LockedImage) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 from evalrepro import __version__
 from evalrepro.build.base import Builder
 from evalrepro.build.images import ImageChain
+from evalrepro.config.dataset import DatasetConfig
 from evalrepro.config.experiment import ExperimentConfig
 from evalrepro.config.sample import Sample, load_samples
 from evalrepro.errors import UserError
@@ -134,29 +135,7 @@ def build_plan(
     specs = {sample.instance_id: dataset.test_spec(sample) for sample in samples}
     parsers = {sample.instance_id: dataset.parser_for(sample) for sample in samples}
 
-    if builder.needs_sources:
-        # Every instance of the file counts toward the histories (a remote's is the
-        # ancestry of the base commits it serves): a selection builds the whole dataset's
-        # layers.
-        resolved = resolve_sources(
-            dataset.sources(),
-            load_samples(Path(dataset.instances)),
-            cache_dir,
-            dataset=dataset.name,
-            selected={sample.instance_id for sample in samples},
-        )
-        checkouts = {iid: resolved.checkout(iid) for iid in resolved.keys}
-        unavailable = resolved.unavailable
-        buildable = [spec for spec in specs.values() if spec.instance_id in checkouts]
-    else:
-        checkouts, unavailable, buildable = {}, {}, list(specs.values())
-    images: dict[str, ImageChain | BuildFailure] = dict(
-        builder.prepare(buildable, checkouts, locked)
-    )
-    for instance_id, reason in unavailable.items():
-        images[instance_id] = BuildFailure(
-            builder=builder.kind, layer="history", key="", reason=f"repo source: {reason}"
-        )
+    images = build_images(dataset, builder, cache_dir, list(specs.values()), locked)
 
     trials = []
     for sample, prediction in wanted:
@@ -188,3 +167,39 @@ def build_plan(
             )
         )
     return Plan(target_id=target, trials=trials, builder=builder.kind)
+
+
+def build_images(
+    dataset: DatasetConfig,
+    builder: Builder,
+    cache_dir: Path,
+    specs: list[TestSpec],
+    locked: list[ImageRecord] | None = None,
+) -> dict[str, ImageChain | BuildFailure]:
+    """Each spec's image, built by ``builder`` (a build failure for an instance whose repo
+    source is unavailable); ``locked``: the records to rebuild exactly. A plan builds its
+    images here, and so does a node of a distributed run that builds its own."""
+    if builder.needs_sources:
+        # Every instance of the file counts toward the histories (a remote's is the
+        # ancestry of the base commits it serves): a selection builds the whole dataset's
+        # layers.
+        resolved = resolve_sources(
+            dataset.sources(),
+            load_samples(Path(dataset.instances)),
+            cache_dir,
+            dataset=dataset.name,
+            selected={spec.instance_id for spec in specs},
+        )
+        checkouts = {iid: resolved.checkout(iid) for iid in resolved.keys}
+        unavailable = resolved.unavailable
+        buildable = [spec for spec in specs if spec.instance_id in checkouts]
+    else:
+        checkouts, unavailable, buildable = {}, {}, list(specs)
+    images: dict[str, ImageChain | BuildFailure] = dict(
+        builder.prepare(buildable, checkouts, locked)
+    )
+    for instance_id, reason in unavailable.items():
+        images[instance_id] = BuildFailure(
+            builder=builder.kind, layer="history", key="", reason=f"repo source: {reason}"
+        )
+    return images

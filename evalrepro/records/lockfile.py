@@ -83,6 +83,11 @@ class LockedImage(_Frozen):
     image_digest: str
     package_manifest_digest: str | None = None
 
+    @classmethod
+    def of(cls, record: ImageRecord) -> LockedImage:
+        """The layer as a lockfile keeps it (what a session's build took is not kept)."""
+        return cls(**record.model_dump(exclude={"built", "build_seconds"}))
+
     def record(self) -> ImageRecord:
         """The record a builder reads back to rebuild exactly this layer."""
         return ImageRecord(**self.model_dump())

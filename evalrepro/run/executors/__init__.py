@@ -7,7 +7,9 @@ opens it. See :mod:`evalrepro.run.executors.base` for what an executor does.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
+from typing import Any
 
 from evalrepro import plugins
 from evalrepro.config.environment import SandboxEnvironment
@@ -19,9 +21,19 @@ from evalrepro.run.recorder import Recorder
 from evalrepro.run.runtimes.base import Runtime
 
 
-def open_executor(config: object, runtime: Runtime) -> Executor:
+def open_executor(
+    config: object, runtime: Runtime, dataset: object = None, started: Any = None
+) -> Executor:
     executor_class: type[Executor] = plugins.implementation(config)
-    return executor_class(config, runtime)
+    return executor_class(config, runtime, dataset, started)
+
+
+def start_executor(config: object, environment: object) -> contextlib.AbstractContextManager[Any]:
+    """Begin what the executor kind starts before its attempts (a local cluster and its
+    workers' runtimes), while the plan is made; pass what it yields to :func:`run_trials`
+    as ``started``."""
+    executor_class: type[Executor] = plugins.implementation(config)
+    return executor_class.starting(config, environment)
 
 
 class _Quiet:
@@ -43,10 +55,14 @@ def run_trials(
     environment: object,
     executor: object,
     events: Events | None = None,
+    dataset: object = None,
+    started: Any = None,
 ) -> list[TrialResult]:
     """Execute ``trials`` into the run directory ``run_dir``: the environment's settings
     (``limits``, ``timeout``; none for one that runs no sandbox of ours), the executor
-    config's kind and retries. The finished trials' results, in the plan's order."""
+    config's kind and retries; ``dataset``: the dataset config the trials come from (a
+    node that builds its own images reads its repo sources). The finished trials'
+    results, in the plan's order. ``started``: what :func:`start_executor` yielded."""
     sandboxed = isinstance(environment, SandboxEnvironment)
     settings = AttemptSettings(
         limits=environment.limits if sandboxed else None,  # type: ignore[attr-defined]
@@ -57,6 +73,6 @@ def run_trials(
     )
     recorder = Recorder(run_dir)
     jobs = [TrialJob(planned, settings, recorder) for planned in trials]
-    results = open_executor(executor, runtime).run(jobs, events or _Quiet())
+    results = open_executor(executor, runtime, dataset, started).run(jobs, events or _Quiet())
     order = {p.trial.trial_id: i for i, p in enumerate(trials)}
     return sorted(results, key=lambda r: order[r.trial.trial_id])

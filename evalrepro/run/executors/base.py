@@ -11,8 +11,9 @@ part of a trial's identity.
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
-from typing import ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
 from evalrepro.plan.plan import PlannedTrial
 from evalrepro.records.trial import TrialResult
@@ -35,9 +36,22 @@ class Events(Protocol):
 class Executor(ABC):
     kind: ClassVar[str]
 
-    def __init__(self, config: object, runtime: Runtime) -> None:
+    def __init__(
+        self, config: object, runtime: Runtime, dataset: object = None, started: Any = None
+    ) -> None:
         self.config = config
         self.runtime = runtime
+        #: The dataset config the trials come from (None: not known to this executor).
+        self.dataset = dataset
+        #: What :meth:`starting` began while the plan was made (None: nothing).
+        self.started = started
+
+    @classmethod
+    def starting(cls, config: Any, environment: Any) -> contextlib.AbstractContextManager[Any]:
+        """What this kind starts before it takes attempts (a cluster, its workers'
+        runtimes for ``environment``), begun while the plan is made and given to the
+        executor as ``started``; it ends with the run."""
+        return contextlib.nullcontext()
 
     @abstractmethod
     def run(self, jobs: list[TrialJob], events: Events) -> list[TrialResult]: ...

@@ -18,8 +18,9 @@ the run directory, which no worker sees. No filesystem is shared.
   completion or dropped, and the plan's trials are the denominator.
 - **Images on every node.** A worker takes attempts only after its node holds every
   image the run needs, under its tag with the lockfile's digest (``images.source``: the
-  node's own store, or loaded from the archives of ``images.archive``); a node that
-  cannot is left out, and the run says why.
+  node's own store, built there from the lockfile's pins, loaded from the archives of
+  ``images.archive``, or pulled by digest from ``images.registry``); a node that cannot
+  is left out, and the run says why.
 - **Backpressure.** At most ``in_flight`` attempts are out at once; outputs are recorded
   and dropped as they come.
 - **Ctrl-C** cancels what is queued, removes the run's containers on every worker, and
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -86,6 +88,11 @@ def _runtime(environment: Any) -> Runtime:
         runtime.check()
         _RUNTIMES[key] = runtime
     return _RUNTIMES[key]
+
+
+def open_runtime_here(environment: Any) -> None:
+    """Open (and check) this worker's runtime ahead of the run's first attempt."""
+    _runtime(environment)
 
 
 def run_attempt(environment: Any, spec: AttemptSpec) -> tuple[AttemptOutput, Lease]:
@@ -221,24 +228,88 @@ CLUSTERS: dict[str, Callable[[Any], contextlib.AbstractContextManager[Any]]] = {
 class DaskExecutor(Executor):
     kind: ClassVar[str] = "dask"
 
-    def __init__(self, config: _DaskExecutorBase, runtime: Runtime) -> None:
-        super().__init__(config, runtime)
+    def __init__(
+        self,
+        config: _DaskExecutorBase,
+        runtime: Runtime,
+        dataset: object = None,
+        started: Any = None,
+    ) -> None:
+        super().__init__(config, runtime, dataset, started)
         self.settings = config
         self.environment = runtime.config  # type: ignore[attr-defined]
+
+    @classmethod
+    def starting(cls, config: Any, environment: Any) -> contextlib.AbstractContextManager[Any]:
+        # A LocalCluster's start (worker processes importing evalrepro, opening podman)
+        # overlaps the plan's making; Slurm jobs and pods are asked for only once there
+        # is work.
+        if isinstance(config, DaskExecutorConfig) and config.address is None:
+            return _Starting(config, environment)
+        return contextlib.nullcontext()
 
     def run(self, jobs: list[TrialJob], events: Events) -> list[TrialResult]:
         if not jobs:
             return []
-        distributed = _distributed()
-        import dask
+        with contextlib.ExitStack() as stack:
+            if isinstance(self.started, _Starting):
+                cluster = self.started.cluster()
+            else:
+                cluster = stack.enter_context(_cluster(self.settings))
+            client = _distributed().Client(cluster, timeout=self.settings.worker_wait)
+            try:
+                return _Session(self, client, jobs, events).run()
+            finally:
+                client.close()
 
-        with dask.config.set(SCHEDULER_SETTINGS):
-            with CLUSTERS[self.settings.kind](self.settings) as cluster:
-                client = distributed.Client(cluster, timeout=self.settings.worker_wait)
-                try:
-                    return _Session(self, client, jobs, events).run()
-                finally:
-                    client.close()
+
+@contextlib.contextmanager
+def _cluster(settings: _DaskExecutorBase) -> Iterator[Any]:
+    """The config's cluster (or scheduler address), under the scheduler settings a run
+    needs, for as long as the context lasts."""
+    _distributed()
+    import dask
+
+    with dask.config.set(SCHEDULER_SETTINGS), CLUSTERS[settings.kind](settings) as cluster:
+        yield cluster
+
+
+class _Starting:
+    """A cluster started in a thread of its own while the plan is made."""
+
+    def __init__(self, settings: _DaskExecutorBase, environment: Any) -> None:
+        self._stack = contextlib.ExitStack()
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._start, args=(settings, environment), name="evalrepro-cluster", daemon=True
+        )
+
+    def __enter__(self) -> _Starting:
+        self._thread.start()
+        return self
+
+    def _start(self, settings: _DaskExecutorBase, environment: Any) -> None:
+        try:
+            self._value = self._stack.enter_context(_cluster(settings))
+        except BaseException as error:  # raised again where the cluster is used
+            self._error = error
+            return
+        # Each worker opens its runtime now; one that cannot says so when the run asks.
+        with contextlib.suppress(Exception):
+            with _distributed().Client(self._value, timeout=settings.worker_wait) as client:
+                client.wait_for_workers(settings.workers, timeout=settings.worker_wait)
+                client.run(open_runtime_here, environment, on_error="ignore")
+
+    def cluster(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+    def __exit__(self, *exc: object) -> None:
+        self._thread.join()
+        self._stack.close()
 
 
 class _Session:
@@ -270,6 +341,8 @@ class _Session:
         if images.source == "archive":
             self._export_archive()
             self._how["archive"] = images.archive
+        elif images.source == "build":
+            self._how["build"] = self._node_build()
         elif images.source == "registry":
             # Pushed once, from the submitter's store; pulled on each node by digest.
             self._how["references"] = node_images.push_images(
@@ -344,6 +417,26 @@ class _Session:
                 f"every Dask worker was lost and none joined within "
                 f"{self.settings.worker_wait:.0f} s (executor.worker_wait); run again to resume"
             )
+
+    def _node_build(self) -> node_images.NodeBuild:
+        from evalrepro.build.images import ImageChain
+
+        if self.executor.dataset is None:
+            raise UserError("executor.images.source build: this run has no dataset config")
+        specs, chains = {}, {}
+        for job in self.jobs:
+            planned = job.planned
+            if isinstance(planned.image, ImageChain):
+                specs[planned.sample.instance_id] = planned.spec
+                chains[planned.sample.instance_id] = [
+                    LockedImage.of(record) for record in planned.image.layers
+                ]
+        return node_images.NodeBuild(
+            environment=self.environment,
+            dataset=self.executor.dataset,
+            specs=list(specs.values()),
+            chains=chains,
+        )
 
     def _export_archive(self) -> None:
         from evalrepro.publish.image_archive import export_images
@@ -478,6 +571,6 @@ def _images(jobs: list[TrialJob]) -> list[LockedImage]:
             for record in chain.layers:
                 found.setdefault(
                     record.key,
-                    LockedImage(**record.model_dump(exclude={"built", "build_seconds"})),
+                    LockedImage.of(record),
                 )
     return list(found.values())

@@ -21,8 +21,14 @@ from evalrepro.run.runtimes.base import Runtime
 class LocalExecutor(Executor):
     kind: ClassVar[str] = "local"
 
-    def __init__(self, config: LocalExecutorConfig, runtime: Runtime) -> None:
-        super().__init__(config, runtime)
+    def __init__(
+        self,
+        config: LocalExecutorConfig,
+        runtime: Runtime,
+        dataset: object = None,
+        started: object = None,
+    ) -> None:
+        super().__init__(config, runtime, dataset, started)
         self.max_workers = config.max_workers
         self._lock = threading.Lock()
 

@@ -5,6 +5,11 @@ locked Id before the node takes an attempt. Where the missing ones come from:
 
 - ``store``: nowhere; the node's store must hold them (the same machine, or nodes that
   built them from the lockfile's pins);
+- ``build``: built on the node by the environment's builder from the lockfile's pins
+  (the builder rebuilds exactly what it pinned; the dataset's repo sources as the config
+  names them, which the node must reach), into the node's own cache; a layer whose
+  digest differs from the lockfile's refuses the node, naming the layer and the input
+  that differs (same inputs, other bytes: the build is not reproducible there);
 - ``archive``: the archives of a folder every node reads (``images.oci.tar`` /
   ``images.docker.tar``), written once by the submitter, loaded and checked by
   :func:`evalrepro.publish.image_archive.load_images`;
@@ -20,11 +25,28 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from evalrepro.errors import UserError
+from evalrepro.records.image import BuildFailure
 from evalrepro.records.lockfile import LockedImage
+from evalrepro.records.testspec import TestSpec
 from evalrepro.run.runtimes.base import Runtime
+
+
+@dataclass(frozen=True)
+class NodeBuild:
+    """What a node needs to build the run's images itself (``source: build``)."""
+
+    #: The run's environment config (its builder) and dataset config (its repo sources).
+    environment: Any
+    dataset: Any
+    #: The specs of the instances the run's trials need.
+    specs: list[TestSpec]
+    #: Each of those instances' locked chain of layers, base first.
+    chains: dict[str, list[LockedImage]]
 
 
 def store_images(images: Sequence[LockedImage]) -> list[LockedImage]:
@@ -86,6 +108,56 @@ def pull_images(
     return problems
 
 
+def build_here(runtime: Runtime, images: Sequence[LockedImage], build: NodeBuild) -> list[str]:
+    """Build the run's images on this node from the lockfile's pins; the problems, one per
+    instance whose image does not come out as the lockfile says."""
+    from evalrepro.build import open_builder
+    from evalrepro.pipeline import default_cache_dir
+    from evalrepro.plan.plan import build_images
+
+    cache = default_cache_dir()
+    try:
+        builder = open_builder(build.environment, runtime, cache, 1)
+        builder.check()
+        built = build_images(
+            build.dataset, builder, cache, build.specs, [image.record() for image in images]
+        )
+    except UserError as error:
+        return [f"cannot build the images here: {error}"]
+    problems = build_problems(build.chains, built)
+    if not problems:
+        problems = [
+            f"{image.tag}: built here, yet not in the store with Id {image.image_digest}"
+            for image in runtime.missing_images(images)
+        ]
+    return problems
+
+
+def build_problems(locked: dict[str, list[LockedImage]], built: dict[str, Any]) -> list[str]:
+    """Each instance whose image, built here, is not its locked chain: the first layer
+    that differs and why (the lockfile's side first)."""
+    from evalrepro.plan.lockfile import chain_difference
+
+    problems = []
+    for instance_id, chain in sorted(locked.items()):
+        here = built.get(instance_id)
+        if here is None:
+            problems.append(f"{instance_id}: this node built no image for it")
+        elif isinstance(here, BuildFailure):
+            problems.append(
+                f"{instance_id}: the {here.layer} layer does not build here ({here.reason})"
+            )
+        else:
+            ours = [LockedImage.of(record) for record in here.layers]
+            detail = chain_difference(chain, ours)
+            if detail is not None:
+                problems.append(
+                    f"{instance_id}: the image built here is not the lockfile's "
+                    f"(the lockfile's first): {detail}"
+                )
+    return problems
+
+
 def prepare(
     runtime: Runtime,
     images: Sequence[LockedImage],
@@ -93,6 +165,7 @@ def prepare(
     *,
     archive: str | None = None,
     references: dict[str, str] | None = None,
+    build: NodeBuild | None = None,
     tls_verify: bool = True,
 ) -> list[str]:
     """Make this node's store hold ``images``; the problems (none: it may take attempts)."""
@@ -111,6 +184,8 @@ def prepare(
             return [str(error)]
     if source == "registry" and references is not None:
         return pull_images(runtime, missing, references, tls_verify)
+    if source == "build" and build is not None:
+        return build_here(runtime, images, build)
     shown = ", ".join(f"{image.tag} ({image.image_digest[:19]})" for image in missing[:3])
     more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
     return [f"its store lacks {shown}{more}"]
