@@ -146,7 +146,7 @@ def _extract(tar: tarfile.TarFile, members: list[_Member], dest: Path) -> None:
             shutil.copyfileobj(source, handle, _CHUNK)
 
 
-def _normalised(name: str, where: str, what: str) -> PurePosixPath:
+def normalised(name: str, where: str, what: str) -> PurePosixPath:
     """A member's name (or a hard link's target) as the path it unpacks to: empty and
     ``.`` components dropped; refused when it is absolute, climbs with ``..``, holds a
     NUL or a backslash, names nothing, or is too long to unpack."""
@@ -170,7 +170,7 @@ def _checked_members(tar: tarfile.TarFile, archive: Path, dest: Path, what: str)
     UserError line naming the first member that cannot be part of a ``what``.
 
     Alone: a folder, a regular file or a hard link (no symbolic link, device, FIFO or
-    other kind), with a name that unpacks inside the folder (``_normalised``). Together:
+    other kind), with a name that unpacks inside the folder (``normalised``). Together:
     one root folder holds every member (the bag's); no two members normalise to one
     path; no member lies inside a path that is a file, and no file is where a folder is
     (named, or implied by a member inside it); a hard link names an earlier regular file
@@ -188,7 +188,7 @@ def _checked_members(tar: tarfile.TarFile, archive: Path, dest: Path, what: str)
         if len(members) >= MAX_MEMBERS:
             raise UserError(f"{archive}: more than {MAX_MEMBERS} members; not a {what}")
         where = f"{archive}: member {info.name!r}"
-        path = _normalised(info.name, where, what)
+        path = normalised(info.name, where, what)
         if info.isdir():
             kind = "folder"
         elif info.isreg():
@@ -213,7 +213,7 @@ def _checked_members(tar: tarfile.TarFile, archive: Path, dest: Path, what: str)
             raise UserError(f"{where}: a {kind} where the archive has a folder")
         link = None
         if kind == "hard link":
-            link = _normalised(info.linkname, f"{where}: a hard link to {info.linkname!r}", what)
+            link = normalised(info.linkname, f"{where}: a hard link to {info.linkname!r}", what)
             if not is_file.get(link, False):
                 raise UserError(f"{where}: a hard link to {info.linkname!r}, not an earlier file")
         elif kind == "file":

@@ -11,6 +11,9 @@ The lifecycle, in the order evalrepro calls it:
    Neither writes on the host: the recorder does;
 4. ``close()``: remove whatever the runtime left running.
 
+A runtime may also start interactive sandboxes (``sandbox(request)``, see
+:mod:`evalrepro.run.interactive`): where an agent works, one command at a time.
+
 A runtime is opened from its environment config (``environment.kind``, a plugin of the
 ``evalrepro.runtimes`` group: see ``evalrepro.plugins``). Images come from a builder
 (``evalrepro.build``), which may use the runtime's own image store.
@@ -22,9 +25,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar
 
+from evalrepro.errors import UserError
 from evalrepro.records.lockfile import LockedImage
 from evalrepro.records.supervision import RuntimeFacts, SupervisorReport
 from evalrepro.run.attempt import OUTPUT_NAMES, AttemptOutput, AttemptSpec
+from evalrepro.run.interactive import Sandbox, SandboxRequest
 
 
 class Runtime(ABC):
@@ -70,6 +75,15 @@ class Runtime(ABC):
             for image in images
             if image.tag.startswith("localhost/") and store.get(image.tag) != image.image_digest
         ]
+
+    def sandbox(self, request: SandboxRequest) -> Sandbox:
+        """Start an interactive sandbox (:mod:`evalrepro.run.interactive`)."""
+        raise UserError(f"runtime {self.kind} has no interactive sandbox (an agent needs podman)")
+
+    def image_tree(self, request: SandboxRequest, path: str, *, limit: int) -> bytes:
+        """The folder ``path`` of the request's image, untouched by any process, as a tar
+        stream (the base an agent's working tree is compared with)."""
+        raise UserError(f"runtime {self.kind} has no image store to copy a tree from")
 
     def remove_leftovers(self, prefix: str) -> list[str]:
         """Remove sandboxes named ``prefix...`` that a killed run left behind; their names.

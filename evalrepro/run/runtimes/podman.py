@@ -23,6 +23,7 @@ from evalrepro.config.environment import PodmanEnvironment
 from evalrepro.errors import UserError
 from evalrepro.records.supervision import RuntimeFacts, SupervisorReport
 from evalrepro.run.attempt import AttemptOutput, AttemptSpec
+from evalrepro.run.interactive import Sandbox, SandboxRequest
 from evalrepro.run.runtimes.base import Runtime
 from evalrepro.run.sandbox import (
     GUARD,
@@ -236,6 +237,16 @@ class PodmanRuntime(Runtime):
             report=report,
             limits=limits,
         )
+
+    def sandbox(self, request: SandboxRequest) -> Sandbox:
+        from evalrepro.run.runtimes.podman_sandbox import PodmanSandbox
+
+        return PodmanSandbox(self, request)
+
+    def image_tree(self, request: SandboxRequest, path: str, *, limit: int) -> bytes:
+        from evalrepro.run.runtimes.podman_sandbox import image_tree
+
+        return image_tree(self, request, path, limit=limit)
 
     def close(self) -> None:
         for name in list(self._running):

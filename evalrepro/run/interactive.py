@@ -1,0 +1,112 @@
+"""Interactive sandboxes: a container an agent works in, one command at a time.
+
+Where an attempt's sandbox runs one program to its end under the supervisor, an
+interactive sandbox lives across many commands (inspect_ai's sandbox is the shape):
+
+1. :meth:`~evalrepro.run.runtimes.base.Runtime.sandbox` starts one from an image (by tag,
+   checked against its locked Id) with the environment's limits and a network policy
+   (``none`` unless the request says otherwise);
+2. :meth:`Sandbox.exec` runs a command with a timeout and bounded output; a command that
+   runs past its timeout is killed with its process group, and the result says so;
+3. :meth:`Sandbox.read_file` / :meth:`Sandbox.write_file` move bounded bytes in and out;
+4. :meth:`Sandbox.export_tree` streams a folder out as a tar, bounded (what the harness
+   takes a diff from: the container's files, never its git);
+5. :meth:`Sandbox.stop` removes it with everything still running in it (also on exit of
+   a ``with`` block, and when evalrepro dies: a backstop timeout stops it).
+
+Nothing in the sandbox can write on the host: no volume is mounted, and what comes out
+(output, files, trees) is read within the caller's bounds.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalrepro.errors import UserError
+
+#: Network policies: no network at all, or only the model endpoints a target names.
+NetworkPolicy = Literal["none", "model_only"]
+
+
+class SandboxRequest(BaseModel):
+    """What an interactive sandbox is started with."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: The container's name (a run's prefix, so that leftovers are found and removed).
+    name: str = Field(pattern=r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,200}$")
+    #: The image, by the tag it is stored under, and the Id the lockfile pins.
+    image_tag: str
+    image_digest: str
+    #: The folder commands start in.
+    workdir: str = "/testbed"
+    #: The user commands run as (None: the image's; evalrepro's images have ``tester``,
+    #: who owns the repository and cannot read root's copy of its history).
+    user: str | None = None
+    network: NetworkPolicy = "none"
+    #: Seconds the sandbox may live at most: the backstop if its owner dies.
+    lifetime: int = Field(default=3600, ge=10)
+
+
+class ExecResult(BaseModel):
+    """One command's end, as the host saw it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: The command's exit status (None: killed at its timeout, or never started).
+    exit_code: int | None
+    #: Its stdout and stderr together, decoded as UTF-8 with replacement, bounded.
+    output: str
+    #: Bytes of output not kept (beyond the bound).
+    dropped: int = 0
+    timed_out: bool = False
+    seconds: float
+
+
+class SandboxError(UserError):
+    """The sandbox could not be started, or did not answer (an infrastructure error)."""
+
+
+class Sandbox(ABC):
+    """A running interactive sandbox; see the module docstring for its lifecycle."""
+
+    request: SandboxRequest
+
+    @abstractmethod
+    def exec(
+        self,
+        command: str,
+        *,
+        timeout: float,
+        output_limit: int = 1 << 20,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        stdin: bytes = b"",
+    ) -> ExecResult:
+        """Run ``command`` with ``bash -c`` in ``cwd`` (default: the workdir)."""
+
+    @abstractmethod
+    def read_file(self, path: str, *, limit: int = 1 << 20) -> bytes:
+        """The file's bytes; more than ``limit`` of them is a :class:`SandboxError`."""
+
+    @abstractmethod
+    def write_file(self, path: str, data: bytes) -> None:
+        """Write ``data`` to ``path`` (its folder is made)."""
+
+    @abstractmethod
+    def export_tree(self, path: str, *, limit: int) -> bytes:
+        """The folder ``path`` as a tar stream; more than ``limit`` bytes of it is a
+        :class:`SandboxError`."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Remove the sandbox and everything running in it (again: nothing happens)."""
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,283 @@
+"""The interactive sandbox of the podman runtime (see :mod:`evalrepro.run.interactive`).
+
+One detached container per sandbox, started from the image's Id (a tag moved meanwhile
+cannot swap the image), ``--network none`` (or the target's policy), the environment's
+limits, no volume, no privilege gain, and a lifetime after which conmon kills it even if
+evalrepro died. Each command is a ``podman exec``; every byte that comes back is read by
+this process within a bound and a deadline of its own: whatever runs inside is the
+agent's (it may replace ``bash``, ``timeout`` or ``cat`` in the container), so no bound
+relies on a program in the container. A tree comes out through ``podman cp``, which
+podman itself reads from the container's filesystem.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import subprocess
+import time
+from typing import Protocol
+
+from evalrepro.run.interactive import ExecResult, Sandbox, SandboxError, SandboxRequest
+
+
+class PodmanRuntime(Protocol):
+    """What a sandbox uses of the podman runtime that opens it."""
+
+    env: dict[str, str]
+    _running: set[str]
+
+    def image_id(self, tag: str) -> str | None: ...
+
+    def _remove(self, name: str) -> None: ...
+
+    def _limit_flags(self) -> tuple[list[str], dict[str, str]]: ...
+
+
+#: Seconds a command may run past its timeout before the host stops waiting for it.
+_GRACE = 5.0
+#: Seconds podman itself may take to answer (start, copy, remove).
+_PODMAN_SECONDS = 120.0
+
+
+class PodmanSandbox(Sandbox):
+    def __init__(self, runtime: PodmanRuntime, request: SandboxRequest) -> None:
+        self.runtime = runtime
+        self.request = request
+        self._stopped = False
+        _check_image(runtime, request, f"cannot start sandbox {request.name}")
+        flags, _ = runtime._limit_flags()
+        network = "none" if request.network == "none" else request.network
+        command = [
+            "run",
+            "--detach",
+            "--name",
+            request.name,
+            "--network",
+            network,
+            "--init",
+            "--pull",
+            "never",
+            "--log-driver",
+            "none",
+            "--security-opt",
+            "no-new-privileges",
+            f"--timeout={request.lifetime}",
+            "--workdir",
+            request.workdir,
+            *flags,
+            "--entrypoint",
+            "sleep",
+            request.image_digest,
+            "infinity",
+        ]
+        runtime._running.add(request.name)
+        done = _bounded(["podman", *command], runtime.env, b"", 1 << 16, _PODMAN_SECONDS)
+        if done.exit_code != 0:
+            self.stop()
+            raise SandboxError(f"cannot start sandbox {request.name}: {_last(done.output)}")
+
+    def exec(
+        self,
+        command: str,
+        *,
+        timeout: float,
+        output_limit: int = 1 << 20,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        stdin: bytes = b"",
+    ) -> ExecResult:
+        argv = ["podman", "exec", "--interactive", "--workdir", cwd or self.request.workdir]
+        if self.request.user is not None:
+            argv += ["--user", self.request.user]
+        # By name only: podman takes each value from its own environment, so that no
+        # value (a key) shows in the host's process list.
+        for key in sorted(env or {}):
+            argv += ["--env", key]
+        # The in-container timeout kills the command's process group; the host's own
+        # deadline holds even if the container's `timeout` is not coreutils' any more.
+        argv += [
+            self.request.name,
+            "timeout",
+            "--signal=KILL",
+            f"{timeout:g}",
+            "bash",
+            "-c",
+            command,
+        ]
+        started = time.monotonic()
+        done = _bounded(
+            argv, {**self.runtime.env, **(env or {})}, stdin, output_limit, timeout + _GRACE
+        )
+        seconds = round(time.monotonic() - started, 3)
+        timed_out = done.killed or (done.exit_code in (124, 137) and seconds >= timeout - 0.05)
+        return ExecResult(
+            exit_code=None if timed_out else done.exit_code,
+            output=done.output,
+            dropped=done.dropped,
+            timed_out=timed_out,
+            seconds=seconds,
+        )
+
+    def read_file(self, path: str, *, limit: int = 1 << 20) -> bytes:
+        argv = ["podman", "exec", self.request.name, "cat", "--", path]
+        done = _bounded(argv, self.runtime.env, b"", limit + 1, _PODMAN_SECONDS, raw=True)
+        if done.exit_code != 0:
+            raise SandboxError(f"cannot read {path} in sandbox {self.request.name}")
+        if done.dropped or len(done.data) > limit:
+            raise SandboxError(f"{path} in sandbox {self.request.name} is over {limit} bytes")
+        return done.data
+
+    def write_file(self, path: str, data: bytes) -> None:
+        script = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"'
+        argv = ["podman", "exec", "--interactive", self.request.name, "sh", "-c", script]
+        done = _bounded([*argv, "sh", path], self.runtime.env, data, 1 << 16, _PODMAN_SECONDS)
+        if done.exit_code != 0:
+            raise SandboxError(
+                f"cannot write {path} in sandbox {self.request.name}: {_last(done.output)}"
+            )
+
+    def export_tree(self, path: str, *, limit: int) -> bytes:
+        argv = ["podman", "cp", f"{self.request.name}:{path}", "-"]
+        done = _bounded(argv, self.runtime.env, b"", limit + 1, _PODMAN_SECONDS, raw=True)
+        if done.dropped or len(done.data) > limit:
+            raise SandboxError(
+                f"{path} in sandbox {self.request.name} is over {limit} bytes as a tar"
+            )
+        if done.exit_code != 0:
+            raise SandboxError(f"cannot copy {path} out of sandbox {self.request.name}")
+        return done.data
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        self.runtime._remove(self.request.name)
+        self.runtime._running.discard(self.request.name)
+
+
+def image_tree(runtime: PodmanRuntime, request: SandboxRequest, path: str, *, limit: int) -> bytes:
+    """The folder ``path`` of the request's image as a tar stream: copied out of a
+    container that is created and never started (no process ran in it), then removed."""
+    _check_image(runtime, request, f"cannot copy {path} out of {request.image_tag}")
+    name = request.name
+    runtime._running.add(name)
+    try:
+        created = _bounded(
+            ["podman", "create", "--name", name, "--pull", "never", request.image_digest],
+            runtime.env,
+            b"",
+            1 << 16,
+            _PODMAN_SECONDS,
+        )
+        if created.exit_code != 0:
+            raise SandboxError(f"cannot create {name}: {_last(created.output)}")
+        argv = ["podman", "cp", f"{name}:{path}", "-"]
+        done = _bounded(argv, runtime.env, b"", limit + 1, _PODMAN_SECONDS, raw=True)
+        if done.dropped or len(done.data) > limit:
+            raise SandboxError(f"{path} of {request.image_tag} is over {limit} bytes as a tar")
+        if done.exit_code != 0:
+            raise SandboxError(f"cannot copy {path} out of {request.image_tag}")
+        return done.data
+    finally:
+        runtime._remove(name)
+        runtime._running.discard(name)
+
+
+def _check_image(runtime: PodmanRuntime, request: SandboxRequest, doing: str) -> None:
+    found = runtime.image_id(request.image_tag)
+    if found is not None and not found.startswith("sha256:"):
+        found = f"sha256:{found}"
+    if found != request.image_digest:
+        raise SandboxError(
+            f"{doing}: the store holds {request.image_tag} as {found or 'nothing'}, "
+            f"the lockfile says {request.image_digest}"
+        )
+
+
+class _Done(ExecResult):
+    """An :class:`ExecResult` and what only the host needs: the raw bytes, and whether
+    the host killed the command at its own deadline."""
+
+    data: bytes = b""
+    killed: bool = False
+
+
+def _bounded(
+    argv: list[str],
+    env: dict[str, str],
+    stdin: bytes,
+    limit: int,
+    seconds: float,
+    *,
+    raw: bool = False,
+) -> _Done:
+    """Run ``argv`` here: its stdout and stderr together, the first ``limit`` bytes kept
+    (the rest counted), killed at ``seconds``. ``raw``: stdout alone, as bytes."""
+    started = time.monotonic()
+    process = subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL if raw else subprocess.STDOUT,
+        env=env,
+        start_new_session=True,
+    )
+    kept = bytearray()
+    dropped = 0
+    killed = False
+    pending = memoryview(stdin)
+    assert process.stdin is not None and process.stdout is not None
+    os.set_blocking(process.stdin.fileno(), False)
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        if pending:
+            selector.register(process.stdin, selectors.EVENT_WRITE)
+        else:
+            process.stdin.close()
+        while selector.get_map():
+            remaining = started + seconds - time.monotonic()
+            if remaining <= 0:
+                killed = True
+                process.kill()
+                break
+            for key, _ in selector.select(min(remaining, 1.0)):
+                if key.fileobj is process.stdin:
+                    try:
+                        written = os.write(process.stdin.fileno(), pending[: 1 << 16])
+                    except (BrokenPipeError, BlockingIOError) as error:
+                        written = 0 if isinstance(error, BlockingIOError) else len(pending)
+                    pending = pending[written:]
+                    if not pending:
+                        selector.unregister(process.stdin)
+                        process.stdin.close()
+                    continue
+                chunk = os.read(process.stdout.fileno(), 1 << 16)
+                if not chunk:
+                    selector.unregister(process.stdout)
+                    continue
+                room = limit - len(kept)
+                kept += chunk[: max(room, 0)]
+                dropped += max(len(chunk) - max(room, 0), 0)
+    if not process.stdin.closed:
+        process.stdin.close()
+    process.stdout.close()
+    try:
+        exit_code = process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        exit_code = process.wait()
+    data = bytes(kept)
+    return _Done(
+        exit_code=None if killed else exit_code,
+        output="" if raw else data.decode("utf-8", errors="replace"),
+        dropped=dropped,
+        seconds=round(time.monotonic() - started, 3),
+        data=data if raw else b"",
+        killed=killed,
+    )
+
+
+def _last(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "no output"

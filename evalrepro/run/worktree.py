@@ -1,0 +1,164 @@
+"""The harness's diff of an agent's working tree: what the agent leaves is files, never git.
+
+An agent runs as root in its sandbox and can rewrite everything in the repository's
+``.git``: config (``diff.external``, ``core.fsmonitor``, filters), attributes, hooks,
+replace refs, the index. A ``git diff`` run in that repository would record what those
+say, and run the agent's code. So no git command ever runs in or on the agent's
+repository. Instead:
+
+1. the base tree is copied out of a container of the instance's image that no process
+   ever ran in (``podman cp`` of a created container: the image's bytes, the repository
+   at the base commit), and the agent's tree out of its sandbox when it stops, both as
+   bounded tar streams, read by podman itself, not by a program the agent could replace;
+2. each is unpacked here into a private folder with Python's ``tar`` extraction filter
+   (nothing outside the folder, no device, no setuid bit), every ``.git`` left out, hard
+   links and special files refused, within a count of entries;
+3. the diff is ``git diff --no-index --binary`` of the two folders, with no config, no
+   attributes, no external diff or text conversion (``--no-index`` reads no
+   ``.gitattributes`` in the trees; symbolic links are compared as links, never
+   followed), bounded.
+
+The patch that comes out is then evaluated as a saved patch is, in a fresh sandbox.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from pathlib import Path, PurePosixPath
+
+from evalrepro.errors import UserError
+from evalrepro.publish.tarball import normalised
+
+#: Entries a tree may have (files, folders, links), by default.
+MAX_ENTRIES = 200_000
+
+
+class TreeError(UserError):
+    """A working tree that cannot be diffed (too large, or holding what is refused)."""
+
+
+def unpack_tree(data: bytes, dest: Path, *, max_entries: int = MAX_ENTRIES) -> None:
+    """Unpack the tar ``data`` of one folder (``podman cp NAME:/path -``: its members
+    start with the folder's name) into ``dest``, without ``.git`` anywhere.
+
+    Only folders, regular files and symbolic links are made (a link is made, never
+    followed: no member may lie inside a link or a file, and names are unique), each at
+    its normalised path under ``dest``; every member is checked before the first is
+    written."""
+    try:
+        archive = tarfile.open(fileobj=io.BytesIO(data), mode="r:")
+    except tarfile.TarError as error:
+        raise TreeError(f"the working tree is not a tar stream ({error})") from None
+    with archive:
+        try:
+            members = _checked(archive, max_entries)
+            for info, path in members:
+                target = dest.joinpath(*path.parts)
+                # Every folder above is a folder of this tree (checked), never a link.
+                target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+                if info.isdir():
+                    target.mkdir(mode=0o755, exist_ok=True)
+                elif info.issym():
+                    os.symlink(info.linkname, target)
+                else:
+                    source = archive.extractfile(info)
+                    assert source is not None  # a regular member has content
+                    mode = 0o755 if info.mode & 0o111 else 0o644
+                    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                    with os.fdopen(os.open(target, flags, mode), "wb") as handle:
+                        shutil.copyfileobj(source, handle, 1 << 20)
+        except UserError as error:
+            raise TreeError(f"the working tree cannot be taken: {error}") from None
+        except (tarfile.TarError, OSError, ValueError) as error:
+            raise TreeError(f"the working tree cannot be unpacked here ({error})") from None
+
+
+def _checked(
+    archive: tarfile.TarFile, max_entries: int
+) -> list[tuple[tarfile.TarInfo, PurePosixPath]]:
+    """The members below the folder, ``.git`` left out, each with its path; refused: a
+    special file or hard link, a name outside the folder, a name twice, a member inside
+    a file or a link, more than ``max_entries``."""
+    members = []
+    kinds: dict[PurePosixPath, str] = {}
+    for count, info in enumerate(archive, start=1):
+        if count > max_entries:
+            raise TreeError(f"the working tree has more than {max_entries} entries")
+        parts = normalised(info.name, f"member {info.name!r}", "working tree").parts[1:]
+        if not parts or ".git" in parts:
+            continue
+        if info.isdir():
+            kind = "folder"
+        elif info.isreg() or info.issym():
+            kind = "file" if info.isreg() else "link"
+        else:
+            raise TreeError(f"the working tree holds a special file or hard link: {info.name!r}")
+        path = PurePosixPath(*parts)
+        for depth in range(1, len(parts)):
+            parent = PurePosixPath(*parts[:depth])
+            if kinds.setdefault(parent, "folder") != "folder":
+                raise TreeError(f"the working tree has {info.name!r} inside a file or link")
+        if path in kinds and (kind != "folder" or kinds[path] != "folder"):
+            raise TreeError(f"the working tree names {info.name!r} twice")
+        kinds[path] = kind
+        members.append((info, path))
+    # Folders first (an implied folder is made before what lies in it).
+    members.sort(key=lambda member: (len(member[1].parts), member[0].isdir() is False))
+    return members
+
+
+def harness_diff(
+    base_tar: bytes, work_tar: bytes, *, limit: int, max_entries: int = MAX_ENTRIES
+) -> bytes:
+    """The git-format, binary-safe diff that turns the base tree into the agent's (both
+    tar streams of the repository folder; ``a/`` and ``b/`` paths, as ``git diff`` writes
+    them); more than ``limit`` bytes of it is a :class:`TreeError`."""
+    with tempfile.TemporaryDirectory(prefix="evalrepro-diff-") as scratch:
+        root = Path(scratch)
+        # Unpacked as a and b, compared from their parent: the paths are a/... and b/...
+        for name, data in (("a", base_tar), ("b", work_tar)):
+            (root / name).mkdir()
+            unpack_tree(data, root / name, max_entries=max_entries)
+        output = root / "patch.diff"
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": scratch,
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_CEILING_DIRECTORIES": scratch,
+            "LC_ALL": "C",
+        }
+        done = subprocess.run(
+            [
+                "git",
+                "-c",
+                "core.attributesFile=" + os.devnull,
+                "diff",
+                "--no-index",
+                "--binary",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--no-color",
+                "--no-renames",
+                "--no-prefix",
+                f"--output={output}",
+                "a",
+                "b",
+            ],
+            cwd=scratch,
+            env=env,
+            capture_output=True,
+            check=False,
+        )
+        if done.returncode not in (0, 1):  # 1: the trees differ
+            last = done.stderr.decode(errors="replace").strip().splitlines() or ["?"]
+            raise TreeError(f"git diff of the working tree failed: {last[-1][:300]}")
+        size = output.stat().st_size
+        if size > limit:
+            raise TreeError(f"the working tree's diff is {size} bytes, over the limit of {limit}")
+        return output.read_bytes()
