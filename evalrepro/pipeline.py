@@ -178,6 +178,7 @@ def run_experiment(
                     events=progress,
                     dataset=config.dataset,
                     started=started,
+                    target=config.target,
                 )
         finally:
             backend.close()

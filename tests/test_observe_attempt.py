@@ -33,6 +33,7 @@ from evalrepro.config.experiment import compose
 from evalrepro.grade.observation import observe_attempt
 from evalrepro.grade.parsers import get_parser
 from evalrepro.grade.score import JUDGEMENT, score
+from evalrepro.records.agent import AgentOutcome
 from evalrepro.records.canary import Canary
 from evalrepro.records.fresh import FreshResult, FreshRun
 from evalrepro.records.observation import ExecutionStatus, ParserStatus, PatchStatus, Resolution
@@ -162,7 +163,9 @@ def demo():
     return sample, get_parser("pytest_full"), protection, check
 
 
-def judge(demo, report, region=None, *, check=None, protection=None, canaries=(), fresh=()):
+def judge(
+    demo, report, region=None, *, check=None, protection=None, canaries=(), fresh=(), agent=None
+):
     sample, parser, default_protection, default_check = demo
     protection = protection or default_protection
     observation = observe_attempt(
@@ -174,6 +177,7 @@ def judge(demo, report, region=None, *, check=None, protection=None, canaries=()
         region=region,
         canaries=canaries,
         fresh=fresh,
+        agent=agent,
     )
     return observation, score(observation)
 
@@ -656,8 +660,16 @@ def test_every_judgement_row_but_patch_invalid_is_reachable_from_a_report(demo):
         runs=[FreshResult(test=f2p, exit_code=1, signal=None, seconds=0.2, runner_exit="clean")],
     )
 
+    def agent(status, budget=None):
+        return AgentOutcome(status=status, budget=budget, detail=status, adapter="command")
+
     cases = {
         "infrastructure_error": (judge(demo, None),),
+        "agent_budget_exhausted": (
+            judge(demo, None, agent=agent("budget_exhausted", "wall_time")),
+        ),
+        "agent_error": (judge(demo, None, agent=agent("agent_error")),),
+        "agent_no_diff": (judge(demo, None, agent=agent("no_diff")),),
         "patch_empty": (judge(demo, None, check=check_patch(b"", protection)),),
         "patch_unsafe": (judge(demo, None, check=check_patch(b"+++ /etc/passwd\n", protection)),),
         "patch_rejected": (

@@ -139,6 +139,9 @@ def test_the_order_of_judgement_is_infrastructure_patch_setup_run_log():
     reasons = [reason for reason, *_ in JUDGEMENT]
     assert reasons == [
         "infrastructure_error",
+        "agent_budget_exhausted",
+        "agent_error",
+        "agent_no_diff",
         "patch_empty",
         "patch_unsafe",
         "patch_rejected",

@@ -54,7 +54,7 @@ class ExperimentConfig(BaseModel):
     name: str = Field(min_length=1)
     #: What is evaluated: instances, their repos, and the specs they run with.
     dataset: DatasetConfig
-    #: What produces the patches (gold, or a predictions file).
+    #: What produces the patches (gold, a predictions file, recorded logs, or an agent).
     target: TargetConfig
     #: How images are built and trials run (the runtime, limits, timeout).
     environment: EnvironmentConfig

@@ -32,6 +32,7 @@ from evalrepro.grade.testlog import (
     read_test_log,
     suite_ran_shown,
 )
+from evalrepro.records.agent import AgentOutcome
 from evalrepro.records.canary import Canary
 from evalrepro.records.fresh import FreshRun
 from evalrepro.records.observation import (
@@ -156,6 +157,7 @@ def observe_attempt(
     canaries: Sequence[Canary] = (),
     fresh: Sequence[FreshRun] = (),
     fresh_note: str = "",
+    agent: AgentOutcome | None = None,
 ) -> Observation:
     """The Observation of an attempt evalrepro ran (or refused to run).
 
@@ -163,7 +165,9 @@ def observe_attempt(
     ``report`` the supervisor's report with the runtime's own facts; ``region`` the test
     output read back by the report's byte range; ``canaries`` the program's (those the
     supervisor placed are checked, and left out of the status map); ``fresh`` and
-    ``fresh_note`` the program's fresh runs (judged against the supervisor's results).
+    ``fresh_note`` the program's fresh runs (judged against the supervisor's results);
+    ``agent`` the agent phase's end, for an agent target's attempt (an agent that left no
+    patch to test ran no tests; one the sandbox failed is an infrastructure error).
     """
     facts: dict = {
         "instance_id": sample.instance_id,
@@ -174,7 +178,17 @@ def observe_attempt(
         "suspects": list(check.suspects),
         "status_map": {},
         "parser_status": ParserStatus.NOT_PARSED,
+        "agent": agent,
     }
+    if agent is not None and agent.status != "submitted":
+        infrastructure = None
+        if agent.status == "infrastructure_error":
+            infrastructure = f"agent phase: {agent.detail}"
+        return Observation(
+            **facts,
+            execution_status=ExecutionStatus.NOT_RUN,
+            infrastructure_error=infrastructure,
+        )
     if check.problem is not None:
         return Observation(
             **facts,

@@ -66,6 +66,25 @@ JUDGEMENT: tuple[tuple[str, Outcome, Rule, Detail], ...] = (
         lambda o: o.infrastructure_error is not None,
         lambda o: o.infrastructure_error or "",
     ),
+    # An agent that did not leave a patch to test: its own answer, not the host's fault.
+    (
+        "agent_budget_exhausted",
+        Outcome.UNRESOLVED,
+        lambda o: o.agent is not None and o.agent.status == "budget_exhausted",
+        lambda o: o.agent.detail if o.agent is not None else "",
+    ),
+    (
+        "agent_error",
+        Outcome.UNRESOLVED,
+        lambda o: o.agent is not None and o.agent.status == "agent_error",
+        lambda o: o.agent.detail if o.agent is not None else "",
+    ),
+    (
+        "agent_no_diff",
+        Outcome.UNRESOLVED,
+        lambda o: o.agent is not None and o.agent.status == "no_diff",
+        lambda o: o.agent.detail if o.agent is not None else "",
+    ),
     ("patch_empty", Outcome.UNRESOLVED, lambda o: o.patch_problem == "empty", lambda o: ""),
     (
         "patch_unsafe",

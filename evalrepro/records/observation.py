@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from evalrepro.records.agent import AgentOutcome
 from evalrepro.records.base import Record, unchanged
 from evalrepro.records.canary import CanaryCheck
 from evalrepro.records.fresh import FreshCheck
@@ -94,9 +95,9 @@ class _Frozen(BaseModel):
 
 class Observation(Record):
     record: Literal["Observation"] = "Observation"
-    #: 3: the canaries' checks; 4: the fresh runs'.
-    schema_version: int = 4
-    migrations = {2: unchanged, 3: unchanged}
+    #: 3: the canaries' checks; 4: the fresh runs'; 5: the agent phase's end.
+    schema_version: int = 5
+    migrations = {2: unchanged, 3: unchanged, 4: unchanged}
     instance_id: str
     #: Where the facts come from: evalrepro's supervisor, or a bare log.
     source: Literal["supervisor", "log"] = "log"
@@ -137,3 +138,5 @@ class Observation(Record):
     fresh: list[FreshCheck] = []
     #: Why there were none, when the dataset asked for them.
     fresh_note: str = ""
+    #: How the agent phase ended, for an agent target's attempt that ran one.
+    agent: AgentOutcome | None = None

@@ -23,6 +23,7 @@ from evalrepro.records.artifact import Artifact
 from evalrepro.records.base import Record, read_record, unchanged
 from evalrepro.records.observation import Observation
 from evalrepro.records.score import Score
+from evalrepro.records.usage import Usage
 
 
 class TrialKey(BaseModel):
@@ -100,17 +101,6 @@ class Attempt(Record):
     observation: Observation
     score: Score
     lease: Lease | None = None
-
-
-class Usage(BaseModel):
-    """What producing a patch cost, when the target reports it (an agent's tokens and
-    money); evalrepro only adds it up."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    input_tokens: int | None = Field(default=None, ge=0)
-    output_tokens: int | None = Field(default=None, ge=0)
-    cost_usd: float | None = Field(default=None, ge=0)
 
 
 class TrialResult(Record):

@@ -17,9 +17,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evalrepro.records.agent import AgentOutcome
 from evalrepro.records.foreign import ForeignLog
 from evalrepro.records.supervision import SupervisorReport, TrialProgram
 from evalrepro.records.testspec import TestSpec
+from evalrepro.targets.agent import AgentTarget
 
 #: Artifact names with their media types, in the order a recorder writes them.
 MEDIA_TYPES = {
@@ -31,9 +33,19 @@ MEDIA_TYPES = {
     "runtime.log": "text/plain",
     "foreign.json": "application/json",
     "swebench_report.json": "application/json",
+    "agent.json": "application/json",
+    "agent_log.txt": "text/plain",
+    "trajectory.json": "application/json",
 }
 #: Names a runtime may return (the others come from the spec or are written by the host).
-OUTPUT_NAMES = ("test_output.txt", "runtime.log", "foreign.json", "swebench_report.json")
+OUTPUT_NAMES = (
+    "test_output.txt",
+    "runtime.log",
+    "foreign.json",
+    "swebench_report.json",
+    "agent_log.txt",
+    "trajectory.json",
+)
 
 
 class ImageRef(BaseModel):
@@ -45,6 +57,16 @@ class ImageRef(BaseModel):
 
 #: Bytes travel as base64 when a spec or an output is sent as JSON (to another machine).
 _VALUE = ConfigDict(extra="forbid", frozen=True, ser_json_bytes="base64", val_json_bytes="base64")
+
+
+class AgentTask(BaseModel):
+    """The agent phase of an attempt: which agent, and the task it is given."""
+
+    model_config = _VALUE
+
+    target: AgentTarget
+    #: The instance's problem statement (in a file in the sandbox, and in the prompt).
+    problem_statement: str
 
 
 class AttemptSpec(BaseModel):
@@ -81,6 +103,8 @@ class AttemptSpec(BaseModel):
     #: A name for the sandbox, unique per run directory and attempt (leftovers are found
     #: by its prefix after a killed session).
     sandbox_name: str
+    #: An agent makes the patch first, in a sandbox of its own (None: the patch is here).
+    agent: AgentTask | None = None
 
     @property
     def runs(self) -> bool:
@@ -101,3 +125,7 @@ class AttemptOutput(BaseModel):
     limits: dict[str, str] = {}
     #: The log came from another harness, read by these rules (a recorded runtime).
     foreign: ForeignLog | None = None
+    #: The agent phase's end, and the diff the harness took of what the agent left (the
+    #: patch the tests ran with, if they ran).
+    agent: AgentOutcome | None = None
+    agent_patch: bytes | None = None

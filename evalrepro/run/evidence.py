@@ -27,6 +27,7 @@ from evalrepro.grade.parsers import LogParser
 from evalrepro.grade.score import score
 from evalrepro.plan.harness import code_digest
 from evalrepro.plan.lockfile import short_digest
+from evalrepro.records.agent import AgentOutcome
 from evalrepro.records.base import read_record
 from evalrepro.records.foreign import ForeignLog
 from evalrepro.records.lockfile import LockedTrial, Lockfile
@@ -269,9 +270,13 @@ def read_evidence(attempt_dir: Path) -> Evidence:
     report = None
     if (attempt_dir / "supervisor.json").exists():
         report = read_record(attempt_dir / "supervisor.json", SupervisorReport)
+    agent = None
+    if (attempt_dir / "agent.json").exists():
+        agent = read_record(attempt_dir / "agent.json", AgentOutcome)
     protection = ResolvedProtection.model_validate(program.protection)
     check = check_patch(patch or b"", protection)
-    return Evidence(patch, check, program, AttemptOutput(artifacts=artifacts, report=report))
+    output = AttemptOutput(artifacts=artifacts, report=report)
+    return Evidence(patch, check, program, output, agent=agent)
 
 
 def _label(trial: LockedTrial) -> str:

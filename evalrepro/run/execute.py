@@ -22,10 +22,12 @@ from evalrepro.plan.plan import PlannedTrial
 from evalrepro.records.artifact import Artifact
 from evalrepro.records.supervision import TrialProgram
 from evalrepro.records.trial import Attempt, Lease, TrialResult
-from evalrepro.run.attempt import AttemptOutput, AttemptSpec, ImageRef
+from evalrepro.run.attempt import AgentTask, AttemptOutput, AttemptSpec, ImageRef
 from evalrepro.run.canary import draw_canaries
 from evalrepro.run.fresh import draw_fresh_runs
+from evalrepro.run.patchcheck import PatchCheck, check_patch
 from evalrepro.run.recorder import Recorder
+from evalrepro.targets.agent import AgentTarget
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,8 @@ class AttemptSettings:
     allow_user_namespaces: bool
     sandbox_prefix: str
     max_attempts: int
+    #: The agent that makes each trial's patch (None: the patches are the plan's).
+    agent: AgentTarget | None = None
 
 
 def container_prefix(run_dir: Path) -> str:
@@ -62,6 +66,11 @@ class TrialJob:
         self._reason: str | None = "planned"
         self._limits: dict[str, str] = {}
         self._inputs: list[Artifact] = []
+        #: The patch an agent made in an attempt whose evaluation then failed on the
+        #: infrastructure: the next attempt evaluates it again, the agent is not re-run.
+        self._agent_patch: bytes | None = None
+        self._agent_attempt = 0
+        self._usage = planned.prediction.usage
         program = None
         if settings.limits is not None:
             canaries = draw_canaries(planned.spec, planned.parser, planned.sample)
@@ -86,6 +95,17 @@ class TrialJob:
         planned, settings = self.planned, self.settings
         number = len(self.attempts) + 1
         image = planned.image_ref
+        agent = None
+        patch, patch_known = planned.patch, planned.patch_known
+        patch_problem = planned.check.problem if patch_known and settings.limits else None
+        if settings.agent is not None:
+            if self._agent_patch is None:
+                problem = planned.sample.problem_statement
+                agent = AgentTask(target=settings.agent, problem_statement=problem)
+                patch, patch_known, patch_problem = b"", False, None
+            else:
+                patch, patch_known = self._agent_patch, True
+                patch_problem = self._check().problem
         spec = AttemptSpec(
             trial_id=planned.trial.trial_id,
             label=planned.label,
@@ -96,17 +116,16 @@ class TrialJob:
             unavailable=planned.unavailable,
             test_spec=planned.spec,
             program=self._program,
-            patch=planned.patch,
-            patch_known=planned.patch_known,
+            patch=patch,
+            patch_known=patch_known,
             test_patch=planned.test_patch,
-            patch_problem=planned.check.problem
-            if planned.patch_known and settings.limits is not None
-            else None,
+            patch_problem=patch_problem,
             timeout=settings.timeout,
             output_limit=settings.limits.in_bytes("output") if settings.limits else 1,
             # Unique even when two runs execute the same trial at once.
             sandbox_name=f"{settings.sandbox_prefix}{planned.label[-12:]}-a{number}-"
             f"{secrets.token_hex(3)}",
+            agent=agent,
         )
         # On the host, before it runs anywhere: a folder shows what was running.
         self._inputs = self.recorder.begin_attempt(spec)
@@ -125,7 +144,7 @@ class TrialJob:
             spec,
             output,
             inputs=self._inputs,
-            check=self.planned.check,
+            check=self._check() if self._agent_patch is not None else self.planned.check,
             sample=self.planned.sample,
             parser=self.planned.parser,
             started_at=started_at,
@@ -133,6 +152,12 @@ class TrialJob:
         )
         self.attempts.append(attempt)
         self._limits = output.limits
+        if output.agent is not None:
+            self._usage = output.agent.usage
+            if output.agent.status == "submitted" and output.agent_patch is not None:
+                # The agent's work stands: a retry evaluates this patch again.
+                self._agent_patch = output.agent_patch
+                self._agent_attempt = spec.number
         infrastructure = attempt.observation.infrastructure_error
         if (
             infrastructure is None
@@ -142,7 +167,17 @@ class TrialJob:
             self._reason = None
         else:
             self._reason = f"retry after infrastructure error: {infrastructure}"
+            if self._agent_patch is not None:
+                self._reason += (
+                    f"; the patch the agent made in attempt {self._agent_attempt} is "
+                    "evaluated again"
+                )
         return attempt
+
+    def _check(self) -> PatchCheck:
+        """The checks of the patch an agent made (a saved patch's are the plan's)."""
+        protection = self.planned.spec.eval_script.protection
+        return check_patch(self._agent_patch or b"", protection)
 
     def finish(self) -> TrialResult:
         """The trial's result, written: the trial is complete."""
@@ -155,7 +190,7 @@ class TrialJob:
             score=self.attempts[-1].score,
             attempts=self.attempts,
             limits=self._limits,
-            usage=planned.prediction.usage,
+            usage=self._usage,
         )
         self.recorder.record_trial(planned.label, result)
         return result

@@ -70,6 +70,10 @@ class SandboxError(UserError):
     """The sandbox could not be started, or did not answer (an infrastructure error)."""
 
 
+class TooLarge(SandboxError):
+    """What was to come out of the sandbox is over its bound (the content's fault)."""
+
+
 class Sandbox(ABC):
     """A running interactive sandbox; see the module docstring for its lifecycle."""
 
@@ -85,8 +89,10 @@ class Sandbox(ABC):
         cwd: str | None = None,
         env: dict[str, str] | None = None,
         stdin: bytes = b"",
+        user: str | None = None,
     ) -> ExecResult:
-        """Run ``command`` with ``bash -c`` in ``cwd`` (default: the workdir)."""
+        """Run ``command`` with ``bash -c`` in ``cwd`` (default: the workdir), as ``user``
+        (default: the request's)."""
 
     @abstractmethod
     def read_file(self, path: str, *, limit: int = 1 << 20) -> bytes:

@@ -28,13 +28,14 @@ from evalrepro.grade.foreign import observe_foreign
 from evalrepro.grade.observation import observe_attempt
 from evalrepro.grade.parsers import LogParser
 from evalrepro.grade.score import score
+from evalrepro.records.agent import AgentOutcome
 from evalrepro.records.artifact import Artifact
 from evalrepro.records.observation import Observation
 from evalrepro.records.supervision import SupervisorReport, TrialProgram
 from evalrepro.records.testspec import ResolvedProtection
 from evalrepro.records.trial import Attempt, Lease, TrialResult
 from evalrepro.run.attempt import MEDIA_TYPES, AttemptOutput, AttemptSpec
-from evalrepro.run.patchcheck import PatchCheck
+from evalrepro.run.patchcheck import PatchCheck, check_patch
 from evalrepro.run.sandbox.supervisor import as_text
 from evalrepro.run.supervision import region_text
 
@@ -48,6 +49,8 @@ class Evidence:
     check: PatchCheck | None
     program: TrialProgram | None
     output: AttemptOutput
+    #: The agent phase's end, for an agent target's attempt that ran one.
+    agent: AgentOutcome | None = None
 
 
 def observe(evidence: Evidence, sample: Sample, parser: LogParser) -> Observation:
@@ -73,6 +76,7 @@ def observe(evidence: Evidence, sample: Sample, parser: LogParser) -> Observatio
         canaries=evidence.program.canaries,
         fresh=evidence.program.fresh,
         fresh_note=evidence.program.fresh_note,
+        agent=evidence.agent,
     )
 
 
@@ -118,9 +122,20 @@ class Recorder:
             files["supervisor.json"] = _json(output.report)
         if output.foreign is not None:
             files["foreign.json"] = _json(output.foreign)
-        written = {PurePosixPath(a.path).name: a for a in [*inputs, *self._write(spec, files)]}
         patch = spec.patch if spec.patch_known else None
-        observation = observe(Evidence(patch, check, spec.program, output), sample, parser)
+        if output.agent is not None:
+            # The agent made the patch in this attempt: recorded and checked here, as a
+            # saved patch is when it is planned (verify reads both back the same way).
+            files["agent.json"] = _json(output.agent)
+            patch = output.agent_patch
+            if patch is not None:
+                files["patch.diff"] = patch
+            if spec.program is not None:
+                protection = ResolvedProtection.model_validate(spec.program.protection)
+                check = check_patch(patch or b"", protection)
+        written = {PurePosixPath(a.path).name: a for a in [*inputs, *self._write(spec, files)]}
+        evidence = Evidence(patch, check, spec.program, output, agent=output.agent)
+        observation = observe(evidence, sample, parser)
         attempt = Attempt(
             trial_id=spec.trial_id,
             number=spec.number,

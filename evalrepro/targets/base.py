@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evalrepro.config.sample import Sample
 from evalrepro.digest import sha256_bytes
-from evalrepro.records.trial import Usage
+from evalrepro.records.usage import Usage
 from evalrepro.run.patchcheck import patch_bytes
 
 

@@ -19,6 +19,7 @@ from evalrepro.run.execute import AttemptSettings, TrialJob, container_prefix
 from evalrepro.run.executors.base import Events, Executor
 from evalrepro.run.recorder import Recorder
 from evalrepro.run.runtimes.base import Runtime
+from evalrepro.targets.agent import AgentTarget
 
 
 def open_executor(
@@ -57,12 +58,14 @@ def run_trials(
     events: Events | None = None,
     dataset: object = None,
     started: Any = None,
+    target: object = None,
 ) -> list[TrialResult]:
     """Execute ``trials`` into the run directory ``run_dir``: the environment's settings
     (``limits``, ``timeout``; none for one that runs no sandbox of ours), the executor
     config's kind and retries; ``dataset``: the dataset config the trials come from (a
     node that builds its own images reads its repo sources). The finished trials'
-    results, in the plan's order. ``started``: what :func:`start_executor` yielded."""
+    results, in the plan's order. ``started``: what :func:`start_executor` yielded;
+    ``target``: the target config (an agent target's agent makes each patch)."""
     sandboxed = isinstance(environment, SandboxEnvironment)
     settings = AttemptSettings(
         limits=environment.limits if sandboxed else None,  # type: ignore[attr-defined]
@@ -70,6 +73,7 @@ def run_trials(
         allow_user_namespaces=sandboxed and environment.allow_user_namespaces,  # type: ignore[attr-defined]
         sandbox_prefix=container_prefix(run_dir),
         max_attempts=executor.max_attempts,  # type: ignore[attr-defined]
+        agent=target if isinstance(target, AgentTarget) else None,
     )
     recorder = Recorder(run_dir)
     jobs = [TrialJob(planned, settings, recorder) for planned in trials]

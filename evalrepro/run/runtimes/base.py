@@ -25,11 +25,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar
 
-from evalrepro.errors import UserError
 from evalrepro.records.lockfile import LockedImage
 from evalrepro.records.supervision import RuntimeFacts, SupervisorReport
 from evalrepro.run.attempt import OUTPUT_NAMES, AttemptOutput, AttemptSpec
-from evalrepro.run.interactive import Sandbox, SandboxRequest
+from evalrepro.run.interactive import Sandbox, SandboxError, SandboxRequest
 
 
 class Runtime(ABC):
@@ -51,7 +50,13 @@ class Runtime(ABC):
         if spec.patch_problem is not None:
             # Empty and unsafe patches are the target's answer: scored, never run.
             return AttemptOutput()
-        output = self.run(spec)
+        if spec.agent is not None:
+            # The agent makes the patch first (an interactive sandbox), then the tests run.
+            from evalrepro.run.agent_phase import attempt_with_agent
+
+            output = attempt_with_agent(self, spec)
+        else:
+            output = self.run(spec)
         unknown = sorted(set(output.artifacts) - set(OUTPUT_NAMES))
         if unknown:
             raise ValueError(f"runtime {self.kind} returned artifacts it may not: {unknown}")
@@ -78,12 +83,14 @@ class Runtime(ABC):
 
     def sandbox(self, request: SandboxRequest) -> Sandbox:
         """Start an interactive sandbox (:mod:`evalrepro.run.interactive`)."""
-        raise UserError(f"runtime {self.kind} has no interactive sandbox (an agent needs podman)")
+        raise SandboxError(
+            f"runtime {self.kind} has no interactive sandbox (an agent needs podman)"
+        )
 
     def image_tree(self, request: SandboxRequest, path: str, *, limit: int) -> bytes:
         """The folder ``path`` of the request's image, untouched by any process, as a tar
         stream (the base an agent's working tree is compared with)."""
-        raise UserError(f"runtime {self.kind} has no image store to copy a tree from")
+        raise SandboxError(f"runtime {self.kind} has no image store to copy a tree from")
 
     def remove_leftovers(self, prefix: str) -> list[str]:
         """Remove sandboxes named ``prefix...`` that a killed run left behind; their names.

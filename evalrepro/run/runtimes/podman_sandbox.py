@@ -18,7 +18,13 @@ import subprocess
 import time
 from typing import Protocol
 
-from evalrepro.run.interactive import ExecResult, Sandbox, SandboxError, SandboxRequest
+from evalrepro.run.interactive import (
+    ExecResult,
+    Sandbox,
+    SandboxError,
+    SandboxRequest,
+    TooLarge,
+)
 
 
 class PodmanRuntime(Protocol):
@@ -86,10 +92,11 @@ class PodmanSandbox(Sandbox):
         cwd: str | None = None,
         env: dict[str, str] | None = None,
         stdin: bytes = b"",
+        user: str | None = None,
     ) -> ExecResult:
         argv = ["podman", "exec", "--interactive", "--workdir", cwd or self.request.workdir]
-        if self.request.user is not None:
-            argv += ["--user", self.request.user]
+        if (user or self.request.user) is not None:
+            argv += ["--user", user or self.request.user or ""]
         # By name only: podman takes each value from its own environment, so that no
         # value (a key) shows in the host's process list.
         for key in sorted(env or {}):
@@ -125,7 +132,7 @@ class PodmanSandbox(Sandbox):
         if done.exit_code != 0:
             raise SandboxError(f"cannot read {path} in sandbox {self.request.name}")
         if done.dropped or len(done.data) > limit:
-            raise SandboxError(f"{path} in sandbox {self.request.name} is over {limit} bytes")
+            raise TooLarge(f"{path} in sandbox {self.request.name} is over {limit} bytes")
         return done.data
 
     def write_file(self, path: str, data: bytes) -> None:
@@ -141,9 +148,7 @@ class PodmanSandbox(Sandbox):
         argv = ["podman", "cp", f"{self.request.name}:{path}", "-"]
         done = _bounded(argv, self.runtime.env, b"", limit + 1, _PODMAN_SECONDS, raw=True)
         if done.dropped or len(done.data) > limit:
-            raise SandboxError(
-                f"{path} in sandbox {self.request.name} is over {limit} bytes as a tar"
-            )
+            raise TooLarge(f"{path} in sandbox {self.request.name} is over {limit} bytes as a tar")
         if done.exit_code != 0:
             raise SandboxError(f"cannot copy {path} out of sandbox {self.request.name}")
         return done.data

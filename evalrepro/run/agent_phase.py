@@ -1,0 +1,116 @@
+"""An agent target's attempt: the agent makes the patch, then the tests run with it.
+
+On the machine that runs the attempt (a worker, or this process), in order:
+
+1. the base tree is copied out of the instance's image, untouched by any process;
+2. an interactive sandbox of that image is started (network off, the environment's
+   limits), the problem statement is written to ``/tmp/evalrepro/problem.md``, and the
+   adapter drives the agent within the wall-time budget;
+3. the harness copies the agent's working tree out, stops the sandbox (everything the
+   agent started goes with it), and takes the diff itself (``evalrepro.run.worktree``:
+   never through the repository's git, which the agent controlled);
+4. a patch that the checks pass is then run exactly as a saved patch is, in a fresh
+   sandbox of the same image, under the supervisor.
+
+What comes back is one :class:`~evalrepro.run.attempt.AttemptOutput`: the evaluation's
+output (none when the agent left nothing to test), the agent's end
+(:class:`~evalrepro.records.agent.AgentOutcome`), the diff, and what the agent printed.
+A sandbox that fails is an infrastructure error of the agent phase (the job re-runs the
+agent); one in the evaluation is retried with the recorded patch, the agent not re-run.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from evalrepro import plugins
+from evalrepro.agents import PROBLEM_PATH, AgentEnd, AgentRunner
+from evalrepro.digest import sha256_bytes
+from evalrepro.records.agent import AgentOutcome
+from evalrepro.records.testspec import ResolvedProtection
+from evalrepro.run.attempt import AttemptOutput, AttemptSpec
+from evalrepro.run.interactive import SandboxError, SandboxRequest, TooLarge
+from evalrepro.run.patchcheck import check_patch
+from evalrepro.run.worktree import TreeError, harness_diff
+
+#: Seconds a sandbox may outlive its agent's wall-time budget before conmon stops it.
+_SANDBOX_MARGIN = 600
+
+
+def attempt_with_agent(runtime: Any, spec: AttemptSpec) -> AttemptOutput:
+    """``runtime``: the :class:`~evalrepro.run.runtimes.base.Runtime` of the attempt."""
+    assert spec.agent is not None and spec.image is not None
+    target = spec.agent.target
+    runner: AgentRunner = plugins.implementation(target.adapter)()
+    started = time.monotonic()
+    request = SandboxRequest(
+        name=f"{spec.sandbox_name}-agent",
+        image_tag=spec.image.tag,
+        image_digest=spec.image.digest,
+        user=target.user,
+        lifetime=target.budgets.wall_seconds + _SANDBOX_MARGIN,
+    )
+    end: AgentEnd | None = None
+    patch: bytes | None = None
+    try:
+        base = runtime.image_tree(
+            request.model_copy(update={"name": f"{spec.sandbox_name}-base"}),
+            "/testbed",
+            limit=target.max_tree_bytes,
+        )
+        with runtime.sandbox(request) as sandbox:
+            sandbox.write_file(PROBLEM_PATH, spec.agent.problem_statement.encode())
+            deadline = started + target.budgets.wall_seconds
+            end = runner.run(sandbox, target, spec.agent.problem_statement, deadline)
+            try:
+                work = sandbox.export_tree("/testbed", limit=target.max_tree_bytes)
+            except TooLarge as error:
+                end = _refused(end, str(error))
+                work = None
+        if work is not None:
+            patch = harness_diff(base, work, limit=target.max_patch_bytes)
+    except TreeError as error:
+        assert end is not None  # the base tree is the image's: only the agent's fails
+        end = _refused(end, str(error))
+    except SandboxError as error:
+        end = AgentEnd(status="infrastructure_error", detail=str(error)[:2000], log=b"")
+    if end.status == "submitted" and patch == b"":
+        end.status, end.detail = "no_diff", "the agent left the repository as it was"
+    outcome = AgentOutcome(
+        status=end.status,
+        budget=end.budget,
+        detail=end.detail,
+        adapter=target.adapter.kind,
+        adapter_version=end.version,
+        steps=end.steps,
+        seconds=round(time.monotonic() - started, 3),
+        exit_code=end.exit_code,
+        patch_digest=sha256_bytes(patch) if patch is not None else None,
+        patch_bytes=len(patch or b""),
+        usage=end.usage,
+    )
+    log_name = "trajectory.json" if end.trajectory else "agent_log.txt"
+    done = AttemptOutput(agent=outcome, agent_patch=patch, artifacts={log_name: end.log})
+    if outcome.status != "submitted" or patch is None or spec.program is None:
+        return done
+    protection = ResolvedProtection.model_validate(spec.program.protection)
+    if check_patch(patch, protection).problem is not None:
+        return done  # an unsafe patch is never run: the host's check scores it
+    evaluated = runtime.run(spec.model_copy(update={"patch": patch, "agent": None}))
+    return evaluated.model_copy(
+        update={
+            "agent": outcome,
+            "agent_patch": patch,
+            "artifacts": {**evaluated.artifacts, **done.artifacts},
+        }
+    )
+
+
+def _refused(end: AgentEnd, why: str) -> AgentEnd:
+    """The agent's end when the harness cannot take what it left: its own failure."""
+    if end.status == "submitted":
+        end.status, end.detail = "agent_error", f"what it left cannot be taken: {why}"
+    else:
+        end.detail += f"; what it left cannot be taken: {why}"
+    return end

@@ -1,0 +1,145 @@
+"""Agent targets with the ``command`` adapter, in real podman: the agent runs in a sandbox
+of the instance's image, the harness takes the diff of what it left, and the tests run
+with that patch as with a saved one. How the agent ended decides where it did not leave
+a patch to test: no diff, an error of its own, a budget run out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from evalrepro.config.sample import load_samples
+from evalrepro.publish.verify import check_run
+from evalrepro.records.trial import read_trial_result
+from evalrepro.targets.agent import AgentBudgets, AgentTarget, CommandAgent
+from tests.podman_support import demo_config, needs_podman, run_demo
+
+pytestmark = needs_podman
+
+INSTANCE = "demo__calc-1"
+
+
+def gold_patch() -> str:
+    config = demo_config("demo")
+    (sample,) = [
+        s for s in load_samples(Path(config.dataset.instances)) if s.instance_id == INSTANCE
+    ]
+    return sample.patch
+
+
+def agent_run(tmp_path: Path, name: str, command: str, **target: object):
+    """One trial of calc-1 by a command agent; its result and run folder."""
+    config = demo_config("demo", f"dataset.instance_ids=[{INSTANCE}]")
+    agent = AgentTarget(
+        name=name,
+        adapter=CommandAgent(command=command, env={"FIX": gold_patch()}),
+        **target,
+    )
+    config = config.model_copy(update={"target": agent})
+    run_dir = tmp_path / name
+    run_demo(config, run_dir)
+    (path,) = (run_dir / "trials").glob("*/result.json")
+    return read_trial_result(path), run_dir
+
+
+def attempt_files(run_dir: Path) -> Path:
+    (folder,) = (run_dir / "trials").glob("*/attempt-1")
+    return folder
+
+
+def test_an_agent_that_fixes_the_bug_resolves_and_its_diff_is_the_patch(tmp_path):
+    result, run_dir = agent_run(tmp_path, "fixer", 'printf "%s" "$FIX" | git apply')
+    assert (str(result.score.outcome), result.score.reason) == ("resolved", "tests_passed")
+    folder = attempt_files(run_dir)
+    outcome = json.loads((folder / "agent.json").read_text())
+    assert outcome["status"] == "submitted" and outcome["adapter"] == "command"
+    patch = (folder / "patch.diff").read_bytes()
+    assert outcome["patch_bytes"] == len(patch) > 0
+    assert b"calc/evaluator.py" in patch
+    assert "$ agent (exit 0" in (folder / "agent_log.txt").read_text()
+    # The record is the evidence: verify observes it again from the files alone.
+    assert check_run(run_dir).ok
+
+
+def test_an_agent_that_changes_nothing_is_unresolved_no_diff(tmp_path):
+    result, _ = agent_run(tmp_path, "idle", 'cat "$EVALREPRO_PROBLEM" > /dev/null')
+    assert (str(result.score.outcome), result.score.reason) == ("unresolved", "agent_no_diff")
+
+
+def test_an_agent_that_fails_is_unresolved_agent_error_not_infrastructure(tmp_path):
+    result, _ = agent_run(tmp_path, "crasher", 'printf "%s" "$FIX" | git apply; exit 3')
+    assert (str(result.score.outcome), result.score.reason) == ("unresolved", "agent_error")
+    assert result.score.detail == "the agent exited 3"
+    assert len(result.attempts) == 1  # its own failure: never retried
+
+
+def test_an_agent_past_its_wall_time_is_unresolved_budget_exhausted(tmp_path):
+    result, run_dir = agent_run(
+        tmp_path,
+        "slow",
+        'printf "%s" "$FIX" | git apply; sleep 120',
+        budgets=AgentBudgets(wall_seconds=3),
+    )
+    assert (str(result.score.outcome), result.score.reason) == (
+        "unresolved",
+        "agent_budget_exhausted",
+    )
+    assert result.score.detail == "wall time: 3 s"
+    outcome = json.loads((attempt_files(run_dir) / "agent.json").read_text())
+    assert outcome["budget"] == "wall_time" and outcome["seconds"] < 60
+    # What it left is kept (not tested: it did not stop by itself).
+    assert (attempt_files(run_dir) / "patch.diff").stat().st_size > 0
+
+
+def test_what_an_agent_writes_into_git_never_reaches_the_patch(tmp_path):
+    command = (
+        'printf "%s" "$FIX" | git apply && '
+        "git config --file .git/config diff.external /bin/false && "
+        "mkdir -p .git/info && printf '* -diff\\n' > .git/info/attributes && "
+        "printf '\\000\\001binary\\377' > calc/blob.bin && printf 'x = 1\\n' > calc/extra.py"
+    )
+    result, run_dir = agent_run(tmp_path, "git-poisoner", command)
+    assert str(result.score.outcome) == "resolved"
+    patch = (attempt_files(run_dir) / "patch.diff").read_bytes()
+    assert b"GIT binary patch" in patch and b"calc/extra.py" in patch
+    assert b".git/" not in patch
+
+
+def test_what_defines_the_agent_is_the_trial_id(tmp_path):
+    one = AgentTarget(name="a", adapter=CommandAgent(command="true"))
+    other_command = one.model_copy(update={"adapter": CommandAgent(command="false")})
+    more_time = one.model_copy(update={"budgets": AgentBudgets(wall_seconds=60)})
+    more_samples = one.model_copy(update={"samples": 3})
+    (prediction,) = one.patches(
+        [next(iter(load_samples(Path(demo_config("demo").dataset.instances))))]
+    )
+    digests = {t.identity(prediction) for t in (one, other_command, more_time)}
+    assert len(digests) == 3
+    assert more_samples.identity(prediction) == one.identity(prediction)
+
+
+@pytest.mark.parametrize("secret", ["EVALREPRO_TEST_KEY"])
+def test_a_secret_reaches_the_agent_by_name_and_is_written_nowhere(tmp_path, monkeypatch, secret):
+    monkeypatch.setenv(secret, "s3cr3t-value")
+    digest = hashlib.sha256(b"s3cr3t-value").hexdigest()[:16]
+    config = demo_config("demo", f"dataset.instance_ids=[{INSTANCE}]")
+    agent = AgentTarget(
+        name="keyed",
+        # The command checks the key by its digest: the value itself is in no config.
+        adapter=CommandAgent(
+            command=f'test "$(printf %s "${secret}" | sha256sum | cut -c1-16)" = {digest}',
+            secrets=[secret],
+        ),
+    )
+    run_dir = tmp_path / "run"
+    run_demo(config.model_copy(update={"target": agent}), run_dir)
+    (path,) = (run_dir / "trials").glob("*/result.json")
+    # It saw the key (exit 0), changed nothing; the key is in no file of the run.
+    assert read_trial_result(path).score.reason == "agent_no_diff"
+    for file in run_dir.rglob("*"):
+        if file.is_file():
+            assert b"s3cr3t-value" not in file.read_bytes(), file
