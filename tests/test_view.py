@@ -893,9 +893,19 @@ class Chromium:
 
     def wait_for(self, condition: str) -> None:
         deadline = time.monotonic() + 20
-        while not self.evaluate(f"!!({condition})"):
+        while not self._true_now(condition):
             assert time.monotonic() < deadline, f"never: {condition}"
             time.sleep(0.05)
+
+    def _true_now(self, condition: str) -> bool:
+        # An evaluation that meets a navigation under way is answered "navigated or
+        # closed": not yet, ask again.
+        try:
+            return bool(self.evaluate(f"!!({condition})"))
+        except AssertionError as error:
+            if "navigated or closed" in str(error):
+                return False
+            raise
 
     def evaluate(self, expression: str):
         reply = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True})
