@@ -143,3 +143,29 @@ def test_a_secret_reaches_the_agent_by_name_and_is_written_nowhere(tmp_path, mon
     for file in run_dir.rglob("*"):
         if file.is_file():
             assert b"s3cr3t-value" not in file.read_bytes(), file
+
+
+def test_the_agent_sees_no_history_after_the_base_commit_and_a_clean_index(tmp_path):
+    # The harness's copy of the history holds later commits ("Variables" comes after
+    # calc-1's base); an agent reads what it can and prints it.
+    samples = load_samples(Path(demo_config("demo").dataset.instances))
+    (later,) = {s.base_commit for s in samples if s.instance_id.startswith("demo__calc-")} - {
+        s.base_commit for s in samples if s.instance_id == INSTANCE
+    }
+    command = (
+        "git log --all --format=%s; echo refs:; git for-each-ref; git tag; echo reflog:; "
+        "git reflog | wc -l; echo status:; git status --porcelain | wc -l; "
+        "ls /opt/evalrepro/repo.git 2>&1 | head -1; "
+        f"git cat-file -t {later} 2>&1 | head -1"
+    )
+    _, run_dir = agent_run(tmp_path, "historian", command)
+    log = (attempt_files(run_dir) / "agent_log.txt").read_text()
+    subjects = log.split("refs:")[0].split("\n", 1)[1].split()
+    assert "Variables" not in log
+    assert subjects and "Initial" in subjects
+    refs = log.split("refs:")[1].split("reflog:")[0].strip().splitlines()
+    assert len(refs) == 1 and refs[0].endswith("refs/heads/main")
+    assert log.split("status:")[1].split()[0] == "0"  # the index is the base commit's
+    assert "No such file or directory" in log.split("status:")[1]
+    # A later commit (calc-2's base) is not in the repository at all, by its id.
+    assert log.strip().splitlines()[-1].startswith("fatal:")

@@ -4,8 +4,10 @@ On the machine that runs the attempt (a worker, or this process), in order:
 
 1. the base tree is copied out of the instance's image, untouched by any process;
 2. an interactive sandbox of that image is started (network off, the environment's
-   limits), the problem statement is written to ``/tmp/evalrepro/problem.md``, and the
-   adapter drives the agent within the wall-time budget;
+   limits), its repository is cut back to the base commit (``PREPARE``: no later
+   commit, ref, tag or reflog entry, no copy of the history elsewhere), the problem
+   statement is written to ``/tmp/evalrepro/problem.md``, and the adapter drives the
+   agent within the wall-time budget;
 3. the harness copies the agent's working tree out, stops the sandbox (everything the
    agent started goes with it), and takes the diff itself (``evalrepro.run.worktree``:
    never through the repository's git, which the agent controlled);
@@ -36,6 +38,30 @@ from evalrepro.run.worktree import TreeError, harness_diff
 
 #: Seconds a sandbox may outlive its agent's wall-time budget before conmon stops it.
 _SANDBOX_MARGIN = 600
+#: Run as root in the agent's sandbox before the agent starts (nothing of the agent's has
+#: run yet: the image's own git): no history after the base commit stays in reach (the
+#: harness's copy of the history goes; every ref, tag and reflog entry of the repository
+#: goes, and what only they reached is pruned), and the index is made to match the base
+#: commit, so that the agent's `git status` and `git diff` start clean.
+PREPARE = r"""
+set -eu
+cd /testbed
+g() { git -c safe.directory='*' -c gc.auto=0 "$@"; }
+base=$(g rev-parse HEAD)
+g update-ref --no-deref HEAD "$base"
+g for-each-ref --format='%(refname)' | while read -r ref; do g update-ref -d "$ref"; done
+g update-ref refs/heads/main "$base"
+g symbolic-ref HEAD refs/heads/main
+g reflog expire --expire=now --all
+# Its own objects, only those the base reaches (they may live in the harness's copy).
+g repack -a -d -q
+rm -f .git/objects/info/alternates
+g prune --expire=now
+rm -rf /opt/evalrepro/repo.git
+g reset -q
+owner=$(stat -c %u:%g /testbed)
+chown -R "$owner" /testbed/.git
+"""
 
 
 def attempt_with_agent(runtime: Any, spec: AttemptSpec) -> AttemptOutput:
@@ -60,6 +86,10 @@ def attempt_with_agent(runtime: Any, spec: AttemptSpec) -> AttemptOutput:
             limit=target.max_tree_bytes,
         )
         with runtime.sandbox(request) as sandbox:
+            prepared = sandbox.exec(PREPARE, timeout=600, user="root", cwd="/testbed")
+            if prepared.exit_code != 0:
+                last = (prepared.output.strip().splitlines() or ["no output"])[-1][:300]
+                raise SandboxError(f"cannot prepare the repository for the agent: {last}")
             sandbox.write_file(PROBLEM_PATH, spec.agent.problem_statement.encode())
             deadline = started + target.budgets.wall_seconds
             end = runner.run(sandbox, target, spec.agent.problem_statement, deadline)
