@@ -169,3 +169,19 @@ def test_the_agent_sees_no_history_after_the_base_commit_and_a_clean_index(tmp_p
     assert "No such file or directory" in log.split("status:")[1]
     # A later commit (calc-2's base) is not in the repository at all, by its id.
     assert log.strip().splitlines()[-1].startswith("fatal:")
+
+
+def test_a_huge_diff_or_tree_is_the_agents_error_not_a_crash(tmp_path):
+    result, _ = agent_run(
+        tmp_path,
+        "verbose",
+        "head -c 3000000 /dev/zero | tr '\\0' x > big.txt",
+        max_patch_bytes=1 << 20,
+    )
+    assert (str(result.score.outcome), result.score.reason) == ("unresolved", "agent_error")
+    assert "over the limit of 1048576" in result.score.detail
+    result, _ = agent_run(
+        tmp_path, "hoarder", "head -c 3000000 /dev/urandom > blob.bin", max_tree_bytes=1 << 20
+    )
+    assert (str(result.score.outcome), result.score.reason) == ("unresolved", "agent_error")
+    assert "is over 1048576 bytes as a tar" in result.score.detail
