@@ -15,6 +15,7 @@ import pytest
 from evalrepro.config.sample import load_samples
 from evalrepro.publish.verify import check_run
 from evalrepro.records.trial import read_trial_result
+from evalrepro.report.view import view_run
 from evalrepro.targets.agent import AgentBudgets, AgentTarget, CommandAgent
 from tests.podman_support import demo_config, needs_podman, run_demo
 
@@ -63,6 +64,12 @@ def test_an_agent_that_fixes_the_bug_resolves_and_its_diff_is_the_patch(tmp_path
     assert "$ agent (exit 0" in (folder / "agent_log.txt").read_text()
     # The record is the evidence: verify observes it again from the files alone.
     assert check_run(run_dir).ok
+    # The viewer shows the agent's end and what it printed beside the patch.
+    site = view_run(run_dir, n_resamples=200)
+    (page,) = (site.root / "trials").glob("*.html")
+    html = page.read_text()
+    assert '<section id="agent">' in html and "agent_log.txt" in html
+    assert html.index('id="agent"') < html.index('id="patch"')
 
 
 def test_an_agent_that_changes_nothing_is_unresolved_no_diff(tmp_path):

@@ -495,6 +495,10 @@ class TrialView:
     #: the lockfile's record of the trial's image.
     image_source: str = "the lockfile"
     runtime_log: Shown | None = None
+    #: An agent target's attempt: how the agent phase ended, and what the agent printed.
+    agent: list[Value] = field(default_factory=list)
+    agent_log: Shown | None = None
+    agent_log_name: str = ""
     foreign: list[Value] = field(default_factory=list)
     tests: list[TestLine] = field(default_factory=list)
     tests_total: int = 0
@@ -731,6 +735,13 @@ def _fill(view: TrialView, run_dir: Path, result: TrialResult, image: list[Value
         if "runtime.log" in files
         else None
     )
+    if "agent.json" in files:
+        view.agent = _json_values(run_dir, files["agent.json"], folder)
+        for name in ("trajectory.json", "agent_log.txt"):
+            if name in files:
+                view.agent_log = show_file(run_dir, files[name], folder, LOG, name)
+                view.agent_log_name = name
+                break
 
 
 def _json_values(run_dir: Path, artifact: Artifact, folder: str) -> list[Value]:
