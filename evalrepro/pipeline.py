@@ -14,7 +14,7 @@ Run directory (default ``runs/<experiment>-<UTC time>/``)::
 from __future__ import annotations
 
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,6 +35,7 @@ from evalrepro.records.report import RunReport, RunResults
 from evalrepro.report.progress import TrialProgress
 from evalrepro.report.run_report import aggregate, build_run_report, print_gate, print_results
 from evalrepro.report.timing import record_builds
+from evalrepro.run.attempt import RecordedAgent
 from evalrepro.run.backend import Backend
 from evalrepro.run.execute import container_prefix
 from evalrepro.run.executors import run_trials, start_executor
@@ -115,13 +116,16 @@ def run_experiment(
     tolerate: Collection[str] = (),
     only: Collection[tuple[str, int]] | None = None,
     swebench_run_id: str | None = None,
+    recorded_agents: Mapping[str, RecordedAgent] | None = None,
 ) -> RunOutcome:
     """Lock, then execute into ``run_dir``; with ``locked``, the plan must match it.
 
     ``tolerate``: classes of difference from ``locked`` that do not stop the run (a
     reproduction with another harness: the difference is what it measures). ``only``:
     run just these trials, by (instance id, sample index); the others stay missing.
-    ``swebench_run_id``: the run id of its SWE-bench layout (default: the folder's name)."""
+    ``swebench_run_id``: the run id of its SWE-bench layout (default: the folder's name).
+    ``recorded_agents``: an agent target's phases as an earlier run recorded them, by
+    trial id: evaluated again, the agent not run (``reproduce``)."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     directory = RunDirectory(run_dir or config.run.output_dir / f"{config.name}-{stamp}")
     # Held before planning: a second process is refused at once, not after the builds.
@@ -179,6 +183,7 @@ def run_experiment(
                     dataset=config.dataset,
                     started=started,
                     target=config.target,
+                    recorded_agents=recorded_agents,
                 )
         finally:
             backend.close()

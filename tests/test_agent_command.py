@@ -7,10 +7,12 @@ a patch to test: no diff, an error of its own, a budget run out.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from evalrepro.config.sample import load_samples
 from evalrepro.publish.verify import check_run
@@ -192,3 +194,21 @@ def test_a_huge_diff_or_tree_is_the_agents_error_not_a_crash(tmp_path):
     )
     assert (str(result.score.outcome), result.score.reason) == ("unresolved", "agent_error")
     assert "is over 1048576 bytes as a tar" in result.score.detail
+
+
+def test_reproducing_an_agent_run_evaluates_its_patches_again_without_the_agent(tmp_path):
+    from evalrepro.publish.bundle import write_bundle
+    from evalrepro.publish.reproduce import reproduce
+    from tests.podman_support import cache_dir
+
+    _, run_dir = agent_run(tmp_path, "fixer", 'printf "%s" "$FIX" | git apply')
+    bundle = tmp_path / "fixer.bundle.tar.gz"
+    write_bundle(run_dir, bundle)
+    console = Console(file=io.StringIO(), width=200)
+    reproduction = reproduce(bundle, console, run_dir=tmp_path / "again", cache_dir=cache_dir())
+    assert reproduction.agents_replayed
+    assert (reproduction.agreeing, len(reproduction.trials)) == (1, 1)
+    # The agent did not run: its recorded patch was evaluated, and the record says so.
+    (log,) = (tmp_path / "again" / "trials").glob("*/attempt-1/agent_log.txt")
+    assert "not run again" in log.read_text()
+    assert "agents are not run again" in console.file.getvalue()

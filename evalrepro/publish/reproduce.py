@@ -9,6 +9,9 @@ whether they agree with it.
    naming the input (:class:`evalrepro.pipeline.PlanMismatch`). Only a harness difference is
    run anyway: it is one of the things a reproduction finds out.
 3. All trials, or a seeded random sample of them, run into a run directory of their own.
+   An agent target's agents are not run again (they are not deterministic): each trial's
+   recorded agent phase (its ``agent.json`` and the diff it left) is replayed and its
+   patch evaluated again, and the reproduction says so (``agents_replayed``).
 4. Each trial agrees when its outcome, its resolution and every test's status are the
    bundle's. A test that disagrees is classified:
 
@@ -38,15 +41,21 @@ from evalrepro import __version__, atomic
 from evalrepro.config.experiment import ExperimentConfig
 from evalrepro.config.sample import Sample
 from evalrepro.errors import UserError
+from evalrepro.files import read_regular_file
+from evalrepro.grade.foreign import MAX_PATCH_BYTES
 from evalrepro.grade.parsers import get_parser
 from evalrepro.plan.lockfile import LOCKFILE_NAME, read_lockfile, short_digest
 from evalrepro.publish.bundle import OpenedBundle, open_bundle
+from evalrepro.records.agent import AgentOutcome
+from evalrepro.records.base import read_record
 from evalrepro.records.bundle import BundleIndex
 from evalrepro.records.lockfile import Lockfile
 from evalrepro.records.reproduce import Kind, Reproduction, TestDisagreement, TrialAgreement
 from evalrepro.records.trial import TrialResult, trial_label
+from evalrepro.run.attempt import RecordedAgent
 from evalrepro.run.backend import Backend
 from evalrepro.run.evidence import reobserve
+from evalrepro.targets.agent import AgentTarget
 
 REPRODUCTION_NAME = "reproduction.json"
 #: Lines of each log shown for a test that disagrees, and their width.
@@ -138,7 +147,17 @@ def _reproduce(
     run_dir = run_dir or Path("runs") / f"reproduce-{opened.bag.name}-{stamp}"
     _prepare_images(opened, index, lockfile, config, cache_dir, console)
 
-    _run(config, lockfile, console, run_dir, cache_dir, chosen, backends)
+    recorded = None
+    if isinstance(config.target, AgentTarget):
+        recorded = recorded_agents(opened.run, lockfile)
+        console.print(
+            Text(
+                "note: an agent target: its agents are not run again; the patches they "
+                "made (as the bundle records them) are evaluated again"
+            ),
+            highlight=False,
+        )
+    _run(config, lockfile, console, run_dir, cache_dir, chosen, backends, recorded)
     samples = {s.instance_id: s for s in config.dataset.load()}
     theirs = _sides(opened.run, lockfile)
     ours = _sides(run_dir, read_lockfile(run_dir / LOCKFILE_NAME))
@@ -155,7 +174,7 @@ def _reproduce(
         console.print(
             Text(f"rerunning {len(disagreeing)} disagreeing trial(s): {again}"), highlight=False
         )
-        _run(config, lockfile, console, again, cache_dir, disagreeing, backends)
+        _run(config, lockfile, console, again, cache_dir, disagreeing, backends, recorded)
         rerun_sides.append(_sides(again, read_lockfile(again / LOCKFILE_NAME)))
     for key in disagreeing:
         agreements[key] = _classify(
@@ -175,6 +194,7 @@ def _reproduce(
         seed=seed,
         reruns=reruns,
         trials=[agreements[key] for key in chosen if key in agreements],
+        agents_replayed=recorded is not None,
     )
     atomic.write_text(run_dir / REPRODUCTION_NAME, reproduction.model_dump_json(indent=2) + "\n")
     return reproduction
@@ -255,6 +275,7 @@ def _run(
     cache_dir: Path,
     keys: list[TrialKeyPair],
     backends: Callable[[], Backend] | None,
+    recorded: Mapping[str, RecordedAgent] | None = None,
 ) -> None:
     from evalrepro.pipeline import run_experiment
 
@@ -267,7 +288,31 @@ def _run(
         tolerate={"harness"},
         only=keys,
         backend=backends() if backends else None,
+        recorded_agents=recorded,
     )
+
+
+def recorded_agents(run_dir: Path, lockfile: Lockfile) -> dict[str, RecordedAgent]:
+    """Each trial's agent phase as ``run_dir`` recorded it (the last attempt that ran
+    the agent: its ``agent.json`` and ``patch.diff``), by trial id, read with bounds."""
+    found = {}
+    for trial in lockfile.trials:
+        label = trial_label(trial.key.instance_id, trial.key.sample_index, trial.trial_id)
+        folders = sorted(
+            (run_dir / "trials" / label).glob("attempt-*"),
+            key=lambda folder: int(folder.name.removeprefix("attempt-") or 0),
+            reverse=True,
+        )
+        for folder in folders:
+            if not (folder / "agent.json").is_file():
+                continue
+            outcome = read_record(folder / "agent.json", AgentOutcome)
+            patch = None
+            if (folder / "patch.diff").is_file():
+                patch = read_regular_file(folder / "patch.diff", MAX_PATCH_BYTES, "patch.diff")
+            found[trial.trial_id] = RecordedAgent(outcome=outcome, patch=patch)
+            break
+    return found
 
 
 def _sides(run_dir: Path, lockfile: Lockfile) -> dict[TrialKeyPair, _Side]:
@@ -399,6 +444,14 @@ def _value(resolution: object) -> str | None:
 
 def print_reproduction(console: Console, reproduction: Reproduction) -> None:
     total, agree = len(reproduction.trials), reproduction.agreeing
+    if reproduction.agents_replayed:
+        console.print(
+            Text(
+                "note: the agents were not run again: the patches they made, as the bundle "
+                "records them, were evaluated again"
+            ),
+            highlight=False,
+        )
     if reproduction.bundle_harness != reproduction.reproduction_harness:
         console.print(
             Text(

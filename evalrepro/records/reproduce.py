@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from evalrepro.records.base import Record
+from evalrepro.records.base import Record, unchanged
 
 Kind = Literal["harness change", "flaky", "environment drift"]
 
@@ -48,7 +48,9 @@ class TrialAgreement(BaseModel):
 
 class Reproduction(Record):
     record: Literal["Reproduction"] = "Reproduction"
-    schema_version: int = 1
+    #: 2: whether an agent target's recorded agent phases were replayed.
+    schema_version: int = 2
+    migrations = {1: unchanged}
     bundle: str
     #: sha256 over the bytes of the bundle's lockfile.
     lockfile_sha256: str
@@ -60,6 +62,9 @@ class Reproduction(Record):
     seed: int
     reruns: int
     trials: list[TrialAgreement]
+    #: An agent target: its agents were not run again; the patches they made, as the
+    #: bundle records them, were evaluated again (agents are not deterministic).
+    agents_replayed: bool = False
 
     @property
     def agreeing(self) -> int:

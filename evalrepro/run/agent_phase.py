@@ -67,6 +67,14 @@ chown -R "$owner" /testbed/.git
 def attempt_with_agent(runtime: Any, spec: AttemptSpec) -> AttemptOutput:
     """``runtime``: the :class:`~evalrepro.run.runtimes.base.Runtime` of the attempt."""
     assert spec.agent is not None and spec.image is not None
+    recorded = spec.agent.recorded
+    if recorded is not None:
+        # An earlier run's agent phase, evaluated again without the agent.
+        log = b"(the agent was not run again: its recorded phase is evaluated again)\n"
+        done = AttemptOutput(
+            agent=recorded.outcome, agent_patch=recorded.patch, artifacts={"agent_log.txt": log}
+        )
+        return _evaluate(runtime, spec, done)
     target = spec.agent.target
     runner: AgentRunner = plugins.implementation(target.adapter)()
     started = time.monotonic()
@@ -122,6 +130,14 @@ def attempt_with_agent(runtime: Any, spec: AttemptSpec) -> AttemptOutput:
     )
     log_name = "trajectory.json" if end.trajectory else "agent_log.txt"
     done = AttemptOutput(agent=outcome, agent_patch=patch, artifacts={log_name: end.log})
+    return _evaluate(runtime, spec, done)
+
+
+def _evaluate(runtime: Any, spec: AttemptSpec, done: AttemptOutput) -> AttemptOutput:
+    """The tests, run with the agent's patch as with a saved one; ``done`` alone when the
+    agent left nothing to test, or a patch the checks refuse."""
+    outcome, patch = done.agent, done.agent_patch
+    assert outcome is not None
     if outcome.status != "submitted" or patch is None or spec.program is None:
         return done
     protection = ResolvedProtection.model_validate(spec.program.protection)

@@ -59,6 +59,16 @@ class ImageRef(BaseModel):
 _VALUE = ConfigDict(extra="forbid", frozen=True, ser_json_bytes="base64", val_json_bytes="base64")
 
 
+class RecordedAgent(BaseModel):
+    """An agent phase recorded by an earlier run (``reproduce``): its end and its diff,
+    used instead of running the agent again (agents are not deterministic)."""
+
+    model_config = _VALUE
+
+    outcome: AgentOutcome
+    patch: bytes | None
+
+
 class AgentTask(BaseModel):
     """The agent phase of an attempt: which agent, and the task it is given."""
 
@@ -67,6 +77,9 @@ class AgentTask(BaseModel):
     target: AgentTarget
     #: The instance's problem statement (in a file in the sandbox, and in the prompt).
     problem_statement: str
+    #: The phase as an earlier run recorded it: the agent is not run, its patch is
+    #: evaluated again.
+    recorded: RecordedAgent | None = None
 
 
 class AttemptSpec(BaseModel):

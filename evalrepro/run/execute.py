@@ -12,6 +12,7 @@ the run. The number of trials never changes.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,7 +23,13 @@ from evalrepro.plan.plan import PlannedTrial
 from evalrepro.records.artifact import Artifact
 from evalrepro.records.supervision import TrialProgram
 from evalrepro.records.trial import Attempt, Lease, TrialResult
-from evalrepro.run.attempt import AgentTask, AttemptOutput, AttemptSpec, ImageRef
+from evalrepro.run.attempt import (
+    AgentTask,
+    AttemptOutput,
+    AttemptSpec,
+    ImageRef,
+    RecordedAgent,
+)
 from evalrepro.run.canary import draw_canaries
 from evalrepro.run.fresh import draw_fresh_runs
 from evalrepro.run.patchcheck import PatchCheck, check_patch
@@ -43,6 +50,8 @@ class AttemptSettings:
     max_attempts: int
     #: The agent that makes each trial's patch (None: the patches are the plan's).
     agent: AgentTarget | None = None
+    #: Agent phases an earlier run recorded, by trial id: replayed, the agent not run.
+    recorded_agents: Mapping[str, RecordedAgent] | None = None
 
 
 def container_prefix(run_dir: Path) -> str:
@@ -101,7 +110,10 @@ class TrialJob:
         if settings.agent is not None:
             if self._agent_patch is None:
                 problem = planned.sample.problem_statement
-                agent = AgentTask(target=settings.agent, problem_statement=problem)
+                recorded = (settings.recorded_agents or {}).get(planned.trial.trial_id)
+                agent = AgentTask(
+                    target=settings.agent, problem_statement=problem, recorded=recorded
+                )
                 patch, patch_known, patch_problem = b"", False, None
             else:
                 patch, patch_known = self._agent_patch, True

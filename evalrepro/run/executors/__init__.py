@@ -8,6 +8,7 @@ opens it. See :mod:`evalrepro.run.executors.base` for what an executor does.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from evalrepro import plugins
 from evalrepro.config.environment import SandboxEnvironment
 from evalrepro.plan.plan import PlannedTrial
 from evalrepro.records.trial import TrialResult
+from evalrepro.run.attempt import RecordedAgent
 from evalrepro.run.execute import AttemptSettings, TrialJob, container_prefix
 from evalrepro.run.executors.base import Events, Executor
 from evalrepro.run.recorder import Recorder
@@ -59,13 +61,15 @@ def run_trials(
     dataset: object = None,
     started: Any = None,
     target: object = None,
+    recorded_agents: Mapping[str, RecordedAgent] | None = None,
 ) -> list[TrialResult]:
     """Execute ``trials`` into the run directory ``run_dir``: the environment's settings
     (``limits``, ``timeout``; none for one that runs no sandbox of ours), the executor
     config's kind and retries; ``dataset``: the dataset config the trials come from (a
     node that builds its own images reads its repo sources). The finished trials'
     results, in the plan's order. ``started``: what :func:`start_executor` yielded;
-    ``target``: the target config (an agent target's agent makes each patch)."""
+    ``target``: the target config (an agent target's agent makes each patch);
+    ``recorded_agents``: agent phases recorded earlier, by trial id (``reproduce``)."""
     sandboxed = isinstance(environment, SandboxEnvironment)
     settings = AttemptSettings(
         limits=environment.limits if sandboxed else None,  # type: ignore[attr-defined]
@@ -74,6 +78,7 @@ def run_trials(
         sandbox_prefix=container_prefix(run_dir),
         max_attempts=executor.max_attempts,  # type: ignore[attr-defined]
         agent=target if isinstance(target, AgentTarget) else None,
+        recorded_agents=recorded_agents,
     )
     recorder = Recorder(run_dir)
     jobs = [TrialJob(planned, settings, recorder) for planned in trials]
