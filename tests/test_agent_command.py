@@ -212,3 +212,34 @@ def test_reproducing_an_agent_run_evaluates_its_patches_again_without_the_agent(
     (log,) = (tmp_path / "again" / "trials").glob("*/attempt-1/agent_log.txt")
     assert "not run again" in log.read_text()
     assert "agents are not run again" in console.file.getvalue()
+
+
+def test_an_agent_that_fills_the_disk_is_stopped_at_the_reserve(tmp_path):
+    import os
+    import shutil
+
+    # A reserve 1 GiB below what is free now (other writers move it a little): 3 GB
+    # written cross it.
+    free = shutil.disk_usage(tmp_path).free
+    reserve = free - (1 << 30)
+    config = demo_config(
+        "demo",
+        f"dataset.instance_ids=[{INSTANCE}]",
+        f"environment.limits.disk_reserve='{reserve // 1024}k'",
+    )
+    agent = AgentTarget(
+        name="filler",
+        adapter=CommandAgent(command="head -c 3000000000 /dev/zero > /tmp/fill; sleep 60"),
+        budgets=AgentBudgets(wall_seconds=120),
+    )
+    run_dir = tmp_path / "run"
+    run_demo(config.model_copy(update={"target": agent}), run_dir)
+    (path,) = (run_dir / "trials").glob("*/result.json")
+    result = read_trial_result(path)
+    assert str(result.score.outcome) == "invalid"
+    assert result.score.reason == "infrastructure_error"
+    assert "below the reserve" in result.score.detail
+    # Stopped at once, its sandbox and what it wrote gone.
+    assert all(a.finished_at.timestamp() - a.started_at.timestamp() < 60 for a in result.attempts)
+    assert shutil.disk_usage(tmp_path).free > reserve
+    assert os.path.exists(tmp_path)

@@ -148,7 +148,7 @@ def test_the_harness_diff_of_what_an_agent_leaves_ignores_its_git(opened, tmp_pa
         "set -e\n"
         "sed -i 's/return/return  /' calc/evaluator.py\n"
         "printf 'NEW = 1\\n' > calc/new_module.py\n"
-        "head -c 512 /dev/urandom > calc/blob.bin\n"
+        "printf '\\000\\001' > calc/blob.bin && head -c 510 /dev/urandom >> calc/blob.bin\n"
         # What a naive `git diff` in this repository would obey (and run):
         "git config --file .git/config diff.external /tmp/evil.sh\n"
         "git config --file .git/config core.fsmonitor /tmp/evil.sh\n"

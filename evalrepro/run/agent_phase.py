@@ -23,6 +23,8 @@ agent); one in the evaluation is retried with the recorded patch, the agent not 
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from typing import Any
 
@@ -38,6 +40,8 @@ from evalrepro.run.worktree import TreeError, harness_diff
 
 #: Seconds a sandbox may outlive its agent's wall-time budget before conmon stops it.
 _SANDBOX_MARGIN = 600
+#: Seconds between two looks at the machine's reserves while the agent works.
+_WATCH_SECONDS = 0.5
 #: Run as root in the agent's sandbox before the agent starts (nothing of the agent's has
 #: run yet: the image's own git): no history after the base commit stays in reach (the
 #: harness's copy of the history goes; every ref, tag and reflog entry of the repository
@@ -93,7 +97,7 @@ def attempt_with_agent(runtime: Any, spec: AttemptSpec) -> AttemptOutput:
             "/testbed",
             limit=target.max_tree_bytes,
         )
-        with runtime.sandbox(request) as sandbox:
+        with runtime.sandbox(request) as sandbox, _Reserves(runtime, sandbox, spec) as watch:
             prepared = sandbox.exec(PREPARE, timeout=600, user="root", cwd="/testbed")
             if prepared.exit_code != 0:
                 last = (prepared.output.strip().splitlines() or ["no output"])[-1][:300]
@@ -101,6 +105,8 @@ def attempt_with_agent(runtime: Any, spec: AttemptSpec) -> AttemptOutput:
             sandbox.write_file(PROBLEM_PATH, spec.agent.problem_statement.encode())
             deadline = started + target.budgets.wall_seconds
             end = runner.run(sandbox, target, spec.agent.problem_statement, deadline)
+            if watch.tripped:
+                raise SandboxError(f"the agent's sandbox was stopped: {watch.tripped}")
             try:
                 work = sandbox.export_tree("/testbed", limit=target.max_tree_bytes)
             except TooLarge as error:
@@ -151,6 +157,66 @@ def _evaluate(runtime: Any, spec: AttemptSpec, done: AttemptOutput) -> AttemptOu
             "artifacts": {**evaluated.artifacts, **done.artifacts},
         }
     )
+
+
+class _Reserves:
+    """Watches the machine while the agent works: a sandbox that leaves the filesystem of
+    the containers less free space than ``disk_reserve``, or the machine less memory than
+    ``memory_reserve``, is stopped at once (rootless podman has no cgroup to do it; the
+    reserves are the environment's, as for the tests). Whatever is to blame, the attempt
+    is then an infrastructure error: the host comes first."""
+
+    def __init__(self, runtime: Any, sandbox: Any, spec: AttemptSpec) -> None:
+        limits = spec.program.limits if spec.program is not None else {}
+        self.disk = limits.get("disk_reserve", 0)
+        self.memory = limits.get("memory_reserve", 0)
+        self.path = getattr(runtime, "graph_root", "") or "/"
+        self.sandbox = sandbox
+        self.tripped = ""
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self) -> _Reserves:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _watch(self) -> None:
+        while not self._done.wait(_WATCH_SECONDS):
+            problem = self._problem()
+            if problem:
+                self.tripped = problem
+                self.sandbox.stop()
+                return
+
+    def _problem(self) -> str:
+        try:
+            fs = os.statvfs(self.path)
+        except OSError:
+            fs = None
+        if fs is not None and fs.f_bavail * fs.f_frsize < self.disk:
+            free = fs.f_bavail * fs.f_frsize
+            return f"the filesystem has {free} bytes free, below the reserve of {self.disk}"
+        available = _mem_available()
+        if available is not None and available < self.memory:
+            return (
+                f"the machine has {available} bytes available, below the reserve of {self.memory}"
+            )
+        return ""
+
+
+def _mem_available() -> int | None:
+    try:
+        with open("/proc/meminfo", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
 
 
 def _refused(end: AgentEnd, why: str) -> AgentEnd:

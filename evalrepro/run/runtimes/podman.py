@@ -88,11 +88,21 @@ class PodmanRuntime(Runtime):
                 "/etc/subgid; run scripts/setup or add them with usermod --add-subuids"
             )
         done = self.podman(
-            "info", "--format", "{{.Store.GraphDriverName}} {{.Version.Version}}", check=False
+            "info",
+            "--format",
+            "{{.Store.GraphDriverName}} {{.Version.Version}} {{.Store.GraphRoot}}",
+            check=False,
         )
         if done.returncode != 0:
             raise UserError(f"podman does not work here: {_last_line(done.stderr)}")
-        self.storage_driver, self.version = [*done.stdout.split(), "?", "?"][:2]
+        self.storage_driver, self.version, graph_root = [
+            *done.stdout.strip().split(" ", 2),
+            "?",
+            "?",
+            "",
+        ][:3]
+        #: Where the containers' files are written (an agent's sandbox is watched there).
+        self.graph_root = graph_root
 
     def describe(self) -> dict[str, str]:
         return {
