@@ -36,6 +36,7 @@ from evalrepro.records.testspec import ResolvedProtection
 from evalrepro.run.attempt import AttemptOutput, AttemptSpec
 from evalrepro.run.interactive import SandboxError, SandboxRequest, TooLarge
 from evalrepro.run.patchcheck import check_patch
+from evalrepro.run.sandbox.supervisor import _mem_available  # the watchdog's own reading
 from evalrepro.run.worktree import TreeError, harness_diff
 
 #: Seconds a sandbox may outlive its agent's wall-time budget before conmon stops it.
@@ -206,17 +207,6 @@ class _Reserves:
                 f"the machine has {available} bytes available, below the reserve of {self.memory}"
             )
         return ""
-
-
-def _mem_available() -> int | None:
-    try:
-        with open("/proc/meminfo", "rb") as handle:
-            for line in handle:
-                if line.startswith(b"MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
 
 
 def _refused(end: AgentEnd, why: str) -> AgentEnd:
