@@ -78,6 +78,7 @@ class TrialJob:
         #: The patch an agent made in an attempt whose evaluation then failed on the
         #: infrastructure: the next attempt evaluates it again, the agent is not re-run.
         self._agent_patch: bytes | None = None
+        self._agent_check: PatchCheck | None = None
         self._agent_attempt = 0
         self._usage = planned.prediction.usage
         program = None
@@ -117,7 +118,7 @@ class TrialJob:
                 patch, patch_known, patch_problem = b"", False, None
             else:
                 patch, patch_known = self._agent_patch, True
-                patch_problem = self._check().problem
+                patch_problem = self._agent_check.problem if self._agent_check else None
         spec = AttemptSpec(
             trial_id=planned.trial.trial_id,
             label=planned.label,
@@ -156,7 +157,7 @@ class TrialJob:
             spec,
             output,
             inputs=self._inputs,
-            check=self._check() if self._agent_patch is not None else self.planned.check,
+            check=self._agent_check or self.planned.check,
             sample=self.planned.sample,
             parser=self.planned.parser,
             started_at=started_at,
@@ -169,6 +170,8 @@ class TrialJob:
             if output.agent.status == "submitted" and output.agent_patch is not None:
                 # The agent's work stands: a retry evaluates this patch again.
                 self._agent_patch = output.agent_patch
+                protection = self.planned.spec.eval_script.protection
+                self._agent_check = check_patch(output.agent_patch, protection)
                 self._agent_attempt = spec.number
         infrastructure = attempt.observation.infrastructure_error
         if (
@@ -185,11 +188,6 @@ class TrialJob:
                     "evaluated again"
                 )
         return attempt
-
-    def _check(self) -> PatchCheck:
-        """The checks of the patch an agent made (a saved patch's are the plan's)."""
-        protection = self.planned.spec.eval_script.protection
-        return check_patch(self._agent_patch or b"", protection)
 
     def finish(self) -> TrialResult:
         """The trial's result, written: the trial is complete."""
