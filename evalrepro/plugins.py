@@ -2,10 +2,11 @@
 
 Each group is a Python entry-point group ``evalrepro.<group>``; an entry point names a
 kind and the object that defines it (``module:attribute``). For builders, runtimes,
-executors and targets that object is the kind's config model (a pydantic model with a
-``kind: Literal[...]`` field), which opens its implementation only when it is used; for
-parsers, the module that registers them. evalrepro's own kinds are declared the same way,
-in its ``pyproject.toml``, so a package that adds a kind edits nothing here:
+executors, targets and agent adapters that object is the kind's config model (a pydantic
+model with a ``kind: Literal[...]`` field), which opens its implementation only when it
+is used; for parsers, the module that registers them. evalrepro's own kinds are
+declared the same way, in its ``pyproject.toml``, so a package that adds a kind edits
+nothing here:
 
     [project.entry-points."evalrepro.executors"]
     mine = "my_package.executor:MyExecutorConfig"
@@ -27,7 +28,7 @@ from pydantic import Field
 from evalrepro import PACKAGE_DIR
 from evalrepro.errors import UserError
 
-Group = Literal["builders", "runtimes", "executors", "targets", "parsers"]
+Group = Literal["builders", "runtimes", "executors", "targets", "parsers", "agents"]
 
 #: What a kind of each group is called in messages.
 _NOUN = {
@@ -36,6 +37,7 @@ _NOUN = {
     "executors": "executor",
     "targets": "target",
     "parsers": "parser module",
+    "agents": "agent adapter",
 }
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,22 @@ from evalrepro.targets.agent import AgentBudgets, AgentTarget, CommandAgent
 from tests.podman_support import demo_config, needs_podman, run_demo
 
 pytestmark = needs_podman
+
+#: Hostile agents run in both podman modes: here (rootless, as scripts/test runs the
+#: suite) and, in scripts/test's root pass, as root.
+both_modes = pytest.mark.parametrize(
+    "mode",
+    [
+        "here",
+        pytest.param(
+            "root",
+            marks=[
+                pytest.mark.root_podman,
+                pytest.mark.skipif(os.geteuid() != 0, reason="root podman: the root pass"),
+            ],
+        ),
+    ],
+)
 
 INSTANCE = "demo__calc-1"
 
@@ -104,7 +122,8 @@ def test_an_agent_past_its_wall_time_is_unresolved_budget_exhausted(tmp_path):
     assert (attempt_files(run_dir) / "patch.diff").stat().st_size > 0
 
 
-def test_what_an_agent_writes_into_git_never_reaches_the_patch(tmp_path):
+@both_modes
+def test_what_an_agent_writes_into_git_never_reaches_the_patch(tmp_path, mode):
     command = (
         'printf "%s" "$FIX" | git apply && '
         "git config --file .git/config diff.external /bin/false && "
@@ -214,8 +233,8 @@ def test_reproducing_an_agent_run_evaluates_its_patches_again_without_the_agent(
     assert "agents are not run again" in console.file.getvalue()
 
 
-def test_an_agent_that_fills_the_disk_is_stopped_at_the_reserve(tmp_path):
-    import os
+@both_modes
+def test_an_agent_that_fills_the_disk_is_stopped_at_the_reserve(tmp_path, mode):
     import shutil
 
     # A reserve 1 GiB below what is free now (other writers move it a little): 3 GB
@@ -243,3 +262,119 @@ def test_an_agent_that_fills_the_disk_is_stopped_at_the_reserve(tmp_path):
     assert all(a.finished_at.timestamp() - a.started_at.timestamp() < 60 for a in result.attempts)
     assert shutil.disk_usage(tmp_path).free > reserve
     assert os.path.exists(tmp_path)
+
+
+def _running(marker: bytes) -> list[str]:
+    """Host processes whose command line holds ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker in (entry / "cmdline").read_bytes():
+                found.append(entry.name)
+        except OSError:
+            continue
+    return found
+
+
+@both_modes
+def test_a_process_that_outlives_the_agent_goes_with_its_sandbox(tmp_path, mode):
+    command = 'printf "%s" "$FIX" | git apply; setsid nohup sleep 7771 >/dev/null 2>&1 &'
+    result, _ = agent_run(tmp_path, "leaver", command)
+    assert str(result.score.outcome) == "resolved"
+    assert _running(b"sleep\x007771") == []
+
+
+@both_modes
+def test_a_fork_bomb_is_stopped_at_the_process_limit_and_is_the_agents_error(tmp_path, mode):
+    canary = tmp_path / "canary.txt"
+    canary.write_text("untouched\n")
+    config = demo_config("demo", f"dataset.instance_ids=[{INSTANCE}]", "environment.limits.pids=64")
+    agent = AgentTarget(
+        name="bomber",
+        adapter=CommandAgent(
+            command="setsid nohup sleep 7772 >/dev/null 2>&1 & "
+            "bomb() { bomb | bomb & }; bomb; sleep 100"
+        ),
+        budgets=AgentBudgets(wall_seconds=90),
+    )
+    run_dir = tmp_path / "run"
+    run_demo(config.model_copy(update={"target": agent}), run_dir)
+    (path,) = (run_dir / "trials").glob("*/result.json")
+    result = read_trial_result(path)
+    assert (str(result.score.outcome), result.score.reason) == ("unresolved", "agent_error")
+    assert "over the limit of 64" in result.score.detail
+    assert len(result.attempts) == 1  # its own doing: never retried
+    # Stopped well before its wall time, with everything it started; the host untouched.
+    (attempt,) = result.attempts
+    assert (attempt.finished_at - attempt.started_at).total_seconds() < 60
+    assert _running(b"sleep\x007772") == []
+    assert canary.read_text() == "untouched\n"
+
+
+PROBE = r"""
+import json, os, socket, sys, urllib.error, urllib.request
+allowed, other = sys.argv[1], sys.argv[2]
+seen = {}
+def fetch(name, url, data=None):
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, data=data), timeout=10) as r:
+            seen[name] = json.load(r).get("object", "reached")
+    except urllib.error.HTTPError as error:
+        seen[name] = f"http {error.code}"
+    except Exception as error:
+        seen[name] = f"refused: {type(error).__name__}"
+body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
+fetch("allowed", allowed + "/chat/completions", body)
+fetch("other", other + "/chat/completions", body)
+fetch("other_tls", other.replace("http:", "https:") + "/chat/completions", body)
+for address in json.loads(os.environ["DIRECT"]):
+    host, port = address.rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=3).close()
+        seen[address] = "reached"
+    except OSError as error:
+        seen[address] = f"refused: {type(error).__name__}"
+print("PROBE " + json.dumps(seen))
+"""
+
+
+@both_modes
+def test_model_only_reaches_exactly_the_named_endpoint_and_nothing_else(tmp_path, mode):
+    from evalrepro.agents.replay import Recording, ReplayServer
+
+    recording = Recording(conversations=[])
+    with ReplayServer(recording) as allowed, ReplayServer(recording) as other:
+        hosts = {a[4][0] for a in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)}
+        direct = [
+            f"127.0.0.1:{allowed.port}",
+            f"127.0.0.1:{other.port}",
+            *(f"{h}:{allowed.port}" for h in sorted(hosts - {"127.0.0.1"})),
+            "10.0.2.2:22",
+            "1.1.1.1:53",
+        ]
+        config = demo_config("demo", f"dataset.instance_ids=[{INSTANCE}]")
+        agent = AgentTarget(
+            name="prober",
+            adapter=CommandAgent(
+                command=f'python3 -c "$PROBE" {allowed.url} {other.url}',
+                env={"PROBE": PROBE, "DIRECT": json.dumps(direct)},
+                endpoints=[allowed.url],
+            ),
+            network="model_only",
+        )
+        run_dir = tmp_path / "run"
+        run_demo(config.model_copy(update={"target": agent}), run_dir)
+    log = (attempt_files(run_dir) / "agent_log.txt").read_text()
+    (line,) = [line for line in log.splitlines() if line.startswith("PROBE ")]
+    seen = json.loads(line.removeprefix("PROBE "))
+    assert seen.pop("allowed") == "chat.completion"
+    assert seen.pop("other") == "http 403"
+    assert seen.pop("other_tls").startswith("refused")
+    assert seen and all(v.startswith("refused") for v in seen.values()), seen
+
+
+def test_model_only_needs_the_endpoints_it_allows():
+    with pytest.raises(ValueError, match="needs the endpoints"):
+        AgentTarget(name="a", adapter=CommandAgent(command="true"), network="model_only")
+    with pytest.raises(ValueError, match="not an http"):
+        CommandAgent(command="true", endpoints=["ftp://x"])

@@ -98,6 +98,29 @@ def test_attributes_in_the_tree_change_nothing(tmp_path):
     assert (repo / "README.md").read_text() == "calc, fixed\n"
 
 
+def test_new_files_the_base_ignores_and_python_caches_are_not_the_agents_answer(tmp_path):
+    base = {**BASE, ".gitignore": "*.log\nbuild/\n"}
+    work = {
+        **base,
+        "calc/evaluator.py": "def evaluate(x):\n    return x + 1\n",
+        "calc/__pycache__/evaluator.cpython-311.pyc": b"\000compiled",
+        "notes.log": "ran the tests\n",
+        "build/out.txt": "artefact\n",
+        "calc/kept.py": "KEPT = 1\n",
+        # The agent's own ignore rules are not the base's: they hide nothing.
+        "calc/.gitignore": "kept.py\n",
+    }
+    patch = harness_diff(tree(base), tree(work), limit=1 << 20)
+    assert b"__pycache__" not in patch and b"notes.log" not in patch and b"build/" not in patch
+    assert b"calc/kept.py" in patch and b"calc/evaluator.py" in patch
+
+
+def test_a_changed_file_the_base_tracks_is_taken_even_where_an_ignore_rule_matches(tmp_path):
+    base = {**BASE, ".gitignore": "*.log\n", "tracked.log": "old\n"}
+    patch = harness_diff(tree(base), tree({**base, "tracked.log": "new\n"}), limit=1 << 20)
+    assert b"tracked.log" in patch
+
+
 def test_an_unchanged_tree_is_an_empty_diff():
     assert harness_diff(tree(BASE), tree(BASE), limit=1 << 20) == b""
 

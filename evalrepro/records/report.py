@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from evalrepro.config.gate import RuleVerdict
-from evalrepro.records.base import Record
+from evalrepro.records.base import Record, unchanged
 from evalrepro.records.metrics import RunMetrics
 from evalrepro.records.score import Outcome
 from evalrepro.records.timing import RunTiming, TrialTiming
@@ -149,7 +149,9 @@ class TrialRow(BaseModel):
 
 class RunReport(Record):
     record: Literal["RunReport"] = "RunReport"
-    schema_version: int = 2
+    #: 3: the timing's phases have ``agent``.
+    schema_version: int = 3
+    migrations = {2: unchanged}
     run: str
     provenance: Provenance
     metrics: RunMetrics

@@ -43,6 +43,8 @@ class PhaseSeconds(BaseModel):
     reset: float = 0.0
     #: The test command.
     tests: float = 0.0
+    #: An agent target's agent phase, start to its sandbox's end (``agent.json``).
+    agent: float = 0.0
 
     def __add__(self, other: PhaseSeconds) -> PhaseSeconds:
         names = PhaseSeconds.model_fields

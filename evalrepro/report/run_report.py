@@ -375,7 +375,10 @@ def print_timing(console: Console, timing: RunTiming) -> None:
         ("patch", "  patch apply"),
         ("reset", "  test reset"),
         ("tests", "  tests"),
+        ("agent", "  agent phase"),
     ):
+        if name == "agent" and not t.agent:
+            continue  # not an agent's run
         table.add_row(label, seconds(getattr(t, name)), per(getattr(t, name)))
     table.add_row("attempts", str(timing.attempts), f"{timing.retried_trials} trials retried")
     if timing.input_tokens is not None or timing.output_tokens is not None:
@@ -540,6 +543,24 @@ def markdown_run_report(report: RunReport) -> str:
         f"{seconds(report.timing.build_total)} |",
         f"| trials, wall time | {seconds(report.timing.seconds.wall)} |",
         f"| tests | {seconds(report.timing.seconds.tests)} |",
+        *(
+            [f"| agent phase | {seconds(report.timing.seconds.agent)} |"]
+            if report.timing.seconds.agent
+            else []
+        ),
+        *(
+            [
+                f"| tokens (input / output) | {report.timing.input_tokens or 0} / "
+                f"{report.timing.output_tokens or 0} |"
+            ]
+            if report.timing.input_tokens is not None or report.timing.output_tokens is not None
+            else []
+        ),
+        *(
+            [f"| cost | ${report.timing.cost_usd:.2f} |"]
+            if report.timing.cost_usd is not None
+            else []
+        ),
         "",
         *(
             [

@@ -10,6 +10,8 @@ Each number comes from the record that measured it, never from a guess:
   host measured it (``RuntimeFacts.seconds``), and the supervisor's own clocks for
   applying the patch, resetting the test files and running the tests
   (``supervisor.json``);
+* an agent target's agent phase: ``agent.json``'s seconds (the agent's sandbox, from
+  its start to the harness's copy of the tree);
 * tokens and cost: the ``usage`` of each prediction, as the target reported it.
 
 A trial's time is the sum over its attempts: a retry costs time too. A regraded log has
@@ -24,6 +26,7 @@ from pathlib import Path
 from evalrepro import atomic
 from evalrepro.build.images import ImageChain
 from evalrepro.errors import UserError
+from evalrepro.records.agent import AgentOutcome
 from evalrepro.records.base import read_record
 from evalrepro.records.image import BuildFailure
 from evalrepro.records.supervision import SupervisorReport
@@ -90,6 +93,17 @@ def _supervisor_report(
     return None
 
 
+def _agent_seconds(run_dir: Path, attempt_artifacts: list, intact: bool | None) -> float:
+    """The attempt's agent phase, from its intact ``agent.json`` (0: none)."""
+    for artifact in attempt_artifacts:
+        if artifact.path.endswith("/agent.json") and (intact or artifact.matches(run_dir)):
+            try:
+                return read_record(run_dir / artifact.path, AgentOutcome).seconds
+            except UserError:
+                return 0.0
+    return 0.0
+
+
 def trial_timing(run_dir: Path, result: TrialResult, *, intact: bool | None = None) -> TrialTiming:
     """Where a trial's time went; ``intact``: whether its artifacts still have their
     digests, when the caller knows (None: each supervisor.json is checked here)."""
@@ -103,6 +117,7 @@ def trial_timing(run_dir: Path, result: TrialResult, *, intact: bool | None = No
             phases["patch"] = report.patch.seconds if report.patch else 0.0
             phases["reset"] = report.reset.seconds if report.reset else 0.0
             phases["tests"] = report.tests.seconds if report.tests else 0.0
+        phases["agent"] = _agent_seconds(run_dir, attempt.artifacts, intact)
         total = total + PhaseSeconds(**phases)
     usage = result.usage
     return TrialTiming(

@@ -52,6 +52,7 @@ from evalrepro.records.artifact import Artifact
 from evalrepro.records.base import Record, parse_record, read_record
 from evalrepro.records.report import RunReport, TrialRow
 from evalrepro.records.supervision import SupervisorReport, TrialProgram
+from evalrepro.records.trajectory import Trajectory
 from evalrepro.records.trial import Attempt, TrialResult
 from evalrepro.records.view import ViewManifest
 from evalrepro.report.html import (
@@ -499,6 +500,10 @@ class TrialView:
     agent: list[Value] = field(default_factory=list)
     agent_log: Shown | None = None
     agent_log_name: str = ""
+    #: The agent's steps, from its ``trajectory.json`` (none: no trajectory, or one that
+    #: cannot be read; the file itself is still shown).
+    trajectory: Trajectory | None = None
+    trajectory_problem: str = ""
     foreign: list[Value] = field(default_factory=list)
     tests: list[TestLine] = field(default_factory=list)
     tests_total: int = 0
@@ -742,6 +747,13 @@ def _fill(view: TrialView, run_dir: Path, result: TrialResult, image: list[Value
                 view.agent_log = show_file(run_dir, files[name], folder, LOG, name)
                 view.agent_log_name = name
                 break
+        if "trajectory.json" in files:
+            try:
+                view.trajectory = _parsed(run_dir, files["trajectory.json"], folder, Trajectory)
+            except Unreadable as why:
+                view.trajectory_problem = f"trajectory.json: {why}"
+            except UserError as error:
+                view.trajectory_problem = f"trajectory.json is not a trajectory ({error})"
 
 
 def _json_values(run_dir: Path, artifact: Artifact, folder: str) -> list[Value]:

@@ -23,9 +23,12 @@ agent); one in the evaluation is retried with the recorded patch, the agent not 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from evalrepro import plugins
@@ -34,9 +37,19 @@ from evalrepro.digest import sha256_bytes
 from evalrepro.records.agent import AgentOutcome
 from evalrepro.records.testspec import ResolvedProtection
 from evalrepro.run.attempt import AttemptOutput, AttemptSpec
+from evalrepro.run.egress import (
+    FORWARDER,
+    PROXY_ENV,
+    START_FORWARDER,
+    EgressProxy,
+    allowed_addresses,
+)
 from evalrepro.run.interactive import SandboxError, SandboxRequest, TooLarge
 from evalrepro.run.patchcheck import check_patch
-from evalrepro.run.sandbox.supervisor import _mem_available  # the watchdog's own reading
+from evalrepro.run.sandbox.supervisor import (
+    TEST_PATH,
+    _mem_available,  # the watchdog's own reading
+)
 from evalrepro.run.worktree import TreeError, harness_diff
 
 #: Seconds a sandbox may outlive its agent's wall-time budget before conmon stops it.
@@ -89,6 +102,8 @@ def attempt_with_agent(runtime: Any, spec: AttemptSpec) -> AttemptOutput:
         image_digest=spec.image.digest,
         user=target.user,
         lifetime=target.budgets.wall_seconds + _SANDBOX_MARGIN,
+        # The agent finds the programs the tests will run with (the env layer's first).
+        env={"PATH": TEST_PATH},
     )
     end: AgentEnd | None = None
     patch: bytes | None = None
@@ -98,21 +113,50 @@ def attempt_with_agent(runtime: Any, spec: AttemptSpec) -> AttemptOutput:
             "/testbed",
             limit=target.max_tree_bytes,
         )
-        with runtime.sandbox(request) as sandbox, _Reserves(runtime, sandbox, spec) as watch:
+        with contextlib.ExitStack() as stack:
+            if target.network == "model_only":
+                folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="egress-")))
+                endpoints = getattr(target.adapter, "endpoints", [])
+                stack.enter_context(EgressProxy(folder, allowed_addresses(endpoints)))
+                request = request.model_copy(
+                    update={
+                        "network": "model_only",
+                        "egress": str(folder),
+                        "env": {**request.env, **PROXY_ENV},
+                    }
+                )
+            sandbox = stack.enter_context(runtime.sandbox(request))
+            watch = stack.enter_context(_Reserves(runtime, sandbox, spec))
             prepared = sandbox.exec(PREPARE, timeout=600, user="root", cwd="/testbed")
             if prepared.exit_code != 0:
                 last = (prepared.output.strip().splitlines() or ["no output"])[-1][:300]
                 raise SandboxError(f"cannot prepare the repository for the agent: {last}")
+            if target.network == "model_only":
+                forwarder = sandbox.exec(
+                    START_FORWARDER,
+                    timeout=60,
+                    user="root",
+                    cwd="/",
+                    env={"EVALREPRO_FORWARDER": FORWARDER},
+                )
+                if forwarder.exit_code != 0:
+                    last = (forwarder.output.strip().splitlines() or ["no output"])[-1][:300]
+                    raise SandboxError(f"cannot open the model_only path: {last}")
             sandbox.write_file(PROBLEM_PATH, spec.agent.problem_statement.encode())
             deadline = started + target.budgets.wall_seconds
             end = runner.run(sandbox, target, spec.agent.problem_statement, deadline)
-            if watch.tripped:
+            work = None
+            if watch.tripped and watch.agent_to_blame:
+                # Its sandbox is gone with what it left: nothing to take, its own failure.
+                end.status, end.budget = "agent_error", None
+                end.detail = f"the agent's sandbox was stopped: {watch.tripped}"
+            elif watch.tripped:
                 raise SandboxError(f"the agent's sandbox was stopped: {watch.tripped}")
-            try:
-                work = sandbox.export_tree("/testbed", limit=target.max_tree_bytes)
-            except TooLarge as error:
-                end = _refused(end, str(error))
-                work = None
+            else:
+                try:
+                    work = sandbox.export_tree("/testbed", limit=target.max_tree_bytes)
+                except TooLarge as error:
+                    end = _refused(end, str(error))
         if work is not None:
             patch = harness_diff(base, work, limit=target.max_patch_bytes)
     except TreeError as error:
@@ -164,16 +208,20 @@ class _Reserves:
     """Watches the machine while the agent works: a sandbox that leaves the filesystem of
     the containers less free space than ``disk_reserve``, or the machine less memory than
     ``memory_reserve``, is stopped at once (rootless podman has no cgroup to do it; the
-    reserves are the environment's, as for the tests). Whatever is to blame, the attempt
-    is then an infrastructure error: the host comes first."""
+    reserves are the environment's, as for the tests); whatever is to blame, the attempt
+    is then an infrastructure error: the host comes first. A sandbox that runs more
+    processes than the environment's ``pids`` (a fork bomb, counted by the host in the
+    sandbox's PID namespace) is stopped too, and that is the agent's doing."""
 
     def __init__(self, runtime: Any, sandbox: Any, spec: AttemptSpec) -> None:
         limits = spec.program.limits if spec.program is not None else {}
         self.disk = limits.get("disk_reserve", 0)
         self.memory = limits.get("memory_reserve", 0)
+        self.pids = limits.get("pids", 0)
         self.path = getattr(runtime, "graph_root", "") or "/"
         self.sandbox = sandbox
         self.tripped = ""
+        self.agent_to_blame = False
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
@@ -194,6 +242,10 @@ class _Reserves:
                 return
 
     def _problem(self) -> str:
+        running = self.sandbox.processes() if self.pids else None
+        if running is not None and running > self.pids:
+            self.agent_to_blame = True
+            return f"{running} processes ran in it, over the limit of {self.pids}"
         try:
             fs = os.statvfs(self.path)
         except OSError:

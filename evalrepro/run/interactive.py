@@ -14,8 +14,9 @@ interactive sandbox lives across many commands (inspect_ai's sandbox is the shap
 5. :meth:`Sandbox.stop` removes it with everything still running in it (also on exit of
    a ``with`` block, and when evalrepro dies: a backstop timeout stops it).
 
-Nothing in the sandbox can write on the host: no volume is mounted, and what comes out
-(output, files, trees) is read within the caller's bounds.
+Nothing in the sandbox can write on the host: no volume is mounted (for ``model_only``,
+one folder read-only, holding the egress proxy's socket: ``evalrepro.run.egress``), and
+what comes out (output, files, trees) is read within the caller's bounds.
 """
 
 from __future__ import annotations
@@ -46,7 +47,12 @@ class SandboxRequest(BaseModel):
     #: The user commands run as (None: the image's; evalrepro's images have ``tester``,
     #: who owns the repository and cannot read root's copy of its history).
     user: str | None = None
+    #: ``none``: no network at all. ``model_only``: still none, and the host folder
+    #: ``egress`` (an :mod:`evalrepro.run.egress` proxy's socket) mounted read-only.
     network: NetworkPolicy = "none"
+    egress: str | None = None
+    #: Environment variables of every command (no secrets: they show in process lists).
+    env: dict[str, str] = {}
     #: Seconds the sandbox may live at most: the backstop if its owner dies.
     lifetime: int = Field(default=3600, ge=10)
 
@@ -106,6 +112,11 @@ class Sandbox(ABC):
     def export_tree(self, path: str, *, limit: int) -> bytes:
         """The folder ``path`` as a tar stream; more than ``limit`` bytes of it is a
         :class:`SandboxError`."""
+
+    def processes(self) -> int | None:
+        """How many processes run in the sandbox now, as the host counts them (None: the
+        runtime cannot tell)."""
+        return None
 
     @abstractmethod
     def stop(self) -> None:

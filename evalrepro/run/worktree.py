@@ -13,7 +13,11 @@ repository. Instead:
 2. each is unpacked here into a private folder with Python's ``tar`` extraction filter
    (nothing outside the folder, no device, no setuid bit), every ``.git`` left out, hard
    links and special files refused, within a count of entries;
-3. the diff is ``git diff --no-index --binary`` of the two folders, with no config, no
+3. a new file that the base commit's ignore rules (its ``.gitignore`` files, never the
+   agent's) or the harness's own (compiled-Python caches, ``HARNESS_IGNORES``) ignore is
+   left out, as ``git add -A`` would leave it: an agent that ran the code leaves
+   ``__pycache__`` behind, which is not its answer;
+4. the diff is ``git diff --no-index --binary`` of the two folders, with no config, no
    attributes, no external diff or text conversion (``--no-index`` reads no
    ``.gitattributes`` in the trees; symbolic links are compared as links, never
    followed), bounded.
@@ -36,6 +40,9 @@ from evalrepro.publish.tarball import normalised
 
 #: Entries a tree may have (files, folders, links), by default.
 MAX_ENTRIES = 200_000
+#: New files the harness never takes into an agent's patch, whatever the repository says
+#: (gitignore syntax): what running Python leaves behind.
+HARNESS_IGNORES = "__pycache__/\n*.py[cod]\n"
 
 
 class TreeError(UserError):
@@ -133,9 +140,10 @@ def harness_diff(
             "GIT_CEILING_DIRECTORIES": scratch,
             "LC_ALL": "C",
         }
-        done = subprocess.run(
+        for path in _ignored(root, _new_files(root / "a", root / "b"), env):
+            (root / "b" / path).unlink()
+        _git(
             [
-                "git",
                 "-c",
                 "core.attributesFile=" + os.devnull,
                 "diff",
@@ -150,15 +158,63 @@ def harness_diff(
                 "a",
                 "b",
             ],
-            cwd=scratch,
-            env=env,
-            capture_output=True,
-            check=False,
+            root,
+            env,
         )
-        if done.returncode not in (0, 1):  # 1: the trees differ
-            last = done.stderr.decode(errors="replace").strip().splitlines() or ["?"]
-            raise TreeError(f"git diff of the working tree failed: {last[-1][:300]}")
         size = output.stat().st_size
         if size > limit:
             raise TreeError(f"the working tree's diff is {size} bytes, over the limit of {limit}")
         return output.read_bytes()
+
+
+def _new_files(base: Path, work: Path) -> list[str]:
+    """Paths of the files and links of ``work`` that ``base`` does not have."""
+    new = []
+    for folder, folders, files in os.walk(work):
+        here = Path(folder).relative_to(work)
+        for name in [*files, *(f for f in folders if (Path(folder) / f).is_symlink())]:
+            path = (here / name).as_posix()
+            if not os.path.lexists(base / path):
+                new.append(path)
+    return sorted(new)
+
+
+def _ignored(root: Path, paths: list[str], env: dict[str, str]) -> list[str]:
+    """Which of ``paths`` the base tree's ignore rules, or the harness's, ignore: asked of
+    ``git check-ignore`` in a repository of the harness's own whose work tree is the base
+    tree (its ``.gitignore`` files are the base commit's)."""
+    if not paths:
+        return []
+    rules = root / "harness-ignores"
+    rules.write_text(HARNESS_IGNORES)
+    git_dir = root / "ignores.git"
+    _git(["init", "-q", "--bare", str(git_dir)], root, env)
+    found = _git(
+        [
+            f"--git-dir={git_dir}",
+            f"--work-tree={root / 'a'}",
+            "-c",
+            f"core.excludesFile={rules}",
+            "check-ignore",
+            "--no-index",
+            "--stdin",
+            "-z",
+        ],
+        root,
+        env,
+        stdin=b"".join(path.encode("utf-8", "surrogateescape") + b"\0" for path in paths),
+    )
+    return [item.decode("utf-8", "surrogateescape") for item in found.split(b"\0") if item]
+
+
+def _git(args: list[str], cwd: Path, env: dict[str, str], stdin: bytes = b"") -> bytes:
+    """``git ARGS``' stdout; exit 1 is an answer (the trees differ, nothing is ignored),
+    anything else a :class:`TreeError` naming the command and git's last line."""
+    done = subprocess.run(
+        ["git", *args], input=stdin, cwd=cwd, env=env, capture_output=True, check=False
+    )
+    if done.returncode not in (0, 1):
+        last = done.stderr.decode(errors="replace").strip().splitlines() or ["?"]
+        name = next(arg for arg in args if not arg.startswith("-") and "=" not in arg)
+        raise TreeError(f"git {name} of the working tree failed: {last[-1][:300]}")
+    return done.stdout

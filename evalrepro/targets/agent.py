@@ -9,18 +9,22 @@ the instance's image (``evalrepro.run.interactive``), runs the agent through its
 what it left (``evalrepro.run.worktree``), and the tests then run with that patch as with
 any saved patch, in a fresh sandbox (``evalrepro.run.agent_phase``).
 
-Adapters: ``command`` (an agent CLI run inside the sandbox: an install script, then a
-command line). How the agent's end is scored: docs/semantics.md ("Agents").
+Adapters (``evalrepro.config.agents``): ``command`` (an agent CLI run inside the sandbox:
+an install script, then a command line) and ``mini_swe_agent`` (the mini-swe-agent
+package drives the loop on the host; each of its commands is an ``exec`` in the sandbox).
+How the agent's end is scored: docs/semantics.md ("Agents").
 """
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from evalrepro.config.agents import CommandAgent, MiniSweAgent
 from evalrepro.config.sample import Sample
 from evalrepro.digest import sha256_json
+from evalrepro.plugins import config_union
 from evalrepro.targets.base import Prediction, Target
 
 
@@ -39,45 +43,22 @@ class AgentBudgets(BaseModel):
     cost_usd: float | None = Field(default=None, gt=0)
 
 
-class CommandAgent(BaseModel):
-    """Any agent CLI, installed into the sandbox and run inside it (as terminal-bench's
-    installed agents are): ``install`` first (as root, in ``/``), then ``command`` (as
-    the target's user, in the repository). The problem statement is the file
-    ``$EVALREPRO_PROBLEM`` (``/tmp/evalrepro/problem.md``) and the variable of that
-    name's ``_TEXT``."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    kind: Literal["command"] = "command"
-    #: A shell script that installs the agent (empty: the image has it).
-    install: str = ""
-    #: The command line that runs the agent, with ``bash -c``.
-    command: str = Field(min_length=1)
-    #: Environment variables of the agent's commands (values are identity: no secrets).
-    env: dict[str, str] = {}
-    #: Names of host environment variables passed to the agent by name (keys): their
-    #: values are never written anywhere, nor part of the identity.
-    secrets: list[str] = []
-    #: The agent's version, for the record and the identity.
-    version: str = ""
-
-    implementation: ClassVar[str] = "evalrepro.agents.command:CommandAgentRunner"
-
-
-#: The adapters, by ``kind``.
-AgentAdapter = Annotated[CommandAgent, Field(discriminator="kind")]
+#: The adapters, by ``kind`` (entry-point group ``evalrepro.agents``).
+AgentAdapter = config_union("agents")
 
 
 class AgentTarget(Target):
     kind: Literal["agent"] = "agent"
     #: The target's name in trial ids and reports (the agent and model, say).
     name: str = Field(min_length=1)
-    #: How the agent is driven (``kind``: ``command``).
-    adapter: AgentAdapter
+    #: How the agent is driven (``kind``: ``command``, ``mini_swe_agent``).
+    adapter: AgentAdapter  # type: ignore[valid-type]
     #: What the agent may spend on one trial.
     budgets: AgentBudgets = Field(default_factory=AgentBudgets)
-    #: The sandbox's network: none at all.
-    network: Literal["none"] = "none"
+    #: The sandbox's network: ``none`` at all, or ``model_only``: exactly the adapter's
+    #: ``endpoints``, through evalrepro's proxy (a ``command`` agent; mini-swe-agent calls
+    #: its model from the host and its sandbox has no network).
+    network: Literal["none", "model_only"] = "none"
     #: The user the agent's commands run as (evalrepro's images: ``tester``, who owns the
     #: repository; None: the image's own user).
     user: str | None = "tester"
@@ -92,6 +73,15 @@ class AgentTarget(Target):
 
     #: An agent makes its patches while the run goes on.
     makes_patches: ClassVar[bool] = True
+
+    @model_validator(mode="after")
+    def _network(self) -> AgentTarget:
+        if self.network == "model_only" and not getattr(self.adapter, "endpoints", None):
+            raise ValueError(
+                f"network model_only needs the endpoints the agent may reach "
+                f"(adapter.endpoints); adapter {self.adapter.kind} has none"
+            )
+        return self
 
     def patches(self, samples: list[Sample]) -> list[Prediction]:
         return [
@@ -112,5 +102,12 @@ class AgentTarget(Target):
     def identity(self, prediction: Prediction) -> str:
         """sha256 over the canonical JSON of what defines the agent: everything here but
         how many samples there are and what a missing one means (which change the plan,
-        not an answer)."""
-        return sha256_json(self.model_dump(mode="json", exclude={"samples", "missing"}))
+        not an answer), and what the adapter says is where the agent runs from, not what
+        it is (an endpoint's address, a key's variable, a Python's path)."""
+        exclude: dict[str, Any] = {"samples": True, "missing": True}
+        if type(self.adapter).not_identity:
+            exclude["adapter"] = type(self.adapter).not_identity
+        return sha256_json(self.model_dump(mode="json", exclude=exclude))
+
+
+__all__ = ["AgentBudgets", "AgentTarget", "CommandAgent", "MiniSweAgent"]

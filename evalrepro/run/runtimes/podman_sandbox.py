@@ -1,13 +1,13 @@
 """The interactive sandbox of the podman runtime (see :mod:`evalrepro.run.interactive`).
 
 One detached container per sandbox, started from the image's Id (a tag moved meanwhile
-cannot swap the image), ``--network none`` (or the target's policy), the environment's
-limits, no volume, no privilege gain, and a lifetime after which conmon kills it even if
-evalrepro died. Each command is a ``podman exec``; every byte that comes back is read by
-this process within a bound and a deadline of its own: whatever runs inside is the
-agent's (it may replace ``bash``, ``timeout`` or ``cat`` in the container), so no bound
-relies on a program in the container. A tree comes out through ``podman cp``, which
-podman itself reads from the container's filesystem.
+cannot swap the image), ``--network none``, the environment's limits, no volume (but, for
+``model_only``, the egress proxy's folder, read-only), no privilege gain, and a lifetime
+after which conmon kills it even if evalrepro died. Each command is a ``podman exec``;
+every byte that comes back is read by this process within a bound and a deadline of its
+own: whatever runs inside is the agent's (it may replace ``bash``, ``timeout`` or ``cat``
+in the container), so no bound relies on a program in the container. A tree comes out
+through ``podman cp``, which podman itself reads from the container's filesystem.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import subprocess
 import time
 from typing import Protocol
 
+from evalrepro.run.egress import MOUNT as EGRESS_MOUNT
 from evalrepro.run.interactive import (
     ExecResult,
     Sandbox,
@@ -53,14 +54,18 @@ class PodmanSandbox(Sandbox):
         self._stopped = False
         _check_image(runtime, request, f"cannot start sandbox {request.name}")
         flags, _ = runtime._limit_flags()
-        network = "none" if request.network == "none" else request.network
+        if request.network == "model_only":
+            if not request.egress:
+                raise SandboxError(f"sandbox {request.name}: model_only needs an egress proxy")
+            # No network still: the proxy's socket is the only way out (run/egress.py).
+            flags = [*flags, f"--volume={request.egress}:{EGRESS_MOUNT}:ro"]
         command = [
             "run",
             "--detach",
             "--name",
             request.name,
             "--network",
-            network,
+            "none",
             "--init",
             "--pull",
             "never",
@@ -71,6 +76,7 @@ class PodmanSandbox(Sandbox):
             f"--timeout={request.lifetime}",
             "--workdir",
             request.workdir,
+            *(f"--env={key}={value}" for key, value in sorted(request.env.items())),
             *flags,
             "--entrypoint",
             "sleep",
@@ -82,6 +88,30 @@ class PodmanSandbox(Sandbox):
         if done.exit_code != 0:
             self.stop()
             raise SandboxError(f"cannot start sandbox {request.name}: {_last(done.output)}")
+        self._pid_namespace = self._namespace()
+
+    def _namespace(self) -> str | None:
+        argv = ["podman", "inspect", "--format", "{{.State.Pid}}", self.request.name]
+        done = _bounded(argv, self.runtime.env, b"", 1 << 10, _PODMAN_SECONDS)
+        try:
+            return os.readlink(f"/proc/{int(done.output.strip())}/ns/pid")
+        except (ValueError, OSError):
+            return None
+
+    def processes(self) -> int | None:
+        """How many processes run in the sandbox now, counted by the host from ``/proc``
+        (every process in the container's PID namespace: ``exec``'d commands too, however
+        they were started); None: not known here."""
+        if self._pid_namespace is None:
+            return None
+        count = 0
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                try:
+                    count += os.readlink(f"/proc/{entry.name}/ns/pid") == self._pid_namespace
+                except OSError:
+                    continue  # gone meanwhile, or not ours to read
+        return count
 
     def exec(
         self,
