@@ -184,6 +184,7 @@ def test_the_agent_sees_no_history_after_the_base_commit_and_a_clean_index(tmp_p
         "git log --all --format=%s; echo refs:; git for-each-ref; git tag; echo reflog:; "
         "git reflog | wc -l; echo status:; git status --porcelain | wc -l; "
         "ls /opt/evalrepro/repo.git 2>&1 | head -1; "
+        "echo repos:; find / -xdev -type d -name objects 2>/dev/null | grep -vc '^/testbed/'; "
         f"git cat-file -t {later} 2>&1 | head -1"
     )
     _, run_dir = agent_run(tmp_path, "historian", command)
@@ -195,6 +196,8 @@ def test_the_agent_sees_no_history_after_the_base_commit_and_a_clean_index(tmp_p
     assert len(refs) == 1 and refs[0].endswith("refs/heads/main")
     assert log.split("status:")[1].split()[0] == "0"  # the index is the base commit's
     assert "No such file or directory" in log.split("status:")[1]
+    # No other git repository anywhere: no copy of the history to read the future from.
+    assert log.split("repos:")[1].split()[0] == "0"
     # A later commit (calc-2's base) is not in the repository at all, by its id.
     assert log.strip().splitlines()[-1].startswith("fatal:")
 

@@ -52,3 +52,21 @@ def test_the_agent_demo_resolves_some_instances_and_names_why_the_others_did_not
     (page,) = (site.root / "trials").glob("demo__calc-1--*.html")
     html = page.read_text()
     assert "<h3>Trajectory</h3>" in html and "grep -n &#39;def power&#39;" in html
+
+
+def test_on_dask_workers_the_agent_runs_where_the_attempt_runs_with_the_same_trials(tmp_path):
+    instances = "dataset.instance_ids=[demo__calc-1,demo__ledger-1]"
+    runs = {}
+    for executor in ("local", "dask"):
+        run_dir = tmp_path / executor
+        run_demo(demo_config("demo_agent", instances, f"executor={executor}"), run_dir)
+        runs[executor] = {
+            r.trial.trial_id: (r.instance_id, str(r.score.outcome), r.score.reason)
+            for r in map(read_trial_result, (run_dir / "trials").glob("*/result.json"))
+        }
+        assert check_run(run_dir).ok
+    assert runs["dask"] == runs["local"]
+    assert sorted(runs["dask"].values()) == [
+        ("demo__calc-1", "resolved", "tests_passed"),
+        ("demo__ledger-1", "unresolved", "agent_no_diff"),
+    ]

@@ -60,7 +60,8 @@ _WATCH_SECONDS = 0.5
 #: run yet: the image's own git): no history after the base commit stays in reach (the
 #: harness's copy of the history goes; every ref, tag and reflog entry of the repository
 #: goes, and what only they reached is pruned), and the index is made to match the base
-#: commit, so that the agent's `git status` and `git diff` start clean.
+#: commit, so that the agent's `git status` and `git diff` start clean. No other git
+#: repository is left anywhere on the image's filesystem.
 PREPARE = r"""
 set -eu
 cd /testbed
@@ -75,7 +76,13 @@ g reflog expire --expire=now --all
 g repack -a -d -q
 rm -f .git/objects/info/alternates
 g prune --expire=now
-rm -rf /opt/evalrepro/repo.git
+# Every other git repository in the image goes (the harness's bare copy of the history
+# among them, wherever a builder put it): a folder with HEAD, objects/ and refs/.
+find / -xdev \( -path /proc -o -path /sys -o -path /testbed/.git \) -prune -o \
+  -type d -name objects -print 2>/dev/null | while read -r objects; do
+  repo=$(dirname "$objects")
+  if [ -e "$repo/HEAD" ] && [ -d "$repo/refs" ]; then rm -rf "$repo"; fi
+done
 g reset -q
 owner=$(stat -c %u:%g /testbed)
 chown -R "$owner" /testbed/.git
