@@ -381,3 +381,34 @@ def test_model_only_needs_the_endpoints_it_allows():
         AgentTarget(name="a", adapter=CommandAgent(command="true"), network="model_only")
     with pytest.raises(ValueError, match="not an http"):
         CommandAgent(command="true", endpoints=["ftp://x"])
+
+
+@both_modes
+def test_an_agent_that_hogs_memory_is_stopped_at_the_reserve(tmp_path, mode):
+    from evalrepro.run.sandbox.supervisor import _mem_available
+
+    available = _mem_available()
+    assert available is not None
+    # A reserve 1 GiB below what is available now: 3 GiB written cross it.
+    reserve = available - (1 << 30)
+    config = demo_config(
+        "demo",
+        f"dataset.instance_ids=[{INSTANCE}]",
+        f"environment.limits.memory_reserve='{reserve // 1024}k'",
+        "environment.limits.memory='16g'",
+    )
+    agent = AgentTarget(
+        name="hog",
+        adapter=CommandAgent(
+            command="python3 -c 'import time; b = b\"x\" * (3 << 30); time.sleep(60)'"
+        ),
+        budgets=AgentBudgets(wall_seconds=120),
+    )
+    run_dir = tmp_path / "run"
+    run_demo(config.model_copy(update={"target": agent}), run_dir)
+    (path,) = (run_dir / "trials").glob("*/result.json")
+    result = read_trial_result(path)
+    assert (str(result.score.outcome), result.score.reason) == ("invalid", "infrastructure_error")
+    assert "below the reserve" in result.score.detail
+    assert all(a.finished_at.timestamp() - a.started_at.timestamp() < 60 for a in result.attempts)
+    assert _mem_available() > reserve
