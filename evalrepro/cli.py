@@ -24,6 +24,7 @@ from evalrepro.commands import (
     report,
     reproduce,
     run,
+    validate,
     verify,
     view,
 )
@@ -62,6 +63,7 @@ COMMANDS = (
     bundle,
     reproduce,
     regrade,
+    validate,
     parsers,
 )
 

@@ -45,9 +45,16 @@ def test_the_walkthrough_runs_as_written(tmp_path):
         timeout=1800, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    for run, resolved in (("mathx", 1), ("both", 2)):
+    for run, resolved in (("mathx", 1), ("both", 2), ("validated", 2)):
         results = json.loads((tmp_path / "runs" / run / "results.json").read_text())
         assert (results["planned"], results["resolved"]) == (resolved, resolved), results
     six = json.loads((tmp_path / "conf" / "data" / "instances.jsonl").read_text().splitlines()[1])
     assert six["FAIL_TO_PASS"] == ["test_six.py::test_version_info"]
     assert len(six["PASS_TO_PASS"]) > 100
+    # Validation of the same instances without lists derives the lists written by hand.
+    conf = tmp_path / "conf" / "data"
+    declared = [json.loads(line) for line in (conf / "instances.jsonl").read_text().splitlines()]
+    derived = [json.loads(line) for line in (conf / "validated.jsonl").read_text().splitlines()]
+    assert [(d["FAIL_TO_PASS"], sorted(d["PASS_TO_PASS"])) for d in derived] == [
+        (d["FAIL_TO_PASS"], sorted(d["PASS_TO_PASS"])) for d in declared
+    ]

@@ -10,6 +10,7 @@ same trials.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -20,7 +21,9 @@ import pytest
 
 from evalrepro.plan.lockfile import differences, read_lockfile
 from evalrepro.records.trial import TrialResult
+from evalrepro.records.validation import ValidationReport
 from evalrepro.run.rundir import RunDirectory
+from evalrepro.validation.dataset import report_path
 from tests.podman_support import cache_dir, needs_podman
 from tests.realdata import RealData, build
 
@@ -131,3 +134,44 @@ def test_the_data_rebuilt_in_another_directory_locks_the_same_trials(realdata, t
     first, second = locks
     assert [t.trial_id for t in first.trials] == [t.trial_id for t in second.trials]
     assert differences(first, second) == []
+
+
+def test_validation_derives_the_lists_pytest_gave_by_hand_and_the_result_resolves(
+    realdata, tmp_path
+):
+    # Each side runs twice in fresh sandboxes, through the run path.
+    output = tmp_path / "validated.jsonl"
+    evalrepro(
+        "validate", "+experiment=realdata", "validation.repeats=2",
+        "--config-dir", str(realdata.conf), "--runs", str(tmp_path / "runs"),
+        "--output", str(output), cwd=tmp_path,
+    )  # fmt: skip
+    report = ValidationReport.model_validate_json(report_path(output).read_text())
+    assert {i.instance_id: i.verdict for i in report.instances} == {
+        i["instance_id"]: "valid" for i in realdata.instances
+    }
+    by_hand = {i["instance_id"]: i for i in realdata.instances}
+    for found in report.instances:
+        assert found.fail_to_pass == by_hand[found.instance_id]["FAIL_TO_PASS"]
+        assert found.pass_to_pass == by_hand[found.instance_id]["PASS_TO_PASS"]
+        assert found.disagreements == []
+        assert {t.repeats for t in found.transitions} == {2}
+    # The validated dataset, the same format and fields, evaluates the gold at 100%.
+    written = [json.loads(line) for line in output.read_text().splitlines()]
+    assert [w["instance_id"] for w in written] == [i["instance_id"] for i in realdata.instances]
+    assert all(w["FLAKY"] == [] for w in written)
+    evalrepro(
+        "run", "+experiment=realdata", f"dataset.instances={output}",
+        "--config-dir", str(realdata.conf), "--run-dir", str(tmp_path / "gold"), cwd=tmp_path,
+    )  # fmt: skip
+    directory = RunDirectory(tmp_path / "gold")
+    done = directory.completed(read_lockfile(directory.lockfile_path))
+    assert {str(r.score.outcome) for r in done.values()} == {"resolved"}
+    assert len(done) == len(realdata.instances)
+    # Run again, the validation resumes: nothing is run twice.
+    again = evalrepro(
+        "validate", "+experiment=realdata", "validation.repeats=2",
+        "--config-dir", str(realdata.conf), "--runs", str(tmp_path / "runs"),
+        "--output", str(output), cwd=tmp_path,
+    )  # fmt: skip
+    assert "trials/min" not in again.stdout

@@ -123,7 +123,8 @@ class DatasetConfig(BaseModel):
             )
         return parser
 
-    def test_spec(self, sample: Sample) -> TestSpec:
+    def test_spec(self, sample: Sample, *, model_patch: bool = True) -> TestSpec:
+        """``model_patch``: False for a run that applies none (validation's before)."""
         parser = self.parser_for(sample)
         return compile_test_spec(
             sample,
@@ -131,4 +132,5 @@ class DatasetConfig(BaseModel):
             parser=parser.name,
             fail_only=parser.fail_only or sample.fail_only,
             protection=self.protection,
+            model_patch=model_patch,
         )

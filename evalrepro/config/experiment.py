@@ -47,6 +47,16 @@ class RunSettings(BaseModel):
     output_dir: Path = Path("runs")
 
 
+class ValidationSettings(BaseModel):
+    """How ``evalrepro validate`` derives an instance's test lists."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: Runs of each side (before and after the gold patch), each in a fresh sandbox: a
+    #: test whose outcome differs between them is flaky.
+    repeats: int = Field(default=3, ge=1, le=100)
+
+
 class ExperimentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -64,6 +74,8 @@ class ExperimentConfig(BaseModel):
     executor: ExecutorConfig = Field(default_factory=LocalExecutorConfig)
     #: Where runs are written.
     run: RunSettings = Field(default_factory=RunSettings)
+    #: Dataset validation (``evalrepro validate``); a run does not read it.
+    validation: ValidationSettings = Field(default_factory=ValidationSettings)
 
     #: Fields that are not what a trial measured, or that are compared through what they
     #: produced (digests): see ``evalrepro.config.identity``.
@@ -71,6 +83,7 @@ class ExperimentConfig(BaseModel):
         "name": "none",
         "run": "none",
         "executor": "none",
+        "validation": "none",
         "target": "digest",
         "gate": "digest",
     }

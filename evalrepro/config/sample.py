@@ -50,8 +50,10 @@ class Sample(BaseModel):
     repo: str = Field(min_length=1)
     base_commit: str = Field(min_length=1)
     test_patch: str
-    fail_to_pass: list[str] = Field(alias="FAIL_TO_PASS")
-    pass_to_pass: list[str] = Field(alias="PASS_TO_PASS")
+    #: The test lists; an instance without them can be validated (``evalrepro validate``
+    #: derives them), not evaluated.
+    fail_to_pass: list[str] = Field(default_factory=list, alias="FAIL_TO_PASS")
+    pass_to_pass: list[str] = Field(default_factory=list, alias="PASS_TO_PASS")
     #: The gold patch (the ``gold`` target evaluates it).
     patch: str = ""
     version: str = ""
@@ -78,6 +80,11 @@ class Sample(BaseModel):
         if isinstance(value, str) and value.startswith("parse_log_"):
             return value.removeprefix("parse_log_")
         return value or None
+
+    @property
+    def declares_lists(self) -> bool:
+        """Whether the instance came with both FAIL_TO_PASS and PASS_TO_PASS."""
+        return {"fail_to_pass", "pass_to_pass"} <= self.model_fields_set
 
     @property
     def fail_only(self) -> bool:

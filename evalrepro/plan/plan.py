@@ -25,6 +25,7 @@ from evalrepro.plan.harness import code_digest
 from evalrepro.records.image import BuildFailure, ImageRecord
 from evalrepro.records.testspec import TestSpec
 from evalrepro.records.trial import Trial, TrialKey
+from evalrepro.run.evalscript import without_model_patch
 from evalrepro.run.patchcheck import PatchCheck, check_patch, patch_bytes
 from evalrepro.sources.resolve import resolve_sources
 from evalrepro.targets.base import Prediction, Target
@@ -127,12 +128,23 @@ def build_plan(
     a lockfile being run again, for a builder that builds exactly what it pinned."""
     dataset = config.dataset
     samples = dataset.load()
+    if config.target.needs_test_lists:
+        unlisted = [s.instance_id for s in samples if not s.declares_lists]
+        if unlisted:
+            more = f" and {len(unlisted) - 1} more" if len(unlisted) > 1 else ""
+            raise UserError(
+                f"{dataset.instances}: {unlisted[0]}{more} declare no FAIL_TO_PASS / "
+                "PASS_TO_PASS: derive them with `evalrepro validate` first"
+            )
     predictions = config.target.patches(samples)
     target = config.target.target_id(predictions)
     wanted = planned_predictions(samples, predictions, config.target, target)
     planned_ids = {sample.instance_id for sample, _ in wanted}
     samples = [sample for sample in samples if sample.instance_id in planned_ids]
-    specs = {sample.instance_id: dataset.test_spec(sample) for sample in samples}
+    model_patch = config.target.applies_patch
+    specs = {
+        sample.instance_id: dataset.test_spec(sample, model_patch=model_patch) for sample in samples
+    }
     parsers = {sample.instance_id: dataset.parser_for(sample) for sample in samples}
 
     images = build_images(dataset, builder, cache_dir, list(specs.values()), locked)
@@ -163,7 +175,11 @@ def build_plan(
                 parser=parsers[sample.instance_id],
                 prediction=prediction,
                 image=image,
-                check=check_patch(patch_bytes(prediction.model_patch), spec.eval_script.protection),
+                check=check_patch(
+                    patch_bytes(prediction.model_patch),
+                    spec.eval_script.protection,
+                    without_patch=without_model_patch(spec.eval_script.patch_commands),
+                ),
             )
         )
     return Plan(target_id=target, trials=trials, builder=builder.kind)

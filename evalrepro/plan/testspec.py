@@ -127,6 +127,7 @@ def compile_test_spec(
     parser: str,
     fail_only: bool,
     protection: TestProtection,
+    model_patch: bool = True,
 ) -> TestSpec:
     touched = files_touched(sample.test_patch)
     if spec.test_directives == "test_patch":
@@ -155,5 +156,6 @@ def compile_test_spec(
             test_files=touched.all,
             test_patch_empty=not sample.test_patch.strip(),
             protection=protection.resolve(touched.all),
+            model_patch=model_patch,
         ),
     )

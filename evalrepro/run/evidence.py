@@ -37,6 +37,7 @@ from evalrepro.records.supervision import SupervisorReport, TrialProgram
 from evalrepro.records.testspec import ResolvedProtection
 from evalrepro.records.trial import Attempt, TrialKey, TrialResult, read_trial_result, trial_label
 from evalrepro.run.attempt import MEDIA_TYPES, AttemptOutput
+from evalrepro.run.evalscript import without_model_patch
 from evalrepro.run.patchcheck import check_patch
 from evalrepro.run.recorder import Evidence, observe
 
@@ -274,7 +275,9 @@ def read_evidence(attempt_dir: Path) -> Evidence:
     if (attempt_dir / "agent.json").exists():
         agent = read_record(attempt_dir / "agent.json", AgentOutcome)
     protection = ResolvedProtection.model_validate(program.protection)
-    check = check_patch(patch or b"", protection)
+    check = check_patch(
+        patch or b"", protection, without_patch=without_model_patch(program.patch_commands)
+    )
     output = AttemptOutput(artifacts=artifacts, report=report)
     return Evidence(patch, check, program, output, agent=agent)
 

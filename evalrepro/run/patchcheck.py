@@ -409,8 +409,14 @@ def _display(path: str) -> str:
     return quote_name(raw[2:] if raw.startswith((b"a/", b"b/")) else raw)
 
 
-def check_patch(data: bytes, protection: ResolvedProtection) -> PatchCheck:
-    """The checks on a patch's bytes (as written to the attempt's patch.diff)."""
+def check_patch(
+    data: bytes, protection: ResolvedProtection, *, without_patch: bool = False
+) -> PatchCheck:
+    """The checks on a patch's bytes (as written to the attempt's patch.diff);
+    ``without_patch``: of a run that applies no patch, whose patch must be empty."""
+    if without_patch:
+        problem = "unsafe: a patch for a run that applies none" if data.strip() else None
+        return PatchCheck(problem=problem, suspects=(), files=())
     if not data.strip():
         return PatchCheck(problem="empty", suspects=(), files=())
     problem, files = path_problem(data)

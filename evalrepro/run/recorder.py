@@ -35,6 +35,7 @@ from evalrepro.records.supervision import SupervisorReport, TrialProgram
 from evalrepro.records.testspec import ResolvedProtection
 from evalrepro.records.trial import Attempt, Lease, TrialResult
 from evalrepro.run.attempt import MEDIA_TYPES, AttemptOutput, AttemptSpec
+from evalrepro.run.evalscript import without_model_patch
 from evalrepro.run.patchcheck import PatchCheck, check_patch
 from evalrepro.run.sandbox.supervisor import as_text
 from evalrepro.run.supervision import region_text
@@ -132,7 +133,11 @@ class Recorder:
                 files["patch.diff"] = patch
             if spec.program is not None:
                 protection = ResolvedProtection.model_validate(spec.program.protection)
-                check = check_patch(patch or b"", protection)
+                check = check_patch(
+                    patch or b"",
+                    protection,
+                    without_patch=without_model_patch(spec.program.patch_commands),
+                )
         written = {PurePosixPath(a.path).name: a for a in [*inputs, *self._write(spec, files)]}
         evidence = Evidence(patch, check, spec.program, output, agent=output.agent)
         observation = observe(evidence, sample, parser)

@@ -17,7 +17,7 @@ A target kind is a pydantic config model (``target.kind``, a plugin of the
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -61,6 +61,16 @@ class Target(BaseModel):
 
     #: The target's name in trial ids and reports.
     name: str | None = None
+
+    #: Whether the instances must declare FAIL_TO_PASS / PASS_TO_PASS (validation derives
+    #: them: it needs none).
+    needs_test_lists: ClassVar[bool] = True
+
+    @property
+    def applies_patch(self) -> bool:
+        """Whether the trials apply the target's patch (dataset validation's side before
+        the gold patch applies none: the tests meet base + test patch)."""
+        return True
 
     def patches(self, samples: list[Sample]) -> list[Prediction]:
         """One prediction per instance and sample the target answers."""

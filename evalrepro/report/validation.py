@@ -1,0 +1,65 @@
+"""A validation report on the console: instances by verdict, tests by transition, the flaky
+tests with their pass counts over the repeats (read from the ``ValidationReport``)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from evalrepro.records.validation import ValidationReport
+
+
+def print_validation(console: Console, report: ValidationReport) -> None:
+    verdicts = Counter(i.verdict for i in report.instances)
+    console.print(
+        f"[bold]{escape(report.dataset)}[/]: {len(report.instances)} instances, "
+        f"{report.repeats} run(s) of each side; "
+        + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())),
+        highlight=False,
+    )
+    table = Table("instance", "verdict", "F2P", "P2P", "flaky", "detail", title_justify="left")
+    for i in report.instances:
+        colour = (
+            "green" if i.verdict == "valid" else "yellow" if i.verdict == "flaky_tests" else "red"
+        )
+        table.add_row(
+            escape(i.instance_id),
+            f"[{colour}]{i.verdict}[/]",
+            str(len(i.fail_to_pass)),
+            str(len(i.pass_to_pass)),
+            str(len(i.flaky)),
+            escape(i.detail),
+        )
+    console.print(table)
+    transitions = Counter(t.transition for i in report.instances for t in i.transitions)
+    if transitions:
+        console.print(
+            "tests by transition: " + ", ".join(f"{n} {t}" for t, n in sorted(transitions.items())),
+            highlight=False,
+        )
+    flaky = [
+        (i.instance_id, t)
+        for i in report.instances
+        for t in i.transitions
+        if t.transition == "flaky"
+    ]
+    if flaky:
+        table = Table(
+            "instance", "flaky test", "passed before", "passed after", title_justify="left"
+        )
+        for instance_id, t in flaky:
+            table.add_row(
+                escape(instance_id),
+                escape(t.test),
+                f"{t.before_passed}/{t.repeats}",
+                f"{t.after_passed}/{t.repeats}",
+            )
+        console.print(table)
+    disagreements = [(i.instance_id, d) for i in report.instances for d in i.disagreements]
+    for instance_id, line in disagreements[:50]:
+        console.print(f"[yellow]differs from the dataset[/] {escape(instance_id)}: {escape(line)}")
+    if len(disagreements) > 50:
+        console.print(f"... and {len(disagreements) - 50} more (in the report's JSON)")

@@ -1,0 +1,157 @@
+"""Per test, a transition; per instance, a verdict: from the status maps of the runs before
+the gold patch (base + test patch) and after it (base + test patch + gold patch).
+
+A test passes in a run exactly when the grader's own FAIL_TO_PASS rule says it passed
+(``grade.grading.fail_to_pass_ok``: PASSED, XFAIL or XPASS; absent, failed, errored,
+skipped or an unknown token is not passing), so that a list derived here grades the gold
+patch as resolved by the same rule that will judge every patch. The tests considered are
+those any run reports. Then, per test:
+
+* the repeats of one side disagree: ``flaky`` (left out of every list);
+* skipped in every run of both sides: ``SKIPPED``;
+* otherwise the one outcome of each side names the transition (``FAIL_TO_PASS``, ...).
+
+SWE-bench's ``get_eval_tests_report(..., calculate_to_fail=True)`` names the same four
+lists; ``tests/test_validation_transitions.py`` checks the derived lists against it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from evalrepro.grade.grading import fail_to_pass_ok, resolve_key
+from evalrepro.grade.parsers import Status
+from evalrepro.records.validation import (
+    InstanceValidation,
+    RunFacts,
+    TestTransition,
+    Transition,
+)
+
+_LISTS = ("FAIL_TO_PASS", "PASS_TO_PASS", "FAIL_TO_FAIL", "PASS_TO_FAIL")
+
+
+def passes(test: str, statuses: dict[str, str]) -> bool:
+    return fail_to_pass_ok(test, statuses) is True
+
+
+def _skipped(test: str, statuses: dict[str, str]) -> bool:
+    key = resolve_key(test, statuses)
+    return key is not None and statuses[key] == Status.SKIPPED
+
+
+def transitions_of(
+    before: Sequence[dict[str, str]], after: Sequence[dict[str, str]]
+) -> list[TestTransition]:
+    """Each reported test's transition over the runs of both sides (in test-id order)."""
+    assert before and after, "each side has at least one run"
+    repeats = max(len(before), len(after))
+    tests = sorted({test for run in [*before, *after] for test in run})
+    found = []
+    for test in tests:
+        before_passed = sum(passes(test, run) for run in before)
+        after_passed = sum(passes(test, run) for run in after)
+        transition: Transition
+        if before_passed not in (0, len(before)) or after_passed not in (0, len(after)):
+            transition = "flaky"
+        elif all(_skipped(test, run) for run in [*before, *after]):
+            transition = "SKIPPED"
+        else:
+            was = "PASS" if before_passed else "FAIL"
+            now = "PASS" if after_passed else "FAIL"
+            transition = f"{was}_TO_{now}"  # type: ignore[assignment]
+        found.append(
+            TestTransition(
+                test=test,
+                transition=transition,
+                before_passed=before_passed,
+                after_passed=after_passed,
+                repeats=repeats,
+            )
+        )
+    return found
+
+
+def validate_instance(
+    instance_id: str,
+    before: Sequence[RunFacts],
+    after: Sequence[RunFacts],
+    *,
+    declared: tuple[list[str], list[str]] | None = None,
+) -> InstanceValidation:
+    """The instance's verdict and derived lists; ``declared``: the dataset's own
+    (FAIL_TO_PASS, PASS_TO_PASS), whose every disagreement with the derived is listed."""
+    for side, runs in (("before", before), ("after", after)):
+        for number, run in enumerate(runs, start=1):
+            if not run.ran:
+                return InstanceValidation(
+                    instance_id=instance_id,
+                    verdict="tests_not_run",
+                    detail=f"{side} the gold patch, run {number}: {run.problem}",
+                )
+            if not run.parsed:
+                return InstanceValidation(
+                    instance_id=instance_id,
+                    verdict="log_unparseable",
+                    detail=f"{side} the gold patch, run {number}: {run.problem}",
+                )
+    everything = [*before, *after]
+    if not any(passes(t, run.status_map) for run in everything for t in run.status_map):
+        # Not one test passed in any run, with the gold patch or without: the environment
+        # runs no test to success (a package that cannot be imported, a missing tool).
+        errors = sorted({t for run in everything for t in run.status_map})
+        return InstanceValidation(
+            instance_id=instance_id,
+            verdict="tests_not_run",
+            detail="no test passed in any run, with the gold patch or without"
+            + (f" (reported: {_some(errors)})" if errors else " (none reported)"),
+        )
+    transitions = transitions_of([r.status_map for r in before], [r.status_map for r in after])
+    lists = {name: [t.test for t in transitions if t.transition == name] for name in _LISTS}
+    flaky = [t.test for t in transitions if t.transition == "flaky"]
+    detail = ""
+    if lists["PASS_TO_FAIL"]:
+        verdict = "gold_breaks_tests"
+        detail = f"the gold patch breaks {_some(lists['PASS_TO_FAIL'])}"
+    elif not lists["FAIL_TO_PASS"]:
+        verdict = "no_fail_to_pass"
+        detail = "no test fails before the gold patch and passes after it"
+    elif flaky:
+        verdict = "flaky_tests"
+        detail = f"flaky, left out of the lists: {_some(flaky)}"
+    else:
+        verdict = "valid"
+    return InstanceValidation(
+        instance_id=instance_id,
+        verdict=verdict,  # type: ignore[arg-type]
+        detail=detail,
+        fail_to_pass=lists["FAIL_TO_PASS"],
+        pass_to_pass=lists["PASS_TO_PASS"],
+        fail_to_fail=lists["FAIL_TO_FAIL"],
+        pass_to_fail=lists["PASS_TO_FAIL"],
+        flaky=flaky,
+        transitions=transitions,
+        disagreements=_disagreements(transitions, declared) if declared else [],
+    )
+
+
+def _disagreements(
+    transitions: list[TestTransition], declared: tuple[list[str], list[str]]
+) -> list[str]:
+    derived = {t.test: t.transition for t in transitions}
+    lines = []
+    for name, tests in zip(("FAIL_TO_PASS", "PASS_TO_PASS"), declared, strict=True):
+        for test in tests:
+            found = derived.get(test, "not reported by any run")
+            if found != name:
+                lines.append(f"{name} declares {test}: derived {found}")
+    listed = {*declared[0], *declared[1]}
+    for test, found in derived.items():
+        if found in ("FAIL_TO_PASS", "PASS_TO_PASS") and test not in listed:
+            lines.append(f"derived {found} {test}: the dataset lists it in neither")
+    return lines
+
+
+def _some(tests: list[str], shown: int = 3) -> str:
+    more = f" and {len(tests) - shown} more" if len(tests) > shown else ""
+    return ", ".join(tests[:shown]) + more

@@ -1,0 +1,164 @@
+"""``evalrepro validate`` in real podman, on a small project made to be awkward: a dataset
+with no test lists at all gets them derived, and each kind of broken instance gets its own
+verdict: flaky tests (random on purpose), a gold patch that breaks another test, a test
+patch that catches nothing, an environment that cannot import the package. The derived
+real-project lists are checked in tests/test_podman_realdata.py.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evalrepro.records.validation import ValidationReport
+from evalrepro.sources.commits import Signature, commit_directory, init_repository
+from evalrepro.validation.dataset import report_path
+from tests.podman_support import needs_podman
+from tests.realdata import PACKAGES, TEST_CMD, Edit, diff
+from tests.test_podman_realdata import evalrepro
+
+pytestmark = needs_podman
+
+AUTHOR = Signature("dataset author", "author@example.invalid", 1_700_000_000)
+BASE = {
+    "quirk/__init__.py": "def add(a, b):\n    return a - b\n\n\ndef double(x):\n    return x * 2\n",
+    "tests/test_quirk.py": "from quirk import add, double\n\n\n"
+    "def test_double():\n    assert double(2) == 4\n",
+}
+FIX = Edit("quirk/__init__.py", "return a - b", "return a + b")
+TEST_ADD = Edit(
+    "tests/test_quirk.py",
+    "def test_double():",
+    "def test_add():\n    assert add(2, 3) == 5\n\n\ndef test_double():",
+)
+#: Two tests that fail half the time each, independently, in every run.
+COINS = Edit(
+    "tests/test_coin.py",
+    None,
+    "import random\n\n\ndef test_coin_one():\n    assert random.random() < 0.5\n\n\n"
+    "def test_coin_two():\n    assert random.random() < 0.5\n",
+)
+ID = "tests/test_quirk.py::"
+
+
+@pytest.fixture(scope="module")
+def quirks(tmp_path_factory) -> Path:
+    """The project's repository and a config tree whose dataset declares no lists."""
+    root = tmp_path_factory.mktemp("quirks")
+    git_dir = init_repository(root / "repo.git", bare=True)
+    tree = root / "tree"
+    for path, text in BASE.items():
+        (tree / path).parent.mkdir(parents=True, exist_ok=True)
+        (tree / path).write_text(text)
+    base = commit_directory(tree, git_dir, signature=AUTHOR, message="quirk", branch="main")
+    broken = root / "broken"
+    shutil.copytree(tree, broken)
+    init = broken / "quirk/__init__.py"
+    init.write_text("import a_module_nobody_installed\n\n" + init.read_text())
+    broken_base = commit_directory(
+        broken, git_dir, signature=AUTHOR, message="needs a module", parent=base, branch="broken"
+    )
+
+    def instance(name: str, test_patch: tuple, gold: tuple, commit: str = base) -> dict:
+        where = broken if commit == broken_base else tree
+        return {
+            "instance_id": f"quirk__{name}",
+            "repo": "example/quirk",
+            "base_commit": commit,
+            "patch": diff(where, gold),
+            "test_patch": diff(where, test_patch),
+            "version": "1.0",
+        }
+
+    instances = [
+        instance("valid", (TEST_ADD,), (FIX,)),
+        instance("flaky", (TEST_ADD, COINS), (FIX,)),
+        instance("breaks", (TEST_ADD,), (FIX, Edit("quirk/__init__.py", "x * 2", "x * 3"))),
+        instance(
+            "nothing",
+            (
+                Edit(
+                    "tests/test_quirk.py",
+                    "def test_double():",
+                    "def test_zero():\n    assert double(0) == 0\n\n\ndef test_double():",
+                ),
+            ),
+            (FIX,),
+        ),
+        instance("env", (TEST_ADD,), (FIX,), commit=broken_base),
+    ]
+    conf = root / "conf"
+    for folder in ("dataset", "data"):
+        (conf / folder).mkdir(parents=True)
+    (conf / "data" / "quirks.jsonl").write_text("".join(json.dumps(i) + "\n" for i in instances))
+    spec = {"packages": PACKAGES, "test_cmd": TEST_CMD, "parser": "pytest_full"}
+    dataset = {
+        "name": "quirks",
+        "instances": "data/quirks.jsonl",
+        "test_ids": "native",
+        "repos": {"example/quirk": {"kind": "local", "path": "../repo.git"}},
+        "specs": {"example/quirk": {"1.0": spec}},
+    }
+    (conf / "dataset" / "quirks.yaml").write_text(json.dumps(dataset) + "\n")
+    return root
+
+
+def validate(quirks: Path, where: Path, instances: list[str], repeats: int) -> ValidationReport:
+    output = where / "quirks.jsonl"
+    selected = "dataset.instance_ids=[" + ",".join(f"quirk__{i}" for i in instances) + "]"
+    evalrepro(
+        "validate", "+dataset=quirks", selected, f"validation.repeats={repeats}",
+        "--config-dir", str(quirks / "conf"), "--runs", str(where / "runs"),
+        "--output", str(output), cwd=where,
+    )  # fmt: skip
+    return ValidationReport.model_validate_json(report_path(output).read_text())
+
+
+def test_a_dataset_without_lists_is_refused_for_evaluation_in_one_line(quirks, tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "evalrepro", "run", "+experiment=demo", "dataset=quirks",
+         "--config-dir", str(quirks / "conf")],
+        cwd=tmp_path, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert "declare no FAIL_TO_PASS / PASS_TO_PASS" in line and "evalrepro validate" in line
+
+
+def test_each_broken_instance_gets_the_verdict_that_says_why(quirks, tmp_path):
+    report = validate(quirks, tmp_path, ["valid", "breaks", "nothing", "env"], repeats=1)
+    found = {i.instance_id.removeprefix("quirk__"): i for i in report.instances}
+    assert {name: i.verdict for name, i in found.items()} == {
+        "valid": "valid",
+        "breaks": "gold_breaks_tests",
+        "nothing": "no_fail_to_pass",
+        "env": "tests_not_run",
+    }
+    assert found["valid"].fail_to_pass == [f"{ID}test_add"]
+    assert found["valid"].pass_to_pass == [f"{ID}test_double"]
+    assert found["breaks"].pass_to_fail == [f"{ID}test_double"]
+    assert "no test passed" in found["env"].detail
+    # Only what can be resolved is in the validated dataset, with its derived lists.
+    (written,) = [json.loads(line) for line in (tmp_path / "quirks.jsonl").read_text().splitlines()]
+    assert written["instance_id"] == "quirk__valid"
+    assert (written["FAIL_TO_PASS"], written["FLAKY"]) == ([f"{ID}test_add"], [])
+
+
+def test_tests_made_flaky_on_purpose_are_found_and_left_out_of_the_lists(quirks, tmp_path):
+    # Each coin test passes with probability 1/2 in every run: with 5 runs a side, one is
+    # missed only if all 10 of its runs agree (2 * 2**-10 per side pair, about 1 in 256
+    # for one coin); both are missed about once in 65536.
+    report = validate(quirks, tmp_path, ["flaky"], repeats=5)
+    (found,) = report.instances
+    coins = {"tests/test_coin.py::test_coin_one", "tests/test_coin.py::test_coin_two"}
+    assert found.verdict == "flaky_tests"
+    assert found.flaky and set(found.flaky) <= coins
+    assert found.fail_to_pass == [f"{ID}test_add"]
+    assert not coins & {*found.fail_to_pass, *found.pass_to_pass}
+    counts = {t.test: (t.before_passed, t.after_passed) for t in found.transitions}
+    assert all(0 < sum(counts[test]) < 10 for test in found.flaky)
