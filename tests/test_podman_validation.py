@@ -114,7 +114,7 @@ def validate(quirks: Path, where: Path, instances: list[str], repeats: int) -> V
     evalrepro(
         "validate", "+dataset=quirks", selected, f"validation.repeats={repeats}",
         "--config-dir", str(quirks / "conf"), "--runs", str(where / "runs"),
-        "--output", str(output), cwd=where,
+        "--output", str(output), "--html", str(where / "validation.html"), cwd=where,
     )  # fmt: skip
     return ValidationReport.model_validate_json(report_path(output).read_text())
 
@@ -162,3 +162,5 @@ def test_tests_made_flaky_on_purpose_are_found_and_left_out_of_the_lists(quirks,
     assert not coins & {*found.fail_to_pass, *found.pass_to_pass}
     counts = {t.test: (t.before_passed, t.after_passed) for t in found.transitions}
     assert all(0 < sum(counts[test]) < 10 for test in found.flaky)
+    page = (tmp_path / "validation.html").read_text()
+    assert '<section id="flaky">' in page and found.flaky[0] in page

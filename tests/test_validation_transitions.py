@@ -106,3 +106,21 @@ def test_a_run_that_applies_no_patch_is_given_none():
     assert refused is not None and refused.startswith("unsafe:")
     # Anywhere else, an empty patch is the target's (empty) answer, as before.
     assert check_patch(b"", protection).problem == "empty"
+
+
+def test_the_html_report_shows_test_ids_from_logs_as_text_only():
+    from evalrepro.records.validation import ValidationReport
+    from evalrepro.report.validation import validation_html
+
+    hostile = "<script>alert(1)</script>"
+    instance = validate_instance("x", runs({hostile: P}, {hostile: F}), runs({hostile: P}))
+    report = ValidationReport(
+        dataset="d",
+        repeats=2,
+        before_lockfile="",
+        after_lockfile="",
+        harness_version="0",
+        instances=[instance],
+    )
+    page = validation_html(report)
+    assert hostile not in page and "&lt;script&gt;" in page

@@ -35,6 +35,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="the two sides' run directories (default: runs/<name>-validate): run the same "
         "command again to resume",
     )
+    validate.add_argument(
+        "--html", type=Path, metavar="FILE", help="also write the report as an HTML page"
+    )
     cache_argument(validate)
     return validate
 
@@ -59,6 +62,12 @@ def main(args: argparse.Namespace) -> int:
     report = judge(config, sides, folder)
     written = write_validated(Path(config.dataset.instances), report, args.output)
     print_validation(console, report)
+    if args.html is not None:
+        from evalrepro import atomic
+        from evalrepro.report.validation import validation_html
+
+        atomic.write_text(args.html, validation_html(report))
+        console.print(f"HTML report: {args.html}", highlight=False, soft_wrap=True)
     console.print(
         f"validated dataset: {args.output} ({written} of {len(report.instances)} instances); "
         f"report: {report_path(args.output)}",

@@ -1,5 +1,7 @@
-"""A validation report on the console: instances by verdict, tests by transition, the flaky
-tests with their pass counts over the repeats (read from the ``ValidationReport``)."""
+"""A validation report on the console and as an HTML page: instances by verdict, tests by
+transition, the flaky tests with their pass counts over the repeats, where the dataset's
+own lists differ (read from the ``ValidationReport``; nothing is computed here but
+counts)."""
 
 from __future__ import annotations
 
@@ -63,3 +65,24 @@ def print_validation(console: Console, report: ValidationReport) -> None:
         console.print(f"[yellow]differs from the dataset[/] {escape(instance_id)}: {escape(line)}")
     if len(disagreements) > 50:
         console.print(f"... and {len(disagreements) - 50} more (in the report's JSON)")
+
+
+def validation_html(report: ValidationReport) -> str:
+    from evalrepro.report.html import render_page
+
+    return render_page(
+        "validation.html",
+        title=f"Validation of {report.dataset}",
+        report=report,
+        verdicts=sorted(Counter(i.verdict for i in report.instances).items()),
+        transitions=sorted(
+            Counter(t.transition for i in report.instances for t in i.transitions).items()
+        ),
+        flaky=[
+            (i.instance_id, t)
+            for i in report.instances
+            for t in i.transitions
+            if t.transition == "flaky"
+        ],
+        disagreements=[(i.instance_id, d) for i in report.instances for d in i.disagreements],
+    )
