@@ -80,8 +80,21 @@ def build_parser() -> argparse.ArgumentParser:
     return top
 
 
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line; a command's Hydra overrides may stand anywhere among its options
+    (``run +experiment=x --config-dir d dataset.instance_ids=[a]``): argparse takes only
+    the first run of them, so the rest are gathered here."""
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    if rest and hasattr(args, "overrides") and not any(r.startswith("-") for r in rest):
+        args.overrides = [*args.overrides, *rest]
+    elif rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         if getattr(args, "multirun", False):
