@@ -68,3 +68,11 @@ def test_another_format_than_the_datasets_is_one_line(tmp_path):
     with pytest.raises(UserError, match="the dataset is jsonl"):
         write_validated(source, REPORT, tmp_path / "out.parquet")
     assert not (tmp_path / "out.parquet").exists()
+
+
+def test_validate_refuses_an_output_of_another_format_before_anything_runs(tmp_path):
+    from evalrepro.cli import main
+
+    # Nothing is built or run: the refusal comes first, in one line.
+    assert main(["validate", "+experiment=demo", "--output", str(tmp_path / "out.parquet")]) == 2
+    assert not (tmp_path / "runs").exists()

@@ -48,12 +48,13 @@ def main(args: argparse.Namespace) -> int:
     from evalrepro.config.experiment import compose
     from evalrepro.pipeline import default_cache_dir
     from evalrepro.report.validation import print_validation
-    from evalrepro.validation.dataset import report_path, write_validated
+    from evalrepro.validation.dataset import check_output, report_path, write_validated
     from evalrepro.validation.run import judge, run_sides
 
     # A dataset alone (+dataset=NAME) replaces the default dataset, as an experiment does.
     overrides = [o.removeprefix("+") if o.startswith("+dataset=") else o for o in args.overrides]
     config = compose(overrides, args.config_dir)
+    check_output(Path(config.dataset.instances), args.output)
     folder = args.runs or config.run.output_dir / f"{config.name}-validate"
     console = make_console()
     sides = run_sides(

@@ -38,13 +38,18 @@ def _format(path: Path) -> str:
     return "json"
 
 
-def write_validated(source: Path, report: ValidationReport, output: Path) -> int:
-    """Write the validated dataset (and its report) to ``output``; the instances written."""
+def check_output(source: Path, output: Path) -> None:
+    """Refuse, before anything runs, an output in another format than the dataset's."""
     if _format(output) != _format(source):
         raise UserError(
             f"--output {output}: the dataset is {_format(source)} ({source.name}); "
             f"write the validated one in the same format"
         )
+
+
+def write_validated(source: Path, report: ValidationReport, output: Path) -> int:
+    """Write the validated dataset (and its report) to ``output``; the instances written."""
+    check_output(source, output)
     by_id = {i.instance_id: i for i in report.instances if i.verdict in USABLE}
     rows = []
     for _, raw in read_records(source):
