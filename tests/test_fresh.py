@@ -156,17 +156,19 @@ def test_a_must_fail_canary_exiting_as_passed_alone_is_tampering():
 EXITS_ZERO = "import atexit, os\natexit.register(lambda: os._exit(0))\n"
 #: The gold fix of demo__calc-1, in force only after the first calls of a process: the
 #: instance's test passes after the file's other tests ran, and fails alone.
-IN_COMPANY_ONLY = (
-    "\n_calls = [0]\n_right = _Parser.power\n\n\n"
-    "def _power(self):\n"
-    "    _calls[0] += 1\n"
-    "    if _calls[0] < 8:\n"
+#: calc's power before the fix (left-associative), as the body of an ``if`` in a method.
+UNFIXED_POWER = (
     "        value = self.atom()\n"
     "        while self.peek().text == '^':\n"
     "            self.take()\n"
     "            value = value ** self.atom()\n"
     "        return value\n"
-    "    return _right(self)\n\n\n"
+)
+IN_COMPANY_ONLY = (
+    "\n_calls = [0]\n_right = _Parser.power\n\n\n"
+    "def _power(self):\n"
+    "    _calls[0] += 1\n"
+    "    if _calls[0] < 8:\n" + UNFIXED_POWER + "    return _right(self)\n\n\n"
     "_Parser.power = _power\n"
 )
 

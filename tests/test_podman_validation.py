@@ -1,7 +1,8 @@
 """``evalrepro validate`` in real podman, on a small project made to be awkward: a dataset
 with no test lists at all gets them derived, and each kind of broken instance gets its own
 verdict: flaky tests (random on purpose), a gold patch that breaks another test, a test
-patch that catches nothing, an environment that cannot import the package. The derived
+patch that catches nothing, an environment that cannot import the package, a test that
+fails only after another test ran (found by re-running it alone). The derived
 real-project lists are checked in tests/test_podman_realdata.py.
 """
 
@@ -42,6 +43,14 @@ COINS = Edit(
     None,
     "import random\n\n\ndef test_coin_one():\n    assert random.random() < 0.5\n\n\n"
     "def test_coin_two():\n    assert random.random() < 0.5\n",
+)
+#: The second test fails whenever the first ran before it in the same process: in every
+#: run, on both sides; alone it passes.
+ORDER = Edit(
+    "tests/test_order.py",
+    None,
+    "_state = []\n\n\ndef test_a_leaves_state():\n    _state.append(1)\n\n\n"
+    "def test_b_needs_none():\n    assert _state == []\n",
 )
 ID = "tests/test_quirk.py::"
 
@@ -91,6 +100,7 @@ def quirks(tmp_path_factory) -> Path:
             (FIX,),
         ),
         instance("env", (TEST_ADD,), (FIX,), commit=broken_base),
+        instance("order", (TEST_ADD, ORDER), (FIX,)),
     ]
     conf = root / "conf"
     for folder in ("dataset", "data"):
@@ -108,11 +118,14 @@ def quirks(tmp_path_factory) -> Path:
     return root
 
 
-def validate(quirks: Path, where: Path, instances: list[str], repeats: int) -> ValidationReport:
+def validate(
+    quirks: Path, where: Path, instances: list[str], repeats: int, *extra: str
+) -> ValidationReport:
+    where.mkdir(parents=True, exist_ok=True)
     output = where / "quirks.jsonl"
     selected = "dataset.instance_ids=[" + ",".join(f"quirk__{i}" for i in instances) + "]"
     evalrepro(
-        "validate", "+dataset=quirks", selected, f"validation.repeats={repeats}",
+        "validate", "+dataset=quirks", selected, f"validation.repeats={repeats}", *extra,
         "--config-dir", str(quirks / "conf"), "--runs", str(where / "runs"),
         "--output", str(output), "--html", str(where / "validation.html"), cwd=where,
     )  # fmt: skip
@@ -164,3 +177,20 @@ def test_tests_made_flaky_on_purpose_are_found_and_left_out_of_the_lists(quirks,
     assert all(0 < sum(counts[test]) < 10 for test in found.flaky)
     page = (tmp_path / "validation.html").read_text()
     assert '<section id="flaky">' in page and found.flaky[0] in page
+
+
+def test_a_test_that_fails_only_after_another_ran_is_found_by_rerunning_it_alone(quirks, tmp_path):
+    # The order is the same in every repeat: without re-runs the test is FAIL_TO_FAIL.
+    plain = validate(quirks, tmp_path / "plain", ["order"], repeats=1)
+    (found,) = plain.instances
+    victim = "tests/test_order.py::test_b_needs_none"
+    assert victim in found.fail_to_fail and found.verdict == "valid"
+    rerun = validate(quirks, tmp_path / "rerun", ["order"], 1, "environment.rerun_failed=1")
+    (found,) = rerun.instances
+    assert (found.verdict, found.flaky) == ("flaky_tests", [victim])
+    (transition,) = [t for t in found.transitions if t.test == victim]
+    assert (transition.before_passed, transition.after_passed) == (0, 0)
+    assert transition.passed_alone == 2  # one run of each side
+    # A test that fails alone too stays what it was.
+    assert found.fail_to_pass == [f"{ID}test_add"]
+    assert "tests/test_order.py::test_a_leaves_state" in found.pass_to_pass

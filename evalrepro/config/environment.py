@@ -132,6 +132,13 @@ class SandboxEnvironment(BaseModel):
     #: Let the code under test create user namespaces (a browser's sandbox needs them).
     #: Off by default: in one it could mount a tmpfs that the memory watchdog never sees.
     allow_user_namespaces: bool = False
+    #: Re-run each failing FAIL_TO_PASS / PASS_TO_PASS test alone, up to this many times,
+    #: in the same sandbox after the run; one that passes is flaky (docs/semantics.md,
+    #: "Flaky tests in an evaluation"). 0: no re-runs.
+    rerun_failed: int = Field(default=0, ge=0, le=10)
+    #: How a flaky test counts: ``failed`` (a trial with one is not resolved) or
+    #: ``passed`` (it counts as passing, if the lone canary among the re-runs failed).
+    flaky_counts_as: Literal["failed", "passed"] = "failed"
     #: How images are built (not part of any image's identity).
     build: BuildSettings = Field(default_factory=BuildSettings)
 

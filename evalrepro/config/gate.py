@@ -16,6 +16,8 @@ METRICS = frozenset(
         "unresolved_rate",
         "invalid_rate",
         "evidence_completeness",
+        "flaky_rate",
+        "flaky",
         "resolved",
         "unresolved",
         "invalid",

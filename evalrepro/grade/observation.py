@@ -42,11 +42,13 @@ from evalrepro.records.observation import (
     PatchStatus,
     SuspectFinding,
 )
+from evalrepro.records.rerun import RerunPlan
 from evalrepro.records.supervision import SupervisorReport
 from evalrepro.records.testspec import ResolvedProtection
 from evalrepro.run.canary import check_canaries
 from evalrepro.run.fresh import check_fresh
 from evalrepro.run.patchcheck import PatchCheck
+from evalrepro.run.rerun import check_reruns
 
 # SWE-bench harness lines that mean the environment, not the patch, broke.
 _INFRASTRUCTURE_EVENTS = (HarnessEvent.RESET_FAILED, HarnessEvent.TESTS_ERRORED)
@@ -157,6 +159,8 @@ def observe_attempt(
     canaries: Sequence[Canary] = (),
     fresh: Sequence[FreshRun] = (),
     fresh_note: str = "",
+    rerun: RerunPlan | None = None,
+    rerun_note: str = "",
     agent: AgentOutcome | None = None,
 ) -> Observation:
     """The Observation of an attempt evalrepro ran (or refused to run).
@@ -166,6 +170,8 @@ def observe_attempt(
     output read back by the report's byte range; ``canaries`` the program's (those the
     supervisor placed are checked, and left out of the status map); ``fresh`` and
     ``fresh_note`` the program's fresh runs (judged against the supervisor's results);
+    ``rerun`` and ``rerun_note`` its plan of re-runs (the failing tests picked again from
+    the log, each judged by the re-runs the supervisor reported of it);
     ``agent`` the agent phase's end, for an agent target's attempt (an agent that left no
     patch to test ran no tests; one the sandbox failed is an infrastructure error).
     """
@@ -231,6 +237,7 @@ def observe_attempt(
             )
             for item in (report.tests.changed_during_run if report.tests else [])
             + (report.fresh.changed_during_run if report.fresh else [])
+            + (report.rerun.changed_during_run if report.rerun else [])
         ]
     if report.protect is not None:
         facts["protected"] = report.protect.touched
@@ -272,6 +279,11 @@ def observe_attempt(
     if fresh:
         results = report.fresh.runs if report.fresh is not None else []
         facts["fresh"] = check_fresh(fresh, results, facts["status_map"])
+    facts["rerun_note"] = rerun_note
+    if rerun is not None:
+        facts["flaky_counts_as"], facts["rerun_times"] = rerun.flaky_counts_as, rerun.times
+        results = report.rerun.runs if report.rerun is not None else []
+        facts["reruns"], facts["rerun_canary"] = check_reruns(rerun, results, facts["status_map"])
     return Observation(**facts, execution_status=execution, infrastructure_error=problem)
 
 

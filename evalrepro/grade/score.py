@@ -47,7 +47,7 @@ def _protected(o: Observation) -> str:
 def _canaries(o: Observation) -> str:
     wrong = [c for c in o.canaries if c.tampered]
     shown = [f"canary {c.name} (must {c.expect}) reported {c.reported}" for c in wrong[:3]]
-    lone = [f for f in o.fresh if f.tampered]
+    lone = [f for f in [*o.fresh, *([o.rerun_canary] if o.rerun_canary else [])] if f.tampered]
     shown += [f"canary {f.test} (must fail) exited {f.exit_code} alone" for f in lone]
     return "; ".join(shown) + (f" and {len(wrong) - 3} more" if len(wrong) > 3 else "")
 
@@ -164,7 +164,11 @@ JUDGEMENT: tuple[tuple[str, Outcome, Rule, Detail], ...] = (
         # exit status.
         "runner_tampered",
         Outcome.INVALID,
-        lambda o: any(c.tampered for c in o.canaries) or any(f.tampered for f in o.fresh),
+        lambda o: (
+            any(c.tampered for c in o.canaries)
+            or any(f.tampered for f in o.fresh)
+            or (o.rerun_canary is not None and o.rerun_canary.tampered)
+        ),
         _canaries,
     ),
     (
@@ -178,6 +182,16 @@ JUDGEMENT: tuple[tuple[str, Outcome, Rule, Detail], ...] = (
 )
 
 
+#: The reasons of a trial whose tests were graded (after every rule above held back).
+TEST_REASONS: dict[str, Outcome] = {
+    "tests_passed": Outcome.RESOLVED,
+    "tests_failed": Outcome.UNRESOLVED,
+    # Every failing test passed when re-run alone; the policy (flaky_counts_as) decides.
+    "tests_flaky": Outcome.UNRESOLVED,
+    "tests_passed_on_rerun": Outcome.RESOLVED,
+}
+
+
 def score(observation: Observation) -> Score:
     for reason, outcome, applies, detail in JUDGEMENT:
         if applies(observation):
@@ -186,4 +200,33 @@ def score(observation: Observation) -> Score:
     resolution = observation.tests.resolution
     if resolution is Resolution.FULL:
         return Score(outcome=Outcome.RESOLVED, reason="tests_passed", resolution=resolution)
-    return Score(outcome=Outcome.UNRESOLVED, reason="tests_failed", resolution=resolution)
+    flaky = observation.flaky_tests
+    if not flaky:
+        return Score(outcome=Outcome.UNRESOLVED, reason="tests_failed", resolution=resolution)
+    # Failing tests that passed when re-run alone: the policy decides only when every
+    # failing test is one of them (a stable failure fails the trial whatever it says).
+    report = observation.tests
+    stable = [
+        t for t in report.fail_to_pass.failure + report.pass_to_pass.failure if t not in flaky
+    ]
+    shown = ", ".join(flaky[:3]) + (f" and {len(flaky) - 3} more" if len(flaky) > 3 else "")
+    detail = f"failed in the run, passed alone when re-run: {shown}"
+    if stable:
+        return Score(
+            outcome=Outcome.UNRESOLVED, reason="tests_failed", detail=detail, resolution=resolution
+        )
+    canary = observation.rerun_canary
+    if (
+        observation.flaky_counts_as == "passed"
+        and canary is not None
+        and canary.outcome == "failed"
+    ):
+        return Score(
+            outcome=Outcome.RESOLVED,
+            reason="tests_passed_on_rerun",
+            detail=detail,
+            resolution=resolution,
+        )
+    return Score(
+        outcome=Outcome.UNRESOLVED, reason="tests_flaky", detail=detail, resolution=resolution
+    )

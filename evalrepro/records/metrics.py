@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from evalrepro.records.base import Record
+from evalrepro.records.base import Record, unchanged
 from evalrepro.records.stats import Interval
 
 
@@ -37,9 +37,10 @@ def _from_2(data: dict[str, Any]) -> dict[str, Any]:
 
 class RunMetrics(Record):
     record: Literal["RunMetrics"] = "RunMetrics"
-    #: 3: ``instances`` and ``pass_at_k_instances`` (which instances each pass@k is over).
-    schema_version: int = 3
-    migrations = {2: _from_2}
+    #: 3: ``instances`` and ``pass_at_k_instances`` (which instances each pass@k is over);
+    #: 4: the flaky trials (``flaky``, ``flaky_rate``, ``flaky_tests``).
+    schema_version: int = 4
+    migrations = {2: _from_2, 3: unchanged}
     experiment: str
     target_id: str
     planned: int
@@ -73,6 +74,13 @@ class RunMetrics(Record):
     pass_at_k_instances: dict[str, int] = {}
     #: Mean per-sample resolve rate with a bootstrap interval over instances.
     sample_rate: Interval | None = None
+    #: Trials with a flaky test (one that failed in the run and passed when re-run alone,
+    #: ``environment.rerun_failed``), and the flaky tests over them all.
+    flaky: int = 0
+    flaky_tests: int = 0
+    #: ``flaky`` over planned trials; None: no trial re-ran its failing tests, so
+    #: flakiness was not measured (a gate rule on it fails).
+    flaky_rate: Interval | None = None
 
     def values(self) -> dict[str, float]:
         """The numbers a gate rule can name."""
@@ -86,6 +94,8 @@ class RunMetrics(Record):
             "invalid_rate": self.invalid_rate.estimate,
             "evidence_completeness": self.evidence_completeness,
         }
+        if self.flaky_rate is not None:  # measured: the run re-ran its failing tests
+            values |= {"flaky": float(self.flaky), "flaky_rate": self.flaky_rate.estimate}
         values |= {name: interval.estimate for name, interval in self.pass_at_k.items()}
         return values
 

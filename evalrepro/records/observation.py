@@ -13,6 +13,7 @@ from evalrepro.records.agent import AgentOutcome
 from evalrepro.records.base import Record, unchanged
 from evalrepro.records.canary import CanaryCheck
 from evalrepro.records.fresh import FreshCheck
+from evalrepro.records.rerun import FlakyCounts, RerunCheck
 from evalrepro.records.supervision import ProtectedFile
 
 
@@ -95,9 +96,10 @@ class _Frozen(BaseModel):
 
 class Observation(Record):
     record: Literal["Observation"] = "Observation"
-    #: 3: the canaries' checks; 4: the fresh runs'; 5: the agent phase's end.
-    schema_version: int = 5
-    migrations = {2: unchanged, 3: unchanged, 4: unchanged}
+    #: 3: the canaries' checks; 4: the fresh runs'; 5: the agent phase's end; 6: the
+    #: re-runs of failing tests.
+    schema_version: int = 6
+    migrations = {2: unchanged, 3: unchanged, 4: unchanged, 5: unchanged}
     instance_id: str
     #: Where the facts come from: evalrepro's supervisor, or a bare log.
     source: Literal["supervisor", "log"] = "log"
@@ -140,3 +142,18 @@ class Observation(Record):
     fresh_note: str = ""
     #: How the agent phase ended, for an agent target's attempt that ran one.
     agent: AgentOutcome | None = None
+    #: Re-runs planned of each failing test (``rerun_failed``; 0: none were planned).
+    rerun_times: int = 0
+    #: Each test the run failed, with how its re-runs alone ended.
+    reruns: list[RerunCheck] = []
+    #: The must-fail canary run alone among the re-runs (None: nothing was re-run).
+    rerun_canary: FreshCheck | None = None
+    #: Why there were no re-runs, when they were asked for.
+    rerun_note: str = ""
+    #: How a flaky test counts when the attempt is scored (``flaky_counts_as``).
+    flaky_counts_as: FlakyCounts = "failed"
+
+    @property
+    def flaky_tests(self) -> list[str]:
+        """Tests that failed in the run and passed alone when re-run."""
+        return [check.test for check in self.reruns if check.flaky]

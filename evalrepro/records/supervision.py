@@ -13,6 +13,7 @@ from evalrepro.config.environment import Limits
 from evalrepro.records.base import Record
 from evalrepro.records.canary import Canary
 from evalrepro.records.fresh import FreshResult, FreshRun
+from evalrepro.records.rerun import RerunPlan
 from evalrepro.records.testspec import EvalScript
 from evalrepro.run.sandbox import GIT_DIR, GUARD_PATH, PATCH_PATH, TEST_PATCH_PATH, TESTBED
 from evalrepro.run.sandbox.supervisor import (
@@ -127,6 +128,18 @@ class FreshEvent(_Event):
     changed_during_run: list[str] = []
 
 
+class RerunEvent(_Event):
+    """The re-runs of failing tests (``evalrepro.run.rerun``), in the order they ran:
+    what the host asked for on the supervisor's stdin, each test at most ``times``."""
+
+    event: Literal["rerun"]
+    runs: list[FreshResult]
+    #: The runs the host asked for (tests and the canary); -1: no word came from it.
+    asked: int
+    #: Test files and test infrastructure that the re-runs changed.
+    changed_during_run: list[str] = []
+
+
 class ErrorEvent(_Event):
     event: Literal["error"]
     phase: str
@@ -146,6 +159,7 @@ Event = Annotated[
     | TestsStartedEvent
     | TestsFinishedEvent
     | FreshEvent
+    | RerunEvent
     | ErrorEvent
     | DoneEvent,
     Field(discriminator="event"),
@@ -192,6 +206,7 @@ class SupervisorReport(Record):
     tests_started: TestsStartedEvent | None = None
     tests: TestsFinishedEvent | None = None
     fresh: FreshEvent | None = None
+    rerun: RerunEvent | None = None
     error: ErrorEvent | None = None
     region: Region | None = None
     #: Why the host stopped reading (a malformed frame, a stream over its bounds).
@@ -229,6 +244,11 @@ class TrialProgram(Record):
     fresh: list[FreshRun] = []
     #: Why there are none, when the dataset asked for them.
     fresh_note: str = ""
+    #: Failing tests re-run alone after the run (``environment.rerun_failed``); the host
+    #: names them on the supervisor's stdin once the tests finished.
+    rerun: RerunPlan | None = None
+    #: Why there is no plan, when re-runs were asked for.
+    rerun_note: str = ""
 
     @classmethod
     def of(
@@ -240,11 +260,14 @@ class TrialProgram(Record):
         allow_user_namespaces: bool = False,
         canaries: list[Canary] | None = None,
         fresh: tuple[list[FreshRun], str] = ([], ""),
+        rerun: tuple[RerunPlan | None, str] = (None, ""),
     ) -> TrialProgram:
         return cls(
             canaries=canaries or [],
             fresh=fresh[0],
             fresh_note=fresh[1],
+            rerun=rerun[0],
+            rerun_note=rerun[1],
             allow_user_namespaces=allow_user_namespaces,
             base_commit=script.base_commit,
             test_command=script.test_command,

@@ -17,7 +17,8 @@ from evalrepro.records.base import Record
 #: What a test does from before the gold patch (base + test patch) to after it:
 #: ``FAIL_TO_PASS`` / ``PASS_TO_PASS`` / ``FAIL_TO_FAIL`` / ``PASS_TO_FAIL`` when every
 #: repeat of each side agrees; ``SKIPPED`` when it was skipped in every run of both sides;
-#: ``flaky`` when the repeats of one side disagree (passed in some, not in others).
+#: ``flaky`` when the repeats of one side disagree (passed in some, not in others), or
+#: when it failed in a run and passed alone when re-run (``environment.rerun_failed``).
 Transition = Literal[
     "FAIL_TO_PASS", "PASS_TO_PASS", "FAIL_TO_FAIL", "PASS_TO_FAIL", "SKIPPED", "flaky"
 ]
@@ -48,6 +49,9 @@ class TestTransition(BaseModel):
     before_passed: int = Field(ge=0)
     after_passed: int = Field(ge=0)
     repeats: int = Field(ge=1)
+    #: Runs (of either side) in which it failed in the suite and passed when re-run alone
+    #: (``environment.rerun_failed``): flaky, or dependent on the tests run before it.
+    passed_alone: int = Field(default=0, ge=0)
 
 
 class RunFacts(BaseModel):
@@ -57,6 +61,8 @@ class RunFacts(BaseModel):
 
     #: The tests as the log reports them.
     status_map: dict[str, str]
+    #: Tests that failed in the run and passed when re-run alone.
+    passed_alone: list[str] = []
     #: Whether the tests ran to the end and their log could be read, and if not why.
     ran: bool = True
     parsed: bool = True

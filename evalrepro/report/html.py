@@ -35,11 +35,10 @@ from urllib.parse import quote
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup, escape
 
-from evalrepro.grade.score import JUDGEMENT
+from evalrepro.grade.score import JUDGEMENT, TEST_REASONS
 from evalrepro.records.compare import ComparisonReport, InstanceOutcomes, RunCell
 from evalrepro.records.metrics import RepoBreakdown, RunMetrics
 from evalrepro.records.report import Provenance, RunReport, TrialRow
-from evalrepro.records.score import Outcome
 from evalrepro.records.stats import Comparison, Interval, level_label
 from evalrepro.report.run_report import provenance_line, seconds
 
@@ -56,13 +55,14 @@ _OUTCOME_COLOURS = {
 _ON_DARK = {"resolved", "invalid"}
 OUTCOMES = tuple(_OUTCOME_COLOURS)
 _REASON_OUTCOME = {reason: outcome.value for reason, outcome, *_ in JUDGEMENT} | {
-    "tests_passed": Outcome.RESOLVED.value,
-    "tests_failed": Outcome.UNRESOLVED.value,
+    reason: outcome.value for reason, outcome in TEST_REASONS.items()
 }
 #: Score reasons as a reader says them; the code is shown beside the words.
 REASON_LABELS = {
     "tests_passed": "tests passed",
     "tests_failed": "tests failed",
+    "tests_flaky": "failing tests flaky",
+    "tests_passed_on_rerun": "passed when re-run (flaky counted as passed)",
     "infrastructure_error": "infrastructure error",
     # An empty patch is the target's answer (unresolved), never an invalid trial.
     "patch_empty": "empty patch",

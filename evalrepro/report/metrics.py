@@ -11,6 +11,7 @@ many those are (``pass_at_k_metrics``).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -99,6 +100,7 @@ def compute_metrics(
         },
         "samples": lockfile.target.samples,
         "instances": len({trial.key.instance_id for trial in lockfile.trials}),
+        **flaky_metrics(results.values(), planned, confidence),
     }
     if lockfile.target.samples > 1:
         metrics |= pass_at_k_metrics(
@@ -109,6 +111,30 @@ def compute_metrics(
             seed=seed,
         )
     return RunMetrics(**metrics)
+
+
+def flaky_metrics(
+    results: Iterable[TrialResult], planned: int, confidence: float
+) -> dict[str, object]:
+    """Trials whose final attempt found a flaky test, over planned trials; the rate only
+    when some trial re-ran its failing tests (else flakiness was not measured). An invalid
+    trial's tests are not trusted (a runner tampered with passes every re-run): its re-runs
+    are not counted either."""
+    results = list(results)
+    final = [result.attempts[-1].observation for result in results if result.attempts]
+    flaky = [
+        len(result.attempts[-1].observation.flaky_tests)
+        for result in results
+        if result.attempts
+        and result.score.outcome != Outcome.INVALID
+        and result.attempts[-1].observation.flaky_tests
+    ]
+    measured = any(o.rerun_times for o in final)
+    return {
+        "flaky": len(flaky),
+        "flaky_tests": sum(flaky),
+        "flaky_rate": _rate(len(flaky), planned, confidence) if measured else None,
+    }
 
 
 def pass_at_k_metrics(

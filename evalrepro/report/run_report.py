@@ -19,6 +19,7 @@ from evalrepro import __version__
 from evalrepro.digest import sha256_bytes
 from evalrepro.plan.lockfile import LOCKFILE_NAME
 from evalrepro.records.lockfile import Lockfile
+from evalrepro.records.metrics import RunMetrics
 from evalrepro.records.report import (
     FlaggedTrial,
     Provenance,
@@ -392,6 +393,15 @@ def print_timing(console: Console, timing: RunTiming) -> None:
     console.print(table)
 
 
+def _flaky(m: RunMetrics) -> str:
+    """The flaky trials in words (a trial is flaky when a failing test of its passed
+    when re-run alone)."""
+    return (
+        f"{m.flaky} trial{'' if m.flaky == 1 else 's'} with {m.flaky_tests} flaky "
+        f"test{'' if m.flaky_tests == 1 else 's'}"
+    )
+
+
 def print_run_report(console: Console, report: RunReport) -> None:
     m = report.metrics
     console.print(f"[dim]{escape(provenance_line(report.provenance))}[/]", highlight=False)
@@ -410,6 +420,8 @@ def print_run_report(console: Console, report: RunReport) -> None:
         rates.add_row(name, pass_at_k_value(interval, coverage))
     if m.sample_rate is not None:
         rates.add_row("mean per-sample rate", _interval(m.sample_rate))
+    if m.flaky_rate is not None:
+        rates.add_row("flaky rate (trials)", f"{_interval(m.flaky_rate)}; {_flaky(m)}")
     rates.add_row("evidence completeness", percent(m.evidence_completeness))
     rates.add_row("attempts", f"{m.attempts} ({m.retried_trials} trials retried)")
     console.print(rates)
@@ -524,6 +536,11 @@ def markdown_run_report(report: RunReport) -> str:
         *(
             f"| {name} | {pass_at_k_value(interval, coverage)} |"
             for name, interval, coverage in m.pass_at_k_rows()
+        ),
+        *(
+            [f"| flaky rate (trials) | {_interval(m.flaky_rate)}; {_flaky(m)} |"]
+            if m.flaky_rate is not None
+            else []
         ),
         f"| evidence completeness | {percent(m.evidence_completeness)} |",
         f"| attempts | {m.attempts} ({m.retried_trials} trials retried) |",

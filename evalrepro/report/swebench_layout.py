@@ -56,6 +56,7 @@ from typing import Any
 from evalrepro import atomic
 from evalrepro.digest import sha256_bytes
 from evalrepro.errors import UserError
+from evalrepro.grade.score import TEST_REASONS
 from evalrepro.records.artifact import Artifact
 from evalrepro.records.lockfile import Lockfile
 from evalrepro.records.score import Outcome
@@ -76,7 +77,7 @@ _EMPTY_PATCH = sha256_bytes(b"")
 _ENVIRONMENT_REASONS = frozenset({"infrastructure_error"})
 _PATCH_REASONS = frozenset({"suspect_patch", "test_infrastructure_changed", "runner_exit_abnormal"})
 #: Reasons that come from graded tests: swebench's "found" (its patch applied).
-_GRADED_REASONS = frozenset({"tests_passed", "tests_failed"})
+_GRADED_REASONS = frozenset(TEST_REASONS)
 #: Files written at once: each is fsynced, and the disk commits concurrent fsyncs
 #: together (three files per instance; with the run's survey, 2,294 instances take 3.8 s
 #: instead of 7.1 s one file at a time: ``benchmarks/grading_throughput.py``).

@@ -50,7 +50,12 @@ def print_validation(console: Console, report: ValidationReport) -> None:
     ]
     if flaky:
         table = Table(
-            "instance", "flaky test", "passed before", "passed after", title_justify="left"
+            "instance",
+            "flaky test",
+            "passed before",
+            "passed after",
+            "failed, then passed alone",
+            title_justify="left",
         )
         for instance_id, t in flaky:
             table.add_row(
@@ -58,6 +63,7 @@ def print_validation(console: Console, report: ValidationReport) -> None:
                 escape(t.test),
                 f"{t.before_passed}/{t.repeats}",
                 f"{t.after_passed}/{t.repeats}",
+                f"in {t.passed_alone} run{'' if t.passed_alone == 1 else 's'}",
             )
         console.print(table)
     disagreements = [(i.instance_id, d) for i in report.instances for d in i.disagreements]

@@ -51,6 +51,7 @@ from evalrepro.errors import UserError
 from evalrepro.records.artifact import Artifact
 from evalrepro.records.base import Record, parse_record, read_record
 from evalrepro.records.report import RunReport, TrialRow
+from evalrepro.records.rerun import RerunCheck
 from evalrepro.records.supervision import SupervisorReport, TrialProgram
 from evalrepro.records.trajectory import Trajectory
 from evalrepro.records.trial import Attempt, TrialResult
@@ -449,6 +450,8 @@ class TestLine:
     test: str
     passed: bool
     status: str
+    #: How its re-runs alone ended ("" when it was not re-run): "flaky" shows first.
+    rerun: str = ""
 
 
 @dataclass(frozen=True)
@@ -623,6 +626,7 @@ def _test_lines(attempt: Attempt) -> tuple[list[TestLine], int]:
     if tests is None:
         return [], 0
     statuses = attempt.observation.status_map
+    reruns = {check.test: check for check in attempt.observation.reruns}
     lines, total = [], 0
     for group, report in (
         ("FAIL_TO_PASS", tests.fail_to_pass),
@@ -632,8 +636,18 @@ def _test_lines(attempt: Attempt) -> tuple[list[TestLine], int]:
         total += len(listed)
         for test, passed in listed[:MAX_LISTED]:
             status = statuses.get(test, "not in the status map")
-            lines.append(TestLine(group, clip(test, 1000), passed, clip(status, 200)))
+            rerun = _rerun_text(reruns[test]) if test in reruns else ""
+            lines.append(TestLine(group, clip(test, 1000), passed, clip(status, 200), rerun))
     return lines, total
+
+
+def _rerun_text(check: RerunCheck) -> str:
+    runs = len(check.outcomes)
+    if check.flaky:
+        return f"flaky: passed alone on re-run {check.outcomes.index('passed') + 1} of {runs}"
+    if not runs:
+        return "not re-run"
+    return f"{', '.join(dict.fromkeys(check.outcomes))} alone in {runs} re-run" + "s" * (runs > 1)
 
 
 def _artifact_lines(run_dir: Path, attempt: Attempt, folder: str) -> list[ArtifactLine]:

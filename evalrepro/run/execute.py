@@ -21,6 +21,7 @@ from evalrepro.config.environment import Limits
 from evalrepro.digest import sha256_bytes
 from evalrepro.plan.plan import PlannedTrial
 from evalrepro.records.artifact import Artifact
+from evalrepro.records.rerun import FlakyCounts
 from evalrepro.records.supervision import TrialProgram
 from evalrepro.records.trial import Attempt, Lease, TrialResult
 from evalrepro.run.attempt import (
@@ -34,6 +35,7 @@ from evalrepro.run.canary import draw_canaries
 from evalrepro.run.fresh import draw_fresh_runs
 from evalrepro.run.patchcheck import PatchCheck, check_patch
 from evalrepro.run.recorder import Recorder
+from evalrepro.run.rerun import plan_reruns
 from evalrepro.targets.agent import AgentTarget
 
 
@@ -52,6 +54,12 @@ class AttemptSettings:
     agent: AgentTarget | None = None
     #: Agent phases an earlier run recorded, by trial id: replayed, the agent not run.
     recorded_agents: Mapping[str, RecordedAgent] | None = None
+    #: Re-runs of each failing test (``evalrepro.run.rerun``), and how a flaky one counts.
+    rerun_failed: int = 0
+    flaky_counts_as: FlakyCounts = "failed"
+    #: "failing" for a target whose instances need no lists (validation): every test the
+    #: log calls failing is re-run, not only the listed ones.
+    rerun_scope: str = "listed"
 
 
 def container_prefix(run_dir: Path) -> str:
@@ -91,6 +99,15 @@ class TrialJob:
                 allow_user_namespaces=settings.allow_user_namespaces,
                 canaries=canaries,
                 fresh=draw_fresh_runs(planned.spec, planned.parser, planned.sample, canaries),
+                rerun=plan_reruns(
+                    planned.spec,
+                    planned.parser,
+                    planned.sample,
+                    canaries,
+                    times=settings.rerun_failed,
+                    scope=settings.rerun_scope,
+                    counts_as=settings.flaky_counts_as,
+                ),
             )
         self._program = program
 

@@ -136,38 +136,41 @@ def draw_fresh_runs(
     if runner is None:
         return [], f"parser {parser.name} names no runner that can select one test"
     rng = rng or random.SystemRandom(secrets.randbits(64))
-    lone = [c for c in canaries if c.expect == "fail"]
-    canary_arg = None
-    for candidate in lone:
-        canary_arg = runner.canary(candidate, spec.test_directives)
-        if canary_arg is not None:
-            break
-    if canary_arg is None:
+    canary = lone_canary(runner, canaries, spec)
+    if canary is None:
         # Without a must-fail canary beside them, a process that always exits 0 would pass.
         return [], "no must-fail canary to run alone beside the FAIL_TO_PASS tests"
     selectable = [(test, arg) for test in sample.fail_to_pass if (arg := runner.select(test))]
     if not selectable:
         return [], f"no FAIL_TO_PASS test is named in a form the {runner.name} runner selects"
     chosen = rng.sample(selectable, min(wanted, len(selectable)))
-    runs = [
-        FreshRun(
-            test=test,
-            expect="pass",
-            command=f"{spec.test_cmd} {shlex.quote(arg)}",
-            runner=runner.name,
-        )
-        for test, arg in chosen
-    ]
-    runs.append(
-        FreshRun(
-            test=candidate.name,
-            expect="fail",
-            command=f"{spec.test_cmd} {shlex.quote(canary_arg)}",
-            runner=runner.name,
-        )
-    )
+    runs = [alone(spec.test_cmd, runner, test, arg) for test, arg in chosen]
+    runs.append(canary)
     rng.shuffle(runs)  # the canary's place among them is not known in advance
     return runs, ""
+
+
+def lone_canary(runner: Runner, canaries: Sequence[Canary], spec: TestSpec) -> FreshRun | None:
+    """The first must-fail canary the runner can select, as a run of its own."""
+    for candidate in canaries:
+        if candidate.expect != "fail":
+            continue
+        argument = runner.canary(candidate, spec.test_directives)
+        if argument is not None:
+            return alone(spec.test_cmd, runner, candidate.name, argument, expect="fail")
+    return None
+
+
+def alone(
+    test_command: str, runner: Runner, test: str, argument: str, expect: str = "pass"
+) -> FreshRun:
+    """The run of one test alone: the test command with only ``argument`` selected."""
+    return FreshRun(
+        test=test,
+        expect=expect,  # type: ignore[arg-type]
+        command=f"{test_command} {shlex.quote(argument)}",
+        runner=runner.name,
+    )
 
 
 def check_fresh(
@@ -182,7 +185,7 @@ def check_fresh(
             FreshCheck(
                 test=run.test,
                 expect=run.expect,
-                outcome=_outcome(run, result),
+                outcome=fresh_outcome(run, result),
                 exit_code=result.exit_code if result is not None else None,
                 logged=statuses.get(run.test, "absent") if run.expect == "pass" else "",
             )
@@ -190,7 +193,8 @@ def check_fresh(
     return checks
 
 
-def _outcome(run: FreshRun, result: FreshResult | None) -> FreshOutcome:
+def fresh_outcome(run: FreshRun, result: FreshResult | None) -> FreshOutcome:
+    """How a run alone ended, by its runner's rules."""
     if result is None or result.exit_code is None:
         return "not_run"
     if result.stopped is not None:

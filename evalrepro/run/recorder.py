@@ -77,6 +77,8 @@ def observe(evidence: Evidence, sample: Sample, parser: LogParser) -> Observatio
         canaries=evidence.program.canaries,
         fresh=evidence.program.fresh,
         fresh_note=evidence.program.fresh_note,
+        rerun=evidence.program.rerun,
+        rerun_note=evidence.program.rerun_note,
         agent=evidence.agent,
     )
 

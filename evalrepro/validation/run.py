@@ -71,7 +71,7 @@ def facts(result: TrialResult) -> RunFacts:
     if observation.parser_status != ParserStatus.OK:
         detail = observation.parser_detail or observation.parser_status.value
         return RunFacts(status_map={}, parsed=False, problem=f"log unparseable: {detail}")
-    return RunFacts(status_map=dict(observation.status_map))
+    return RunFacts(status_map=dict(observation.status_map), passed_alone=observation.flaky_tests)
 
 
 def judge(

@@ -7,7 +7,9 @@ skipped or an unknown token is not passing), so that a list derived here grades 
 patch as resolved by the same rule that will judge every patch. The tests considered are
 those any run reports. Then, per test:
 
-* the repeats of one side disagree: ``flaky`` (left out of every list);
+* the repeats of one side disagree, or (with ``environment.rerun_failed``) it failed in
+  a run and passed when re-run alone, which also finds a test that fails only after
+  another test ran: ``flaky`` (left out of every list);
 * skipped in every run of both sides: ``SKIPPED``;
 * otherwise the one outcome of each side names the transition (``FAIL_TO_PASS``, ...).
 
@@ -17,7 +19,8 @@ lists; ``tests/test_validation_transitions.py`` checks the derived lists against
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 
 from evalrepro.grade.grading import fail_to_pass_ok, resolve_key
 from evalrepro.grade.parsers import Status
@@ -41,9 +44,13 @@ def _skipped(test: str, statuses: dict[str, str]) -> bool:
 
 
 def transitions_of(
-    before: Sequence[dict[str, str]], after: Sequence[dict[str, str]]
+    before: Sequence[dict[str, str]],
+    after: Sequence[dict[str, str]],
+    passed_alone: Mapping[str, int] | None = None,
 ) -> list[TestTransition]:
-    """Each reported test's transition over the runs of both sides (in test-id order)."""
+    """Each reported test's transition over the runs of both sides (in test-id order);
+    ``passed_alone``: per test, the runs in which it failed and then passed alone."""
+    passed_alone = passed_alone or {}
     assert before and after, "each side has at least one run"
     repeats = max(len(before), len(after))
     tests = sorted({test for run in [*before, *after] for test in run})
@@ -52,7 +59,8 @@ def transitions_of(
         before_passed = sum(passes(test, run) for run in before)
         after_passed = sum(passes(test, run) for run in after)
         transition: Transition
-        if before_passed not in (0, len(before)) or after_passed not in (0, len(after)):
+        alone = passed_alone.get(test, 0)
+        if alone or before_passed not in (0, len(before)) or after_passed not in (0, len(after)):
             transition = "flaky"
         elif all(_skipped(test, run) for run in [*before, *after]):
             transition = "SKIPPED"
@@ -67,6 +75,7 @@ def transitions_of(
                 before_passed=before_passed,
                 after_passed=after_passed,
                 repeats=repeats,
+                passed_alone=alone,
             )
         )
     return found
@@ -106,7 +115,10 @@ def validate_instance(
             detail="no test passed in any run, with the gold patch or without"
             + (f" (reported: {_some(errors)})" if errors else " (none reported)"),
         )
-    transitions = transitions_of([r.status_map for r in before], [r.status_map for r in after])
+    alone = Counter(test for run in everything for test in run.passed_alone)
+    transitions = transitions_of(
+        [r.status_map for r in before], [r.status_map for r in after], alone
+    )
     lists = {name: [t.test for t in transitions if t.transition == name] for name in _LISTS}
     flaky = [t.test for t in transitions if t.transition == "flaky"]
     detail = ""

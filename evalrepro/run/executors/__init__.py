@@ -79,6 +79,9 @@ def run_trials(
         max_attempts=executor.max_attempts,  # type: ignore[attr-defined]
         agent=target if isinstance(target, AgentTarget) else None,
         recorded_agents=recorded_agents,
+        rerun_failed=environment.rerun_failed if sandboxed else 0,  # type: ignore[attr-defined]
+        flaky_counts_as=environment.flaky_counts_as if sandboxed else "failed",  # type: ignore[attr-defined]
+        rerun_scope="listed" if getattr(target, "needs_test_lists", True) else "failing",
     )
     recorder = Recorder(run_dir)
     jobs = [TrialJob(planned, settings, recorder) for planned in trials]

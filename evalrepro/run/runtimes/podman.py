@@ -8,12 +8,14 @@ ulimits) live in ``backends/podman/containers.conf``, which the runtime points
 
 from __future__ import annotations
 
+import json
 import os
 import selectors
 import shlex
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import ClassVar
@@ -24,6 +26,7 @@ from evalrepro.errors import UserError
 from evalrepro.records.supervision import RuntimeFacts, SupervisorReport
 from evalrepro.run.attempt import AttemptOutput, AttemptSpec
 from evalrepro.run.interactive import Sandbox, SandboxRequest
+from evalrepro.run.rerun import MAX_RERUN_TESTS, select_reruns
 from evalrepro.run.runtimes.base import Runtime
 from evalrepro.run.sandbox import (
     GUARD,
@@ -34,7 +37,7 @@ from evalrepro.run.sandbox import (
     SUPERVISOR_PATH,
     TEST_PATCH_PATH,
 )
-from evalrepro.run.supervision import StreamReader
+from evalrepro.run.supervision import StreamReader, region_text
 
 #: How long the phases before the tests (patch, reset) may take, in seconds.
 _PRE_TEST_SECONDS = 600
@@ -140,10 +143,13 @@ class PodmanRuntime(Runtime):
             (inputs / "patch.diff", PATCH_PATH),
             (inputs / "test.patch", TEST_PATCH_PATH),
         ]
-        # The tests, then each fresh run, have the timeout each.
+        # The tests, then each fresh run and each re-run, have the timeout each.
+        rerun = spec.program.rerun if spec.program is not None else None
         runs = 1 + (len(spec.program.fresh) if spec.program is not None else 0)
+        runs += MAX_RERUN_TESTS * rerun.times + 1 if rerun is not None else 0
         command = [
             "run",
+            *(["--interactive"] if rerun is not None else []),  # the host's word on re-runs
             "--rm",
             "--name",
             spec.sandbox_name,
@@ -189,7 +195,7 @@ class PodmanRuntime(Runtime):
             # running attempts finish; it must not reach (and kill) their containers.
             process = subprocess.Popen(
                 ["podman", *command],
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE if rerun is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=self.env,
@@ -200,16 +206,19 @@ class PodmanRuntime(Runtime):
                 for fd in pipes:
                     selector.register(fd, selectors.EVENT_READ)
                 testing = False
-                fresh = len(spec.program.fresh) if spec.program is not None else 0
+                fresh: int | None = len(spec.program.fresh) if spec.program is not None else 0
                 while selector.get_map():
                     if not testing and reader.report.tests_started is not None:
                         # The supervisor stops the tests at the timeout; this is a backstop.
                         deadline = time.monotonic() + spec.timeout + _GRACE_SECONDS
                         testing = True
-                    if fresh and reader.report.tests is not None:
-                        # Then each fresh run has the timeout of its own.
-                        deadline = time.monotonic() + fresh * spec.timeout + _GRACE_SECONDS
-                        fresh = 0
+                    if fresh is not None and reader.report.tests is not None:
+                        # Then each fresh run and each re-run has the timeout of its own.
+                        if rerun is not None:
+                            fresh += self._ask_reruns(process, spec, reader)
+                        if fresh:
+                            deadline = time.monotonic() + fresh * spec.timeout + _GRACE_SECONDS
+                        fresh = None
                     remaining = deadline - time.monotonic()
                     if remaining <= 0 or reader.problem is not None:
                         deadline_passed = remaining <= 0
@@ -222,6 +231,8 @@ class PodmanRuntime(Runtime):
                         else:
                             pipes[key.fd](data)
             exit_code = _wait(process, 30)
+            if process.stdin is not None and fresh is not None:
+                process.stdin.close()  # the tests never finished: nothing was asked
         except OSError as error:
             facts = RuntimeFacts(error=f"podman could not start: {error}")
             return AttemptOutput(report=SupervisorReport(runtime=facts), limits=limits)
@@ -247,6 +258,23 @@ class PodmanRuntime(Runtime):
             report=report,
             limits=limits,
         )
+
+    def _ask_reruns(
+        self, process: subprocess.Popen, spec: AttemptSpec, reader: StreamReader
+    ) -> int:
+        """Tell the supervisor which failing tests to re-run (``evalrepro.run.rerun``),
+        from the test output as it arrived; how many runs that asks for."""
+        assert spec.program is not None and spec.program.rerun is not None
+        tests, region = reader.report.tests, reader.report.region
+        runs = []
+        if tests is not None and tests.stopped is None and region is not None:
+            text = region_text(reader.output, region)
+            runs = select_reruns(spec.program.rerun, spec.program.canaries, text)
+        request = json.dumps([run.model_dump() for run in runs]).encode() + b"\n"
+        # A thread: the supervisor reads it only after its fresh runs.
+        threading.Thread(target=_send, args=(process, request), daemon=True).start()
+        times = spec.program.rerun.times
+        return sum(1 if run.expect == "fail" else times for run in runs)
 
     def sandbox(self, request: SandboxRequest) -> Sandbox:
         from evalrepro.run.runtimes.podman_sandbox import PodmanSandbox
@@ -392,6 +420,15 @@ class BoundedLog:
 
     def text(self) -> str:
         return bytes(self._kept).decode(errors="replace")
+
+
+def _send(process: subprocess.Popen, data: bytes) -> None:
+    try:
+        assert process.stdin is not None
+        with process.stdin:
+            process.stdin.write(data)
+    except (OSError, ValueError):
+        pass  # the supervisor ended first: it had nothing left to re-run
 
 
 def _has_subids() -> bool:

@@ -17,6 +17,9 @@ output. The phases, in order::
                                process cap is this trial's), under a watchdog
                                (memory, processes, disk written, files created,
                                output, time)
+    fresh runs, re-runs        single tests, each alone in a fresh process, judged by
+                               exit status (the re-runs: the failing tests the host names
+                               on this process's stdin, the only thing it reads there)
 
 Everything the host learns comes from one framed stream on this process's own stdout
 (the code under test has no handle on it): ``FRAME`` headers (kind, length), then
@@ -88,6 +91,8 @@ _TOOL_TIMEOUT = 300  # seconds for one patch tool or git call
 _TOOL_OUTPUT = 1 << 20  # bytes of a tool's output kept for the log
 _GUARD_LINE = 8192
 _DRAIN_SECONDS = 5.0
+_REQUEST_SECONDS = 120.0  # the host's word on what to re-run, once the tests finished
+_REQUEST_BYTES = 1 << 22
 
 
 # --- the stream ------------------------------------------------------------------------
@@ -1533,6 +1538,8 @@ class Trial:
         TestRun(self.program, self.stream, self.user, changed, integrity).run()
         if self.program.get("fresh"):
             self.fresh_runs(changed, integrity)
+        if self.program.get("rerun"):
+            self.reruns(changed, integrity)
 
     def fresh_runs(self, changed: list[str], integrity: Callable[[], list[str]]) -> None:
         """Each fresh run of the program alone, in a process of its own: how it ended.
@@ -1543,21 +1550,44 @@ class Trial:
         for run in self.program["fresh"]:
             if run["expect"] == "fail" and run["test"] not in self.placed:
                 continue
-            test = TestRun(
-                self.program, self.stream, self.user, changed, command=run["command"], fresh=True
-            )
-            facts = test.execute()
-            results.append(
-                {
-                    "test": run["test"],
-                    "exit_code": facts["exit_code"],
-                    "signal": facts["signal"],
-                    "seconds": facts["seconds"],
-                    "stopped": facts["stopped"]["limit"] if facts["stopped"] else None,
-                    "runner_exit": facts["runner_exit"],
-                }
-            )
+            results.append(self.run_alone(run, changed))
         self.stream.event("fresh", runs=results, changed_during_run=integrity())
+
+    def reruns(self, changed: list[str], integrity: Callable[[], list[str]]) -> None:
+        """The runs the host names on stdin (it parsed the log: the failing tests, and a
+        must-fail canary among them), each alone; a test up to the plan's ``times``, until
+        one exits 0; the canary once, if the reset placed it."""
+        asked = read_request(0, _REQUEST_SECONDS)
+        results = []
+        for run in asked or []:
+            if run["expect"] == "fail" and run["test"] not in self.placed:
+                continue
+            times = 1 if run["expect"] == "fail" else self.program["rerun"]["times"]
+            for _ in range(times):
+                results.append(self.run_alone(run, changed))
+                if results[-1]["exit_code"] == 0:
+                    break
+        self.stream.event(
+            "rerun",
+            runs=results,
+            asked=-1 if asked is None else len(asked),
+            changed_during_run=integrity(),
+        )
+
+    def run_alone(self, run: dict, changed: list[str]) -> dict:
+        """One run of a single test in a fresh process: how it ended (a ``FreshResult``)."""
+        test = TestRun(
+            self.program, self.stream, self.user, changed, command=run["command"], fresh=True
+        )
+        facts = test.execute()
+        return {
+            "test": run["test"],
+            "exit_code": facts["exit_code"],
+            "signal": facts["signal"],
+            "seconds": facts["seconds"],
+            "stopped": facts["stopped"]["limit"] if facts["stopped"] else None,
+            "runner_exit": facts["runner_exit"],
+        }
 
     def changed_while_running(
         self, test_files: list[tuple], before: dict[str, tuple], hash_kind: str
@@ -1748,6 +1778,31 @@ def _run_as(user: User, argv: list[str], cwd: str, env: dict) -> tuple[int, str]
         output = expired.stdout or b""
         return 124, output[:_TOOL_OUTPUT].decode("utf-8", "replace") + "\n(timed out)"
     return done.returncode, done.stdout[:_TOOL_OUTPUT].decode("utf-8", "replace")
+
+
+def read_request(fd: int, seconds: float) -> list[dict] | None:
+    """The host's list of runs (JSON, one line, then end of file), or None: no word in
+    time, or not a list of runs."""
+    deadline = time.monotonic() + seconds
+    data = b""
+    while len(data) <= _REQUEST_BYTES:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+            return None
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        data += chunk
+    try:
+        runs = json.loads(data)
+    except ValueError:
+        return None
+    keys = ("test", "expect", "command")
+    if not isinstance(runs, list) or not all(
+        isinstance(r, dict) and all(isinstance(r.get(k), str) for k in keys) for r in runs
+    ):
+        return None
+    return runs
 
 
 def load_program(path: str) -> dict:
