@@ -194,3 +194,17 @@ def test_a_test_that_fails_only_after_another_ran_is_found_by_rerunning_it_alone
     # A test that fails alone too stays what it was.
     assert found.fail_to_pass == [f"{ID}test_add"]
     assert "tests/test_order.py::test_a_leaves_state" in found.pass_to_pass
+
+
+def test_on_dask_workers_validation_gives_the_same_verdicts_and_lists(quirks, tmp_path):
+    # The re-runs too: on a worker, the runtime there picks the failing tests from the log.
+    instances, extra = ["valid", "order"], "environment.rerun_failed=1"
+    found = {}
+    for executor in ("local", "dask"):
+        report = validate(quirks, tmp_path / executor, instances, 1, extra, f"executor={executor}")
+        found[executor] = [
+            (i.instance_id, i.verdict, i.fail_to_pass, i.pass_to_pass, i.flaky)
+            for i in report.instances
+        ]
+    assert found["dask"] == found["local"]
+    assert [verdict for _, verdict, *_ in found["dask"]] == ["valid", "flaky_tests"]
