@@ -19,6 +19,7 @@ import sys
 
 import pytest
 
+from evalrepro.publish.verify import check_run
 from tests.adversarial.attacks import Attack
 from tests.adversarial.test_fresh_runs import EXIT_ZERO_BUILTIN
 from tests.adversarial.test_inodes import SmallRun, run_small
@@ -121,6 +122,8 @@ def test_the_supervisor_ran_what_the_host_asked_and_nothing_for_a_passing_trial(
     for (_, index), result in strict_run.results().items():
         if index == strict_run.samples - 1:  # the gold patches: nothing failed
             assert result.attempts[-1].observation.reruns == []
+    # verify re-observes every trial from its artifacts, the re-runs' checks included.
+    assert check_run(strict_run.run_dir).ok
 
 
 def test_the_run_report_counts_the_flaky_trials_and_the_viewer_shows_each_rerun(strict_run):
