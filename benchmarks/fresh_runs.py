@@ -22,8 +22,9 @@ from pathlib import Path
 
 from rich.console import Console
 
+from evalrepro.cache import default_cache_dir
 from evalrepro.config.experiment import compose
-from evalrepro.pipeline import default_cache_dir, run_experiment
+from evalrepro.pipeline import run_experiment
 
 
 def one_run(fresh: int, cache: Path) -> tuple[float, int, list[float]]:

@@ -27,8 +27,9 @@ from pathlib import Path
 
 from rich.console import Console
 
+from evalrepro.cache import default_cache_dir
 from evalrepro.config.experiment import compose
-from evalrepro.pipeline import default_cache_dir, lock_experiment
+from evalrepro.pipeline import lock_experiment
 
 
 def remove_images() -> None:

@@ -25,9 +25,10 @@ from pathlib import Path
 
 from rich.console import Console
 
+from evalrepro.cache import default_cache_dir
 from evalrepro.config.executor import SerialExecutorConfig
 from evalrepro.config.experiment import compose
-from evalrepro.pipeline import default_cache_dir, run_experiment
+from evalrepro.pipeline import run_experiment
 from evalrepro.plan.plan import build_plan
 from evalrepro.plan.testspec import RepoSpec
 from evalrepro.run.backend import Backend

@@ -44,8 +44,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from evalrepro.build.images import ImageChain
+from evalrepro.cache import default_cache_dir
 from evalrepro.config.experiment import compose
-from evalrepro.pipeline import default_cache_dir
 from evalrepro.plan.lockfile import build_lockfile
 from evalrepro.plan.plan import build_plan
 from evalrepro.records.trial import read_trial_result

@@ -13,7 +13,6 @@ Run directory (default ``runs/<experiment>-<UTC time>/``)::
 
 from __future__ import annotations
 
-import os
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -40,13 +39,6 @@ from evalrepro.run.backend import Backend
 from evalrepro.run.execute import container_prefix
 from evalrepro.run.executors import run_trials, start_executor
 from evalrepro.run.rundir import RunDirectory
-
-
-def default_cache_dir() -> Path:
-    if os.environ.get("EVALREPRO_CACHE"):
-        return Path(os.environ["EVALREPRO_CACHE"])
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "evalrepro"
 
 
 def plan_and_lock(

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from evalrepro.cache import default_cache_dir
 from evalrepro.config.experiment import ExperimentConfig, compose
-from evalrepro.pipeline import default_cache_dir, run_experiment
+from evalrepro.pipeline import run_experiment
 
 needs_podman = [
     pytest.mark.podman,

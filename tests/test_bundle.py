@@ -176,6 +176,34 @@ def test_a_bundle_verifies_with_neither_podman_nor_nix_on_the_path(bundle, tmp_p
     assert "ok:" in done.stdout and "12 logs re-graded" in done.stdout
 
 
+def test_the_crates_profiles_are_validated_when_asked_once_per_crate(unpacked, tmp_path):
+    import evalrepro.publish.crate as crate
+
+    default = check_bundle(unpacked)
+    assert default.ok and any("profiles were not validated" in n for n in default.notes)
+    assert list(default.seconds)[:2] == ["checksums", "signature"]  # each check timed
+    cache = tmp_path / "cache"
+    asked = check_bundle(unpacked, profiles=True, cache_dir=cache)
+    assert asked.ok and not any("profiles" in n for n in asked.notes)
+    (kept,) = (cache / "ro-crate").glob("*.json")
+    assert json.loads(kept.read_text()) == []
+    calls = []
+    validate = crate._validate_all
+    crate._validate_all = lambda root: calls.append(root) or validate(root)
+    try:
+        assert check_bundle(unpacked, profiles=True, cache_dir=cache).ok
+        assert calls == []  # the kept answer: the validator did not run again
+        # A crate whose metadata changed is another crate: validated again, and refused.
+        metadata = unpacked / "data" / "ro-crate-metadata.json"
+        graph = json.loads(metadata.read_text())
+        graph["@context"] = "https://example.invalid/not-ro-crate"
+        metadata.write_text(json.dumps(graph))
+        again = check_bundle(unpacked, profiles=True, cache_dir=cache)
+        assert len(calls) == 1 and "crate" in {p.kind for p in again.problems}
+    finally:
+        crate._validate_all = validate
+
+
 def test_an_unpacked_bundle_verifies_as_the_archive_does(unpacked):
     check = check_bundle(unpacked)
     assert check.problems == []

@@ -162,3 +162,27 @@ def test_local_repository_refuses_a_pin_whose_file_holds_another_version(
     ]
     with pytest.raises(UserError, match=r"Debian package patch is pinned as 9\.9-9"):
         debian.local_repository(list(files.values()), tmp_path / "repo", pins=edited)
+
+
+def test_a_resolve_is_kept_by_the_state_of_the_lists_and_asks_apt_nothing_again(
+    pins: list[DebPin], cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_apt(self, *args, **kwargs):
+        raise AssertionError(f"apt was run: {args}")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(debian._AptRoot, "run", no_apt)
+        assert debian.resolve("bookworm", MIRROR, DEMO, cache_dir=cache) == pins
+        # Another request is another closure: apt is asked.
+        with pytest.raises(AssertionError, match="apt was run"):
+            debian.resolve("bookworm", MIRROR, ["patch"], cache_dir=cache)
+        # So is the same request once the lists changed (a refresh that brought a new
+        # Release): the kept answer is for the lists it was resolved from.
+        (release,) = (cache / "apt").glob("bookworm-*/var/lib/apt/lists/*_InRelease")
+        kept = release.read_bytes()
+        release.write_bytes(kept + b"\n")
+        try:
+            with pytest.raises(AssertionError, match="apt was run"):
+                debian.resolve("bookworm", MIRROR, DEMO, cache_dir=cache)
+        finally:
+            release.write_bytes(kept)

@@ -11,7 +11,9 @@ apt runs in a private root under the cache: its own sources.list (``MIRROR SUITE
 signed by the Debian archive keyring), its own lists and config, and an empty dpkg status,
 so nothing of the host's apt configuration or installed packages counts. The suite's lists
 are refreshed when asked for or when a day old; for one state of the lists a resolve is
-deterministic.
+deterministic, so its answer is kept under the apt root, named by the digest of the
+request, the lists' signed Release files and the apt that read them, and read back
+instead of asking apt again.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from pathlib import Path, PurePosixPath
 from typing import Annotated
 from urllib.parse import quote, unquote
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, TypeAdapter, ValidationError
 
 from evalrepro import atomic
 from evalrepro.digest import sha256_json
@@ -142,6 +144,13 @@ def resolve(
     root = _AptRoot.for_suite(cache_dir, mirror=mirror, suite=suite, keyring=keyring)
     with root.locked():
         root.update(refresh=refresh)
+        # For one state of the signed lists and one apt, the answer is always the same:
+        # kept by the digest of those inputs, it costs no apt process the next time.
+        inputs = {"packages": packages, "variant": variant, "lists": root.lists_digest()}
+        cached = root.path / "closures" / f"{sha256_json(inputs).removeprefix('sha256:')}.json"
+        pins = _read_pins(cached)
+        if pins is not None:
+            return pins
         essential = root.closure([_narrow(suite, "?essential")], status=root.empty_status)
         if not essential:
             raise UserError(f"Debian suite {suite!r} at {mirror} has no Essential:yes packages")
@@ -153,8 +162,21 @@ def resolve(
             _narrow(suite, item) if item.startswith("?") else item for item in VARIANTS[variant]
         ]
         rest = root.closure([*packages, *extra], status=installed)
-    pins = [stanza.pin() for stanza in (*essential, *rest)]
-    return sorted(pins, key=lambda pin: (pin.package, pin.architecture))
+        pins = [stanza.pin() for stanza in (*essential, *rest)]
+        pins.sort(key=lambda pin: (pin.package, pin.architecture))
+        atomic.write_text(cached, _PINS.dump_json(pins).decode())
+    return pins
+
+
+_PINS = TypeAdapter(list[DebPin])
+
+
+def _read_pins(path: Path) -> list[DebPin] | None:
+    """A closure resolved before, or None (none, or not one this version can read)."""
+    try:
+        return _PINS.validate_json(path.read_bytes())
+    except (OSError, ValidationError):
+        return None
 
 
 #: What makes a Packages record a dpkg status record, for apt.
@@ -297,6 +319,22 @@ class _AptRoot:
         )
 
     # --- the suite's lists
+
+    def lists_digest(self) -> str:
+        """sha256 over canonical JSON of what decides a resolve besides the request: the
+        signed Release files of the lists (each names its indexes by hash) and the apt
+        that reads them (its programs and library, by size and modification time)."""
+        lists = self.path / "var/lib/apt/lists"
+        releases = {
+            path.name: hashlib.sha256(path.read_bytes()).hexdigest()
+            for path in sorted(lists.glob("*Release"))
+        }
+        tools = {}
+        for pattern in ("/usr/bin/apt-get", "/usr/bin/apt-cache", "/usr/lib/*/libapt-pkg.so.*"):
+            for path in sorted(Path("/").glob(pattern.lstrip("/"))):
+                info = path.stat()
+                tools[str(path)] = [info.st_size, info.st_mtime_ns]
+        return sha256_json({"releases": releases, "apt": tools, "arch": ARCHITECTURE})
 
     def update(self, *, refresh: bool) -> None:
         stamp = self.path / "updated"

@@ -32,7 +32,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def main(args: argparse.Namespace) -> int:
-    from evalrepro.pipeline import default_cache_dir, lock_experiment
+    from evalrepro.cache import default_cache_dir
+    from evalrepro.pipeline import lock_experiment
 
     config = compose(args.overrides, args.config_dir)
     output = args.output or Path("lockfiles") / f"{config.name}.lock.json"

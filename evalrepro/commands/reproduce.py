@@ -52,7 +52,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def main(args: argparse.Namespace) -> int:
-    from evalrepro.pipeline import PlanMismatch, default_cache_dir
+    from evalrepro.cache import default_cache_dir
+    from evalrepro.pipeline import PlanMismatch
     from evalrepro.publish.reproduce import print_reproduction, reproduce
 
     console = make_console()

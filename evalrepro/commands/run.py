@@ -29,7 +29,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def main(args: argparse.Namespace) -> int:
-    from evalrepro.pipeline import default_cache_dir, run_experiment
+    from evalrepro.cache import default_cache_dir
+    from evalrepro.pipeline import run_experiment
     from evalrepro.plan.lockfile import read_lockfile
 
     locked = None

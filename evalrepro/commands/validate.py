@@ -45,8 +45,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def main(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from evalrepro.cache import default_cache_dir
     from evalrepro.config.experiment import compose
-    from evalrepro.pipeline import default_cache_dir
     from evalrepro.report.validation import print_validation
     from evalrepro.validation.dataset import check_output, report_path, write_validated
     from evalrepro.validation.run import judge, run_sides

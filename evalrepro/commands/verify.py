@@ -42,6 +42,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         metavar="FILE",
         help="a bundle must be signed by a key this file lists (ssh-keygen's ALLOWED SIGNERS)",
     )
+    verify.add_argument(
+        "--ro-crate-profiles",
+        action="store_true",
+        help="a bundle's RO-Crate is also validated against its profiles (SHACL: seconds, "
+        "once per crate on this machine; by default every file's entry and digest is checked)",
+    )
     json_argument(verify, "print one JSON object")
     return verify
 
@@ -60,9 +66,15 @@ def main(args: argparse.Namespace) -> int:
         if args.same_target:
             raise UserError("--same-target compares two lockfiles, run directories or bundles")
         if is_bundle(args.paths[0]):
+            from evalrepro.cache import default_cache_dir
             from evalrepro.publish.bundle_verify import check_bundle, print_bundle_check
 
-            bundle_check = check_bundle(args.paths[0], allowed_signers=args.allowed_signers)
+            bundle_check = check_bundle(
+                args.paths[0],
+                allowed_signers=args.allowed_signers,
+                profiles=args.ro_crate_profiles,
+                cache_dir=default_cache_dir(),
+            )
             if args.json:
                 print(json.dumps(bundle_check.payload(), indent=2))
             else:
@@ -70,6 +82,8 @@ def main(args: argparse.Namespace) -> int:
             return EXIT_OK if bundle_check.ok else EXIT_CHECK_FAILED
         if args.allowed_signers is not None:
             raise UserError("--allowed-signers checks a bundle's signature; this is a run")
+        if args.ro_crate_profiles:
+            raise UserError("--ro-crate-profiles checks a bundle's RO-Crate; this is a run")
         check = check_run(args.paths[0])
         if args.json:
             print(json.dumps(check.payload(), indent=2))

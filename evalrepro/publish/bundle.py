@@ -316,7 +316,7 @@ def _build_inputs(
     them, or only the repo histories (what planning reads even when the images are
     loaded, since it resolves each instance's base commit)."""
     from evalrepro.build.inputs import collect_histories, collect_inputs
-    from evalrepro.pipeline import default_cache_dir
+    from evalrepro.cache import default_cache_dir
 
     cache = cache_dir or default_cache_dir()
     dest = payload / BUILD_INPUTS
@@ -339,7 +339,7 @@ def _build_inputs(
 
 
 def _export_images(lockfile: Lockfile, payload: Path, cache_dir: Path | None) -> list[str]:
-    from evalrepro.pipeline import default_cache_dir
+    from evalrepro.cache import default_cache_dir
     from evalrepro.publish.image_archive import export_images
     from evalrepro.run.runtimes import open_runtime
 

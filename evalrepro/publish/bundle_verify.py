@@ -27,6 +27,9 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
@@ -72,6 +75,16 @@ class BundleCheck(RunCheck):
     #: Who signed it, when a signature was checked and holds.
     signer: str | None = None
     notes: list[str] = field(default_factory=list)
+    #: Wall seconds of each check, in the order they ran.
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def timed(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = round(time.perf_counter() - started, 3)
 
     @property
     def bundle(self) -> Path:
@@ -80,34 +93,64 @@ class BundleCheck(RunCheck):
     def payload(self) -> dict:
         payload = super().payload()
         payload["bundle"] = str(payload.pop("run"))
-        return {**payload, "files": self.files, "signer": self.signer, "notes": self.notes}
+        return {
+            **payload,
+            "files": self.files,
+            "signer": self.signer,
+            "notes": self.notes,
+            "seconds": self.seconds,
+        }
 
 
-def check_bundle(path: Path, *, allowed_signers: Path | None = None) -> BundleCheck:
-    """Every problem of the bundle at ``path`` (an archive or an unpacked folder)."""
+def check_bundle(
+    path: Path,
+    *,
+    allowed_signers: Path | None = None,
+    profiles: bool = False,
+    cache_dir: Path | None = None,
+) -> BundleCheck:
+    """Every problem of the bundle at ``path`` (an archive or an unpacked folder).
+
+    ``profiles``: also validate the RO-Crate against its profiles (SHACL, seconds; kept in
+    ``cache_dir`` by the crate's digest). Without it the crate is still checked to
+    describe every file with its digest; a note says the profiles were not validated."""
     check = BundleCheck(run=path)
-    with open_bundle(path) as opened:
-        _check_bag(check, opened)
-        _check_signature(check, opened, allowed_signers)
-        digests = _payload_digests(opened)
-        check.files = len(digests)
-        index = _check_index(check, opened, digests)
-        _check_attestation(check, opened, digests)
-        _check_crate(check, opened, digests)
-        lockfile = _check_lockfile(check, opened, index)
+    with check.timed("total"), open_bundle(path) as opened:
+        with check.timed("checksums"):
+            _check_bag(check, opened)
+        with check.timed("signature"):
+            _check_signature(check, opened, allowed_signers)
+        with check.timed("index"):
+            digests = _payload_digests(opened)
+            check.files = len(digests)
+            index = _check_index(check, opened, digests)
+        with check.timed("attestation"):
+            _check_attestation(check, opened, digests)
+        with check.timed("ro-crate"):
+            _check_crate(check, opened, digests, profiles=profiles, cache_dir=cache_dir)
+        if not profiles:
+            check.notes.append(
+                "the RO-Crate describes every file with its digest; its profiles were not "
+                "validated (pass --ro-crate-profiles)"
+            )
+        with check.timed("lockfile"):
+            lockfile = _check_lockfile(check, opened, index)
         if lockfile is None:
             return check
         paths = config_paths(opened, index)
-        run = check_run(opened.run, config_paths=paths)
+        with check.timed("run"):
+            run = check_run(opened.run, config_paths=paths)
         check.planned, check.checked, check.regraded = run.planned, run.checked, run.regraded
         for problem in run.problems:
             # check_run names files relative to the run: named here from the payload.
             first = problem.detail.split(":", 1)[0]
             inside = (opened.run / first).exists() or first.startswith(("trials/", "results"))
             check.add(problem.kind, f"run/{problem.detail}" if inside else problem.detail)
-        _check_predictions(check, lockfile, paths)
+        with check.timed("predictions"):
+            _check_predictions(check, lockfile, paths)
         if index is not None:
-            _check_reports(check, opened, lockfile, index)
+            with check.timed("reports"):
+                _check_reports(check, opened, lockfile, index)
     return check
 
 
@@ -226,14 +269,22 @@ def _check_attestation(check: BundleCheck, opened: OpenedBundle, digests: dict[s
         check.add("attestation", line.removeprefix("attestation: "))
 
 
-def _check_crate(check: BundleCheck, opened: OpenedBundle, digests: dict[str, str]) -> None:
-    from evalrepro.publish.crate import validate_crate
-
+def _check_crate(
+    check: BundleCheck,
+    opened: OpenedBundle,
+    digests: dict[str, str],
+    *,
+    profiles: bool,
+    cache_dir: Path | None,
+) -> None:
     metadata = _metadata(check, opened, CRATE, "crate")
     if metadata is None:
         return
-    for problem in validate_crate(opened.data):
-        check.add("crate", problem)
+    if profiles:
+        from evalrepro.publish.crate import validate_crate
+
+        for problem in validate_crate(opened.data, cache_dir):
+            check.add("crate", problem)
     graph = metadata.get("@graph") if isinstance(metadata, dict) else None
     if not isinstance(graph, list):
         check.add("crate", f"{CRATE}: no @graph")
@@ -416,6 +467,8 @@ def print_bundle_check(console: Console, check: BundleCheck) -> None:
         console.print(table, highlight=False)
     for note in check.notes:
         console.print(Text(f"note: {note}"), highlight=False)
+    took = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in check.seconds.items())
+    console.print(Text(f"checks took: {took}", style="dim"), highlight=False)
     signed = f", signed by {escape(check.signer)}" if check.signer else ""
     summary = (
         f"{check.files} files, {check.planned} planned trials, {check.checked} results "

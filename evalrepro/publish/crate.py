@@ -31,6 +31,9 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
+from evalrepro import atomic
+from evalrepro.digest import sha256_bytes, sha256_json
+
 PROCESS_RUN_CRATE = "https://w3id.org/ro/wfrun/process/0.5"
 RO_CRATE_1_3 = "https://w3id.org/ro/crate/1.3"
 # roc-validator checks Process Run Crate 0.5 on top of RO-Crate 1.1, whose descriptor
@@ -240,16 +243,56 @@ def crate_metadata(run: CrateRun, files: list[CrateFile]) -> dict[str, Any]:
     return json.loads(json.dumps(crate.metadata.generate()))
 
 
-def validate_crate(root: Path) -> list[str]:
+def validate_crate(root: Path, cache_dir: Path | None = None) -> list[str]:
     """Problems of the crate written at ``root``, one line each, for every profile.
 
     ``ro-crate: <profile>: <check id>: <message>``; empty when it passes both profiles
     at REQUIRED severity. Offline: the validator gets RO-Crate 1.3's context from a
     cache and any other URL it wants fails (it is not fetched). A validator that raises
     gives one problem line, and no further profile is tried.
+
+    ``cache_dir``: the answer is kept there, named by the digest of what it depends on
+    (the metadata file's bytes, the crate's file names, the validator's version, the
+    profiles and severity): the same crate is validated once (a few seconds of SHACL).
     """
     if not root.is_dir():
         return [f"ro-crate: {root}: not a directory"]
+    kept = _kept_answer(root, cache_dir) if cache_dir is not None else None
+    if kept is not None and kept.is_file():
+        try:
+            answer = json.loads(kept.read_text())
+            if isinstance(answer, list) and all(isinstance(line, str) for line in answer):
+                return answer
+        except (OSError, ValueError):
+            pass
+    problems = _validate_all(root)
+    if kept is not None and not any("the validator failed" in p for p in problems):
+        atomic.write_text(kept, json.dumps(problems))
+    return problems
+
+
+def _kept_answer(root: Path, cache_dir: Path) -> Path | None:
+    """Where the answer for this crate is kept (None: the crate cannot be read)."""
+    from importlib.metadata import version
+
+    try:
+        metadata = (root / METADATA_FILE).read_bytes()
+        names = sorted(str(p.relative_to(root)) for p in root.rglob("*") if not p.is_dir())
+    except OSError:
+        return None
+    key = sha256_json(
+        {
+            "metadata": sha256_bytes(metadata),
+            "files": names,
+            "validator": version("roc-validator"),
+            "profiles": list(PROFILES),
+            "severity": SEVERITY,
+        }
+    )
+    return cache_dir / "ro-crate" / f"{key.removeprefix('sha256:')}.json"
+
+
+def _validate_all(root: Path) -> list[str]:
     problems: list[str] = []
     with tempfile.TemporaryDirectory(prefix="evalrepro-crate-") as scratch:
         try:

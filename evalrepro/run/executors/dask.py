@@ -79,7 +79,7 @@ _RUNTIMES: dict[str, Runtime] = {}
 
 
 def _runtime(environment: Any) -> Runtime:
-    from evalrepro.pipeline import default_cache_dir
+    from evalrepro.cache import default_cache_dir
     from evalrepro.run.runtimes import open_runtime
 
     key = environment.model_dump_json()

@@ -112,7 +112,7 @@ def build_here(runtime: Runtime, images: Sequence[LockedImage], build: NodeBuild
     """Build the run's images on this node from the lockfile's pins; the problems, one per
     instance whose image does not come out as the lockfile says."""
     from evalrepro.build import open_builder
-    from evalrepro.pipeline import default_cache_dir
+    from evalrepro.cache import default_cache_dir
     from evalrepro.plan.plan import build_images
 
     cache = default_cache_dir()
