@@ -74,6 +74,13 @@ def main(args: argparse.Namespace) -> int:
             "[bold red]not reproducible here[/]: the plan made here is not the bundle's "
             "(an image or a locked input differs); nothing ran"
         )
+        if any(d.kind == "images" for d in mismatch.differences):
+            console.print(
+                "an image differs: each line says which input; with the same inputs, a bundle "
+                "made --with-images brings the author's images, or build as the author did "
+                "(the same podman mode, or environment.builder=nix, whose bytes do not depend "
+                "on it)"
+            )
         return EXIT_NOT_REPRODUCIBLE
     if args.json:
         print(reproduction.model_dump_json(indent=2))

@@ -387,6 +387,14 @@ def chain_difference(ours: list[LockedImage], theirs: list[LockedImage]) -> str 
 def _why(one: LockedImage, two: LockedImage) -> str:
     """What differs between two layers, by input: what a reader can act on."""
     if one.key == two.key:
+        if one.builder == "containerfile":
+            # The one cause seen so far (docs/reproducibility.md): podman's mode.
+            return (
+                "same build inputs, other bytes: the build is not reproducible here; the "
+                "containerfile builder's bytes differ between root and rootless podman: use "
+                "the mode that locked it, load its images (bundle --with-images), or build "
+                "with environment.builder=nix"
+            )
         return "same build inputs, other bytes: the build is not reproducible here"
     if one.builder != two.builder:
         return f"built by {one.builder} vs {two.builder}"
