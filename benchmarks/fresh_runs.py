@@ -27,20 +27,26 @@ from evalrepro.config.experiment import compose
 from evalrepro.pipeline import run_experiment
 
 
-def one_run(fresh: int, cache: Path) -> tuple[float, int, list[float]]:
-    """Wall seconds, trials, and each fresh run's seconds."""
-    config = compose(["+experiment=demo", f"dataset.protection.fresh_runs={fresh}"])
+def timed_demo(overrides: list[str], event: str, cache: Path) -> tuple[float, int, list[float]]:
+    """Wall seconds of one demo run, its attempts, and the seconds of each run alone that
+    the supervisor reported in its ``event`` ("fresh" or "rerun")."""
+    config = compose(["+experiment=demo", *overrides])
     with tempfile.TemporaryDirectory() as scratch:
         run_dir = Path(scratch) / "run"
         started = time.perf_counter()
         run_experiment(config, Console(file=io.StringIO()), run_dir=run_dir, cache_dir=cache)
         wall = time.perf_counter() - started
-        lone = []
+        alone = []
         reports = list(run_dir.glob("trials/*/attempt-*/supervisor.json"))
         for path in reports:
             report = json.loads(path.read_text())
-            lone += [run["seconds"] for run in (report.get("fresh") or {}).get("runs", [])]
-        return wall, len(reports), lone
+            alone += [run["seconds"] for run in (report.get(event) or {}).get("runs", [])]
+        return wall, len(reports), alone
+
+
+def one_run(fresh: int, cache: Path) -> tuple[float, int, list[float]]:
+    """Wall seconds, trials, and each fresh run's seconds."""
+    return timed_demo([f"dataset.protection.fresh_runs={fresh}"], "fresh", cache)
 
 
 def main() -> None:

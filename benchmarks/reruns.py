@@ -12,35 +12,19 @@ docs/performance.md.
 from __future__ import annotations
 
 import argparse
-import io
-import json
 import os
 import statistics
-import tempfile
-import time
 from pathlib import Path
 
-from rich.console import Console
+# Run as a script: this folder is on sys.path, and the demo's timing is fresh_runs's.
+from fresh_runs import timed_demo
 
 from evalrepro.cache import default_cache_dir
-from evalrepro.config.experiment import compose
-from evalrepro.pipeline import run_experiment
 
 
 def one_run(reruns: int, cache: Path) -> tuple[float, int, list[float]]:
     """Wall seconds, trials, and each re-run's seconds."""
-    config = compose(["+experiment=demo", "target=model_b", f"environment.rerun_failed={reruns}"])
-    with tempfile.TemporaryDirectory() as scratch:
-        run_dir = Path(scratch) / "run"
-        started = time.perf_counter()
-        run_experiment(config, Console(file=io.StringIO()), run_dir=run_dir, cache_dir=cache)
-        wall = time.perf_counter() - started
-        alone = []
-        reports = list(run_dir.glob("trials/*/attempt-*/supervisor.json"))
-        for path in reports:
-            report = json.loads(path.read_text())
-            alone += [run["seconds"] for run in (report.get("rerun") or {}).get("runs", [])]
-        return wall, len(reports), alone
+    return timed_demo(["target=model_b", f"environment.rerun_failed={reruns}"], "rerun", cache)
 
 
 def main() -> None:

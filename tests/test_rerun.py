@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import random
+import shlex
 import threading
 
 import pytest
@@ -239,3 +240,16 @@ def test_anything_but_a_list_of_runs_is_no_word_from_the_host(data):
 
 def test_no_word_in_time_is_no_word():
     assert read_request(pipe_with(None), 0.2) is None
+
+
+def test_a_test_name_the_log_makes_up_reaches_the_runner_as_one_quoted_argument():
+    # Validation re-runs names the log gives, and the log is written by the code under
+    # test: a name is one shell word, whatever it holds, and an overlong one is not re-run.
+    _, canaries, plan, _ = planned(scope="failing")
+    hostile = "tests/test_a.py::t; touch /tmp/pwned $(id) `id`"
+    overlong = "tests/test_a.py::" + "x" * 2000
+    runs = select_reruns(plan, canaries, log(failed=[hostile, overlong]))
+    (run,) = [r for r in runs if r.expect == "pass"]
+    assert run.test == hostile
+    assert shlex.split(run.command)[-1] == hostile
+    assert run.command.endswith(shlex.quote(hostile))

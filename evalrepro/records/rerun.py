@@ -15,6 +15,10 @@ from evalrepro.records.fresh import FreshOutcome, FreshRun
 #: How a flaky test counts: as failed (the default: a test that fails in the run is not
 #: fixed because it passed once alone), or as passed (the user's policy allows it).
 FlakyCounts = Literal["failed", "passed"]
+#: Which failing tests are re-run: "listed", the failing FAIL_TO_PASS / PASS_TO_PASS
+#: tests (an evaluation); "failing", every test the log calls failing (dataset
+#: validation, which has no lists yet).
+RerunScope = Literal["listed", "failing"]
 
 
 class RerunPlan(BaseModel):
@@ -25,9 +29,7 @@ class RerunPlan(BaseModel):
 
     #: Re-runs of each failing test at most; the first that passes ends them.
     times: int
-    #: "listed": the failing FAIL_TO_PASS / PASS_TO_PASS tests (an evaluation); "failing":
-    #: every test the log calls failing (dataset validation, which has no lists yet).
-    scope: Literal["listed", "failing"]
+    scope: RerunScope
     #: The parser that reads the run's log (a name of the parser registry).
     parser: str
     #: The parser prints failures only: a listed test it does not name passed.

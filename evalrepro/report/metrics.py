@@ -120,16 +120,15 @@ def flaky_metrics(
     when some trial re-ran its failing tests (else flakiness was not measured). An invalid
     trial's tests are not trusted (a runner tampered with passes every re-run): its re-runs
     are not counted either."""
-    results = list(results)
-    final = [result.attempts[-1].observation for result in results if result.attempts]
-    flaky = [
-        len(result.attempts[-1].observation.flaky_tests)
+    final = [
+        (result.score.outcome, result.attempts[-1].observation)
         for result in results
         if result.attempts
-        and result.score.outcome != Outcome.INVALID
-        and result.attempts[-1].observation.flaky_tests
     ]
-    measured = any(o.rerun_times for o in final)
+    flaky = [
+        len(o.flaky_tests) for outcome, o in final if outcome != Outcome.INVALID and o.flaky_tests
+    ]
+    measured = any(o.rerun_times for _, o in final)
     return {
         "flaky": len(flaky),
         "flaky_tests": sum(flaky),

@@ -21,7 +21,7 @@ from evalrepro.config.environment import Limits
 from evalrepro.digest import sha256_bytes
 from evalrepro.plan.plan import PlannedTrial
 from evalrepro.records.artifact import Artifact
-from evalrepro.records.rerun import FlakyCounts
+from evalrepro.records.rerun import FlakyCounts, RerunScope
 from evalrepro.records.supervision import TrialProgram
 from evalrepro.records.trial import Attempt, Lease, TrialResult
 from evalrepro.run.attempt import (
@@ -59,7 +59,7 @@ class AttemptSettings:
     flaky_counts_as: FlakyCounts = "failed"
     #: "failing" for a target whose instances need no lists (validation): every test the
     #: log calls failing is re-run, not only the listed ones.
-    rerun_scope: str = "listed"
+    rerun_scope: RerunScope = "listed"
 
 
 def container_prefix(run_dir: Path) -> str:

@@ -31,7 +31,7 @@ from evalrepro.grade.parsers import LogParser, Status
 from evalrepro.grade.parsers.registry import get_parser
 from evalrepro.records.canary import Canary
 from evalrepro.records.fresh import FreshCheck, FreshResult, FreshRun
-from evalrepro.records.rerun import FlakyCounts, RerunCheck, RerunPlan
+from evalrepro.records.rerun import FlakyCounts, RerunCheck, RerunPlan, RerunScope
 from evalrepro.records.testspec import TestSpec
 from evalrepro.run.canary import check_canaries
 from evalrepro.run.fresh import RUNNERS, alone, fresh_outcome, lone_canary
@@ -51,7 +51,7 @@ def plan_reruns(
     canaries: Sequence[Canary],
     *,
     times: int,
-    scope: str = "listed",
+    scope: RerunScope = "listed",
     counts_as: FlakyCounts = "failed",
 ) -> tuple[RerunPlan | None, str]:
     """The trial's re-run plan, or None and why there is none when re-runs were asked."""
@@ -66,7 +66,7 @@ def plan_reruns(
         return None, "no must-fail canary to run alone beside the re-runs"
     plan = RerunPlan(
         times=times,
-        scope="listed" if scope == "listed" else "failing",
+        scope=scope,
         parser=parser.name,
         fail_only=parser.fail_only or sample.fail_only,
         runner=runner.name,
