@@ -283,9 +283,9 @@ def test_a_node_whose_build_differs_is_refused_naming_the_layer_and_the_input():
         "layer bbbbbbbbbbbb vs dddddddddddd (wheel pytest 8.3.4 vs 8.3.5)",
         "two: the image built here is not the lockfile's (the lockfile's first): env "
         "layer bbbbbbbbbbbb vs cccccccccccc (same build inputs, other bytes: the build is "
-        "not reproducible here; the containerfile builder's bytes differ between root and "
-        "rootless podman: use the mode that locked it, load its images (bundle "
-        "--with-images), or build with environment.builder=nix)",
+        "not reproducible here; the containerfile builder's bytes depend on podman's "
+        "version and storage driver: build with the author's podman, load its images "
+        "(bundle --with-images), or build with environment.builder=nix)",
     ]
 
 

@@ -2,7 +2,8 @@
 
 Real podman: the demo's 13 locked images (base, 2 env, 3 history, 7 instance) exported
 twice give the same bytes, each blob once; loaded into an empty store of its own, every
-locked Id comes back under its tag; a changed byte in a layer is a problem of exactly
+locked Id comes back under a name of its own (a tag the store has is never moved, and a
+locked plan finds its layers by Id); a changed byte in a layer is a problem of exactly
 the images that need it, which are not loaded; an archive that is not an OCI layout (a
 path outside it, a link) is refused before podman reads anything.
 """
@@ -32,6 +33,7 @@ from evalrepro.publish.image_archive import (
     _open_archive,
     export_images,
     load_images,
+    loaded_name,
     unpack_layout,
 )
 from evalrepro.records.lockfile import LockedImage, Lockfile
@@ -55,8 +57,7 @@ def locked_demo(where: Path) -> Lockfile:
     console = Console(file=io.StringIO(), width=200)
     lock = lock_experiment(demo_config("demo"), console, output=path, cache_dir=cache_dir())
     committed = Lockfile.model_validate_json(LOCKFILE.read_text())
-    if os.geteuid() != 0:  # the committed lockfile is rootless; root's RUN layers differ
-        assert lock.environment.images == committed.environment.images
+    assert lock.environment.images == committed.environment.images  # root and rootless
     return lock
 
 
@@ -184,14 +185,46 @@ def test_an_empty_store_gets_every_locked_id_back(
         runtime = runtime_for(demo_lock)
         assert runtime.image_ids() == {}
         assert load_images(runtime, archive, demo_lock.environment.images) == []
-        # Each under its tag, and under no other name (not the unpacked layout's path).
+        # Each under the name of its Id, and under no other (not its tag, not the
+        # unpacked layout's path).
         assert runtime.image_ids() == {
-            image.tag: image.image_digest for image in demo_lock.environment.images
+            loaded_name(image): image.image_digest for image in demo_lock.environment.images
         }
         # Loaded already: nothing is read, not even a broken archive.
         broken = tmp_path / "broken.tar"
         broken.write_bytes(b"not a tar")
         assert load_images(runtime, broken, demo_lock.environment.images) == []
+
+
+@podman_test
+def test_loading_moves_no_tag_of_the_store_and_a_locked_plan_finds_its_layers_by_id(
+    demo_lock: Lockfile, archive: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (instance, *_) = [i for i in demo_lock.environment.images if i.layer == "instance"]
+    context = tmp_path / "own"
+    context.mkdir()
+    (context / "Containerfile").write_text("FROM scratch\nCOPY mine /mine\n")
+    (context / "mine").write_text("the user's own build of this layer\n")
+    with empty_store(tmp_path, monkeypatch):
+        runtime = runtime_for(demo_lock)
+        # The user's store: their own build under one layer's tag (other bytes).
+        runtime.podman("build", "--quiet", "--tag", instance.tag, str(context))
+        own = runtime.image_ids()[instance.tag]
+        assert own != instance.image_digest
+
+        assert load_images(runtime, archive, demo_lock.environment.images) == []
+        store = runtime.image_ids()
+        assert store[instance.tag] == own  # the user's name still names the user's image
+        assert store[loaded_name(instance)] == instance.image_digest
+
+        # The bundle's lockfile, locked again in this store: every layer is found by its
+        # locked Id (nothing is built: no layer's tag appears), whatever its tag names.
+        path = tmp_path / "again.lock.json"
+        shutil.copyfile(LOCKFILE, path)
+        console = Console(file=io.StringIO(), width=200)
+        again = lock_experiment(demo_config("demo"), console, output=path, cache_dir=cache_dir())
+        assert again.environment.images == demo_lock.environment.images
+        assert runtime.image_ids() == store
 
 
 def _changed(archive: Path, blob: str, dest: Path, name: str = "blobs/sha256/{}") -> Path:

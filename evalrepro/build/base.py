@@ -58,10 +58,10 @@ class Builder(ABC):
     ) -> dict[str, ImageChain | BuildFailure]: ...
 
     def missing(self, records: list[ImageRecord]) -> list[ImageRecord]:
-        """The records whose image the runtime does not hold under its tag with the
-        recorded digest (one listing of the store: the warm check before a run)."""
-        ids = self.runtime.image_ids()
-        return [record for record in records if ids.get(record.tag) != record.image_digest]
+        """The records whose image (its recorded Id, under any name: trials run the Id)
+        the runtime does not hold (one listing of the store: the warm check before a run)."""
+        ids = set(self.runtime.image_ids().values())
+        return [record for record in records if record.image_digest not in ids]
 
     def package_manifest(self, base: ImageRecord) -> Path | None:
         """The base layer's installed-package list, if the builder keeps one."""

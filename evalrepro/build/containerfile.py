@@ -49,7 +49,7 @@ from urllib.parse import unquote, urlsplit
 from pydantic import ValidationError
 
 from evalrepro import atomic
-from evalrepro.build import debian, tether, wheels
+from evalrepro.build import debian, layertar, tether, wheels
 from evalrepro.build.base import Builder
 from evalrepro.build.images import ImageChain, inputs_digest, layer_key
 from evalrepro.build.tether import run_tethered
@@ -104,7 +104,9 @@ class ContainerfileBuilder(Builder):
 
     def open(self) -> None:
         self._store: dict[str, str] = {}
+        self._locked_ids: dict[str, str] = {}
         self.files = self.runtime.files
+        self._normaliser = layertar.Normaliser(self.runtime, self.cache_dir / "layer-sizes")
         #: Each layer of this run, by key: found or built once, whichever chain asks first.
         self._layers: dict[str, Future[ImageRecord | BuildFailure]] = {}
         self._layers_lock = threading.Lock()
@@ -128,6 +130,12 @@ class ContainerfileBuilder(Builder):
         # One listing of the store answers "is this layer there?" for every layer (one
         # inspect per layer costs 55-145 ms: minutes for SWE-bench's 2,300 layers).
         self._store = self.runtime.image_ids()
+        # A locked layer whose Id the store holds under any name (a bundle's image, loaded
+        # under a name of its own) is that layer, whatever the layer's tag names now.
+        held = set(self._store.values())
+        self._locked_ids = {
+            record.key: record.image_digest for record in locked if record.image_digest in held
+        }
         # A spec that names its Python gets the base of the Debian suite shipping it. The
         # bases first, one at a time (a suite's rootfs is one mmdebstrap of its own).
         suites = {
@@ -267,7 +275,17 @@ class ContainerfileBuilder(Builder):
             name=containerfile.name,
             digest=sha256_bytes(containerfile.read_bytes()),
         )
-        inputs = [recipe, *inputs]
+        # A layer on a parent is rewritten without overlayfs's attributes (layertar): the
+        # rule is an input, so that a layer built before it is not taken for one after.
+        rules = [
+            PinnedInput(
+                kind="recipe",
+                name="normalisation",
+                digest=sha256_json(layertar.NORMALISATION),
+            )
+        ]
+        rules = rules if parent else []
+        inputs = [recipe, *rules, *inputs]
         key = layer_key(self.kind, layer, inputs, parent.key if parent else None)
         with self._layers_lock:
             future = self._layers.get(key)
@@ -300,7 +318,7 @@ class ContainerfileBuilder(Builder):
         build_log = self.cache_dir / "builds" / f"{layer}-{key.removeprefix('sha256:')}.log"
         built, build_seconds = False, 0.0
         try:
-            listed = self._store.get(tag)
+            listed = self._locked_ids.get(key) or self._store.get(tag)
             image_id = listed.removeprefix("sha256:") if listed else None
             if image_id is None:
                 if self._stopped.is_set():
@@ -348,6 +366,9 @@ class ContainerfileBuilder(Builder):
         """Stage a build context, then ``podman build`` it; the tag appears only on success."""
         build_log.parent.mkdir(parents=True, exist_ok=True)
         with self._staging() as context:
+            # Built under a name of this build's own; the layer's tag comes after the
+            # rewrite, so that a tag only ever names a finished, normalised image.
+            built = _building_tag(context)
             shutil.copy(containerfile, context / "Containerfile")
             build_args = stage(context)
             epoch = self.config.base.source_date_epoch
@@ -360,10 +381,16 @@ class ContainerfileBuilder(Builder):
                 "--file",
                 str(context / "Containerfile"),
                 "--tag",
-                tag,
+                built,
                 "--build-arg",
                 f"SOURCE_DATE_EPOCH={epoch}",
-                *(["--build-arg", f"PARENT={parent.tag}"] if parent else []),
+                # No history above the base: see layertar.NORMALISATION.
+                # FROM the parent's Id: its tag may name another build of the same inputs.
+                *(
+                    ["--omit-history", "--build-arg", f"PARENT={parent.image_digest}"]
+                    if parent
+                    else []
+                ),
                 *(
                     arg
                     for name, value in build_args.items()
@@ -379,6 +406,13 @@ class ContainerfileBuilder(Builder):
             if returncode != 0:
                 tail = _last_line(build_log.read_text(errors="replace"))
                 raise BuildError(f"building {tag} failed: {tail}", build_log)
+            scratch = context / "normalise"
+            scratch.mkdir()
+            try:
+                self._normaliser.normalise(built, tag, scratch)
+            except (layertar.LayerError, PodmanError, OSError, ValueError, KeyError) as error:
+                self.runtime.podman("rmi", built, check=False)
+                raise BuildError(f"normalising {tag}: {error}", build_log) from error
 
     def _ca_mount(self) -> list[str]:
         bundle = self.config.build.ca_bundle
@@ -504,6 +538,8 @@ class ContainerfileBuilder(Builder):
             except OSError:
                 pass  # no lock file: a folder from before locks, or a half-made one
             self.runtime.remove_tree(path)
+            # and the image its build left before its rewrite, if it died in between
+            self.runtime.podman("rmi", _building_tag(path), check=False)
             removed.append(path)
         return removed
 
@@ -547,6 +583,11 @@ class ContainerfileBuilder(Builder):
     def package_manifest(self, base: ImageRecord) -> Path | None:
         manifest = self._manifest_file(base.image_digest)
         return manifest if manifest.exists() else None
+
+
+def _building_tag(staging: Path) -> str:
+    """The name an image has between its build and its rewrite (layertar)."""
+    return f"localhost/evalrepro-building:{staging.name.lower()}"
 
 
 def _setting(name: str, value: object) -> PinnedInput:

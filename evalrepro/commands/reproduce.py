@@ -78,8 +78,8 @@ def main(args: argparse.Namespace) -> int:
             console.print(
                 "an image differs: each line says which input; with the same inputs, a bundle "
                 "made --with-images brings the author's images, or build as the author did "
-                "(the same podman mode, or environment.builder=nix, whose bytes do not depend "
-                "on it)"
+                "(the same podman version and storage driver, or environment.builder=nix, "
+                "whose bytes do not depend on them)"
             )
         return EXIT_NOT_REPRODUCIBLE
     if args.json:

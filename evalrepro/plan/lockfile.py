@@ -388,12 +388,13 @@ def _why(one: LockedImage, two: LockedImage) -> str:
     """What differs between two layers, by input: what a reader can act on."""
     if one.key == two.key:
         if one.builder == "containerfile":
-            # The one cause seen so far (docs/reproducibility.md): podman's mode.
+            # Root and rootless build the same bytes (build/layertar.py); what is left is
+            # the machine's podman and storage driver (docs/reproducibility.md).
             return (
                 "same build inputs, other bytes: the build is not reproducible here; the "
-                "containerfile builder's bytes differ between root and rootless podman: use "
-                "the mode that locked it, load its images (bundle --with-images), or build "
-                "with environment.builder=nix"
+                "containerfile builder's bytes depend on podman's version and storage "
+                "driver: build with the author's podman, load its images (bundle "
+                "--with-images), or build with environment.builder=nix"
             )
         return "same build inputs, other bytes: the build is not reproducible here"
     if one.builder != two.builder:

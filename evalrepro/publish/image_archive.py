@@ -104,9 +104,18 @@ def is_store_image(image: LockedImage) -> bool:
     return not image.tag.startswith(LAYER_TAG_PREFIX)
 
 
+def loaded_name(image: LockedImage) -> str:
+    """The name an image loaded from an archive gets: its Id's, never a tag the user's
+    own builds use (``ref_name``), so that loading moves no name the user has."""
+    return f"localhost/evalrepro-loaded:{image.image_digest.removeprefix('sha256:')}"
+
+
 def _store_id(runtime: PodmanRuntime, store: dict[str, str], image: LockedImage) -> str | None:
-    """The Id the store holds for the image: by its name (one listing for all), or, for a
-    reference that is no tag (``name@sha256:...``), by asking podman."""
+    """The Id the store holds for the image: its locked Id under any name (one listing for
+    all), else what its name holds, or, for a reference that is no tag
+    (``name@sha256:...``), what podman says."""
+    if image.image_digest in store.values():
+        return image.image_digest
     found = store.get(ref_name(image))
     if found is None and not _TAG.fullmatch(image.tag):
         asked = runtime.image_id(image.tag)
@@ -377,10 +386,12 @@ def load_images(
     scratch: Path | None = None,
 ) -> list[str]:
     """Load ``images`` from ``archive`` (what :func:`export_images` wrote: an OCI layout
-    tar, a docker-archive, or both) into podman's store, each under its tag; one problem
-    line per image whose Id is not the locked one, or that is missing.
+    tar, a docker-archive, or both) into podman's store, each under a name of its Id's
+    (``loaded_name``): a name the user's own builds use is never moved, so their runs
+    stay resumable (a locked plan finds a layer by its Id). One problem line per image
+    whose Id is not the locked one, or that is missing.
 
-    An image the store already holds under its tag with its locked Id is not read again.
+    An image whose locked Id the store already holds, under any name, is not read again.
     A malformed archive (not an OCI layout or docker-archive, a member outside it, a link
     out) is a UserError; a blob whose bytes do not match its digest is a problem of each
     image that needs it, and those images are not loaded. An OCI layout is unpacked once
@@ -457,7 +468,7 @@ def _loaded(runtime: PodmanRuntime, image: LockedImage, reference: str) -> str |
         if loaded != image.image_digest:
             locked = short_digest(image.image_digest)
             return f"loaded Id {short_digest(loaded)}, the lockfile says {locked}"
-        runtime.podman("tag", loaded.removeprefix("sha256:"), ref_name(image))
+        runtime.podman("tag", loaded.removeprefix("sha256:"), loaded_name(image))
     except (PodmanError, IndexError) as error:
         return f"podman cannot load it: {error}"
     return None
@@ -504,7 +515,7 @@ class _OciLayout:
             return problem
         problem = _loaded(runtime, image, f"oci:{self.layout}:{ref_name(image)}")
         # podman 4.3 also names an image pulled from a layout after the layout's path.
-        runtime.podman("untag", ref_name(image), f"localhost{self.layout}:latest", check=False)
+        runtime.podman("untag", loaded_name(image), f"localhost{self.layout}:latest", check=False)
         return problem
 
 

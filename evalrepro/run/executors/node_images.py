@@ -85,7 +85,9 @@ def push_images(
 def pull_images(
     runtime: Runtime, images: Sequence[LockedImage], references: dict[str, str], tls: bool
 ) -> list[str]:
-    """Pull each image by its reference, tag it as locked; the problems, one per image."""
+    """Pull each image by its reference, name it by its Id; the problems, one per image."""
+    from evalrepro.publish.image_archive import loaded_name
+
     problems = []
     for image in images:
         reference = references.get(image.tag)
@@ -99,8 +101,9 @@ def pull_images(
             last = (pulled.stderr.strip().splitlines() or ["?"])[-1]
             problems.append(f"{image.tag}: cannot pull {reference}: {last}")
             continue
-        runtime.podman("tag", reference, image.tag)  # type: ignore[attr-defined]
-        found = runtime.image_ids().get(image.tag)
+        # Under a name of its Id's: the node's own tags stay as they are.
+        runtime.podman("tag", reference, loaded_name(image))  # type: ignore[attr-defined]
+        found = runtime.image_ids().get(loaded_name(image))
         if found != image.image_digest:
             problems.append(
                 f"{image.tag}: pulled Id {found}, the lockfile says {image.image_digest}"

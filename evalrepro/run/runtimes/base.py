@@ -71,14 +71,14 @@ class Runtime(ABC):
         return {}
 
     def missing_images(self, images: Sequence[LockedImage]) -> list[LockedImage]:
-        """The images (store images, tag ``localhost/...``) this runtime's store does not
-        hold under their tag with their locked digest: what a node of a distributed run
-        must load before it takes attempts. A runtime without a store needs none."""
-        store = self.image_ids()
+        """The images (store images, tag ``localhost/...``) whose locked Id this runtime's
+        store does not hold, under any name: what a node of a distributed run must load
+        before it takes attempts. A runtime without a store needs none."""
+        ids = set(self.image_ids().values())
         return [
             image
             for image in images
-            if image.tag.startswith("localhost/") and store.get(image.tag) != image.image_digest
+            if image.tag.startswith("localhost/") and image.image_digest not in ids
         ]
 
     def sandbox(self, request: SandboxRequest) -> Sandbox:

@@ -172,7 +172,9 @@ class PodmanRuntime(Runtime):
             *flags,
             # Read-only inputs only: the container has no way to write to the host.
             *(f"--volume={source}:{target}:ro" for source, target in mounts),
-            spec.image.tag,
+            # The recorded Id, not the tag: a tag can name other bytes (another build of
+            # the same inputs); the Id is what the lockfile pins.
+            spec.image.image_digest,
             "/usr/bin/python3",
             "-I",
             "-S",

@@ -220,13 +220,12 @@ def image_tree(runtime: PodmanRuntime, request: SandboxRequest, path: str, *, li
 
 
 def _check_image(runtime: PodmanRuntime, request: SandboxRequest, doing: str) -> None:
-    found = runtime.image_id(request.image_tag)
+    found = runtime.image_id(request.image_digest)
     if found is not None and not found.startswith("sha256:"):
         found = f"sha256:{found}"
     if found != request.image_digest:
         raise SandboxError(
-            f"{doing}: the store holds {request.image_tag} as {found or 'nothing'}, "
-            f"the lockfile says {request.image_digest}"
+            f"{doing}: the store holds no image {request.image_digest} ({request.image_tag})"
         )
 
 
