@@ -261,8 +261,8 @@ def test_a_changed_layer_byte_is_a_problem_of_the_images_that_need_it(
             "not loaded"
         ]
         ids = runtime.image_ids()
-        assert instance.tag not in ids
-        assert all(ids[i.tag] == i.image_digest for i in images if i is not instance)
+        assert loaded_name(instance) not in ids
+        assert all(ids[loaded_name(i)] == i.image_digest for i in images if i is not instance)
 
     # The base layer is in every image: none of them loads.
     base = manifests[next(i.tag for i in images if i.layer == "base")]["layers"][0]["digest"]
@@ -307,7 +307,7 @@ def test_images_with_a_docker_manifest_travel_in_a_docker_archive_with_their_ids
     with empty_store(tmp_path / "b", monkeypatch):
         loading = runtime_for(demo_lock)
         assert load_images(loading, archive, chosen) == []
-        assert loading.image_ids() == {i.tag: i.image_digest for i in chosen}
+        assert loading.image_ids() == {loaded_name(i): i.image_digest for i in chosen}
 
     with tarfile.open(archive) as tar:
         handle = tar.extractfile("manifest.json")
@@ -323,7 +323,7 @@ def test_images_with_a_docker_manifest_travel_in_a_docker_archive_with_their_ids
             f"image instance {chosen[0].key.removeprefix('sha256:')[:12]}: blob {top[:12]} in "
             "the archive does not match its digest; not loaded"
         ]
-        assert loading.image_ids() == {chosen[1].tag: chosen[1].image_digest}
+        assert loading.image_ids() == {loaded_name(chosen[1]): chosen[1].image_digest}
 
 
 @podman_test

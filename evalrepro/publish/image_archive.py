@@ -459,9 +459,18 @@ def _open_archive(archive: Path, folder: Path) -> _OciLayout | _DockerArchive:
 
 
 def _loaded(runtime: PodmanRuntime, image: LockedImage, reference: str) -> str | None:
-    """``podman pull REFERENCE``, checked to give the locked Id, then tagged; why not."""
+    """``podman pull REFERENCE``, checked to give the locked Id, then named after it (the
+    name the archive gives it put back as it was); why not."""
     try:
+        before = runtime.image_id(ref_name(image))
         done = runtime.podman("pull", "--quiet", reference, check=False)
+        # A docker-archive names what it loads after its RepoTags: the user's tag.
+        after = runtime.image_id(ref_name(image))
+        if after != before and after is not None:
+            if before is None:
+                runtime.podman("untag", after, ref_name(image), check=False)
+            else:
+                runtime.podman("tag", before, ref_name(image))
         if done.returncode != 0:
             return f"podman cannot load it: {_last_line(done.stderr)}"
         loaded = "sha256:" + done.stdout.split()[-1].removeprefix("sha256:")

@@ -174,7 +174,7 @@ class PodmanRuntime(Runtime):
             *(f"--volume={source}:{target}:ro" for source, target in mounts),
             # The recorded Id, not the tag: a tag can name other bytes (another build of
             # the same inputs); the Id is what the lockfile pins.
-            spec.image.image_digest,
+            spec.image.digest,
             "/usr/bin/python3",
             "-I",
             "-S",
