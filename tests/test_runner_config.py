@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from evalrepro.run.sandbox import supervisor
 from evalrepro.run.sandbox.supervisor import pytest_reading, runner_python, sections_changed
 
 PYTHON = sys.executable
@@ -60,10 +61,18 @@ def test_pyproject_is_read_by_pytest_too(tmp_path):
     assert _addopts(reading(tmp_path, "pyproject.toml", new)) == "-k nothing"
 
 
-def test_the_scratch_folder_is_removed():
-    before = set(Path("/tmp").glob("evalrepro-reading-*"))
-    pytest_reading(PYTHON, "setup.cfg", HIDDEN["carriage-return"])
-    assert set(Path("/tmp").glob("evalrepro-reading-*")) == before
+def test_the_scratch_folder_is_removed(monkeypatch):
+    # Other test workers make folders of their own in /tmp: follow the one this call makes.
+    made: list[str] = []
+    real = supervisor.tempfile.mkdtemp
+
+    def recorded(*args, **kwargs):
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(supervisor.tempfile, "mkdtemp", recorded)
+    assert pytest_reading(PYTHON, "setup.cfg", HIDDEN["carriage-return"]) is not None
+    assert made and not any(Path(folder).exists() for folder in made)
 
 
 def test_an_environment_without_pytest_has_no_reading(tmp_path):
