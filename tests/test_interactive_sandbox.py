@@ -136,7 +136,8 @@ def test_stop_removes_the_sandbox_and_what_outlived_its_commands(opened):
 def test_an_image_that_is_not_the_locked_one_is_refused(opened):
     runtime, image = opened
     wrong = request(image).model_copy(update={"image_digest": "sha256:" + "0" * 64})
-    with pytest.raises(SandboxError, match="the lockfile says sha256:0000"):
+    # The sandbox runs the locked Id, never what the tag points at now.
+    with pytest.raises(SandboxError, match="the store holds no image sha256:0000"):
         runtime.sandbox(wrong)
     assert containers(wrong.name) == []
 

@@ -38,7 +38,10 @@ def execute(runtime, run_dir, trials, max_attempts=3):
 
 def with_missing_image(planned):
     chain = planned.image
-    gone = chain.layers[-1].model_copy(update={"tag": "localhost/evalrepro-instance:gone"})
+    # Trials run the locked Id: an image gone from the store has neither its tag nor its Id.
+    gone = chain.layers[-1].model_copy(
+        update={"tag": "localhost/evalrepro-instance:gone", "image_digest": "sha256:" + "0" * 64}
+    )
     return dataclasses.replace(
         planned, image=chain.model_copy(update={"layers": [*chain.layers[:-1], gone]})
     )

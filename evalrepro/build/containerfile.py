@@ -384,7 +384,7 @@ class ContainerfileBuilder(Builder):
                 built,
                 "--build-arg",
                 f"SOURCE_DATE_EPOCH={epoch}",
-                # No history above the base: see layertar.NORMALISATION.
+                # The history above the base is the normaliser's: see layertar.NORMALISATION.
                 # FROM the parent's Id: its tag may name another build of the same inputs.
                 *(
                     ["--omit-history", "--build-arg", f"PARENT={parent.image_digest}"]
@@ -409,7 +409,11 @@ class ContainerfileBuilder(Builder):
             scratch = context / "normalise"
             scratch.mkdir()
             try:
-                self._normaliser.normalise(built, tag, scratch)
+                if parent is None:  # the base: imported, no overlay copy-up, no parent
+                    self.runtime.podman("tag", built, tag)
+                    self.runtime.podman("rmi", built, check=False)
+                else:
+                    self._normaliser.normalise(built, tag, scratch, parent.image_digest)
             except (layertar.LayerError, PodmanError, OSError, ValueError, KeyError) as error:
                 self.runtime.podman("rmi", built, check=False)
                 raise BuildError(f"normalising {tag}: {error}", build_log) from error

@@ -9,8 +9,10 @@ layer digests, by mode. These attributes are invisible inside a container (overl
 hides its private namespace from the merged view): dropping them changes nothing the
 code under test can see, and makes the image Id the same in both modes.
 
-``normalise`` rewrites a freshly built image's top layer without them and loads the
-result under the layer's tag; an image whose layer has none is left as built. The
+``normalise`` rewrites a freshly built image's top layer without them, gives its config
+a history of evalrepro's own (one entry a layer: buildah's names the parent as this
+store calls it, and without any entry, buildah cannot build twice on the image), and
+loads the result under the layer's tag. The
 rewrite is byte-level: every other header and data block is copied as is, and a PAX
 header left with no record is dropped, which is what podman's Go tar writer emits for
 an entry without extended attributes. The parents are never exported again: they are
@@ -40,10 +42,18 @@ PRIVATE_XATTRS = ("user.overlay.", "trusted.overlay.")
 #: How PAX records name an extended attribute (Go and GNU tar; libarchive).
 XATTR_RECORDS = ("SCHILY.xattr.", "LIBARCHIVE.xattr.")
 #: What the layer keys say about how a layer on a parent is made, a new rule a new layer:
-#: overlayfs's attributes stripped, and no build history (buildah writes "FROM <the
-#: parent's first name in this store>" into it: the same parent under another name, as
-#: happens when two tags hold one image, would give another image Id).
-NORMALISATION = {"version": 1, "strip_xattrs": list(PRIVATE_XATTRS), "history": "omitted"}
+#: overlayfs's attributes stripped, and the history rewritten: the parent's, then one
+#: entry naming the layer's tag. Buildah's own entries name "FROM <the parent's first name
+#: in this store>": the same parent under another name, as happens when two tags hold one
+#: image, would give another image Id. None at all is no answer either: buildah (1.28)
+#: refuses to build a second step on an image whose history lists fewer layers than it has.
+NORMALISATION = {
+    "version": 2,
+    "strip_xattrs": list(PRIVATE_XATTRS),
+    "history": "the parent's, then one entry: created 1970-01-01T00:00:00Z, created_by the tag",
+}
+#: The one history entry of a normalised layer (``created`` as ``--timestamp 0`` writes it).
+EPOCH = "1970-01-01T00:00:00Z"
 #: A PAX header larger than this is not one podman writes.
 MAX_PAX_HEADER = 1 << 20
 #: Entry types whose size field announces no data (POSIX; as Go's reader treats them).
@@ -179,8 +189,9 @@ class Normaliser:
         self.runtime = runtime
         self.sizes = sizes
 
-    def normalise(self, built: str, tag: str, scratch: Path) -> None:
-        """Give ``tag`` the image ``built`` with its top layer normalised; drop ``built``."""
+    def normalise(self, built: str, tag: str, scratch: Path, parent: str) -> None:
+        """Give ``tag`` the image ``built`` (made on the image ``parent``, built without
+        history) with its top layer and history normalised; drop ``built``."""
         layout = scratch / "export"
         diff_ids = json.loads(
             self.runtime.podman(
@@ -203,18 +214,28 @@ class Normaliser:
             if self._known_size(diff_id) is None:  # a parent from before: learnt once
                 self._remember(diff_id, _uncompressed_size(layout, layer))
         top = manifest["layers"][-1]
-        stripped, digest, size = self._strip(layout, top, scratch / "layer.tar")
-        old = diff_ids[-1]
+        _, digest, size = self._strip(layout, top, scratch / "layer.tar")
         self._remember(digest, size)
-        if not stripped:
-            self.runtime.podman("tag", built, tag)
-        else:
-            if config_bytes.count(old.encode()) != 1:
-                raise LayerError("the image config does not name its top layer once")
-            config_bytes = config_bytes.replace(old.encode(), digest.encode())
-            layer = (scratch / "layer.tar", digest, size)
-            self._load(scratch / "load", manifest, config_bytes, layer, tag)
+        config = json.loads(config_bytes)
+        if config["rootfs"]["diff_ids"] != diff_ids:
+            raise LayerError("the image config does not list the layers podman reports")
+        config["rootfs"]["diff_ids"][-1] = digest
+        config["history"] = [*self._history(parent), {"created": EPOCH, "created_by": tag}]
+        # Key order as buildah wrote it; the bytes are this function's, the same everywhere.
+        config_bytes = json.dumps(config, separators=(",", ":")).encode()
+        layer = (scratch / "layer.tar", digest, size)
+        self._load(scratch / "load", manifest, config_bytes, layer, tag)
         self.runtime.podman("rmi", built, check=False)
+
+    def _history(self, parent: str) -> list[dict]:
+        """The parent's history, as its config holds it (one entry per layer and more)."""
+        shown = self.runtime.podman(
+            "image", "inspect", "--format", "{{json .History}}", parent
+        ).stdout
+        history = json.loads(shown) or []
+        if not isinstance(history, list) or not all(isinstance(h, dict) for h in history):
+            raise LayerError(f"the parent {parent[:19]} has a history that is not a list")
+        return history
 
     def _strip(self, layout: Path, top: dict, out: Path) -> tuple[int, str, int]:
         """Write the top layer, normalised and uncompressed, to ``out``: what went, its digest
