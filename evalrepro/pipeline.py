@@ -32,7 +32,6 @@ from evalrepro.records.image import BuildFailure
 from evalrepro.records.lockfile import Difference, Lockfile
 from evalrepro.records.report import RunReport, RunResults
 from evalrepro.report.progress import TrialProgress
-from evalrepro.report.run_report import aggregate, build_run_report, print_gate, print_results
 from evalrepro.report.timing import record_builds
 from evalrepro.run.attempt import RecordedAgent
 from evalrepro.run.backend import Backend
@@ -118,6 +117,9 @@ def run_experiment(
     ``swebench_run_id``: the run id of its SWE-bench layout (default: the folder's name).
     ``recorded_agents``: an agent target's phases as an earlier run recorded them, by
     trial id: evaluated again, the agent not run (``reproduce``)."""
+    # The report's statistics (numpy) load here, not for `lock`, which never reports.
+    from evalrepro.report.run_report import aggregate, build_run_report, print_gate, print_results
+
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     directory = RunDirectory(run_dir or config.run.output_dir / f"{config.name}-{stamp}")
     # Held before planning: a second process is refused at once, not after the builds.

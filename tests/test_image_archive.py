@@ -25,7 +25,9 @@ import pytest
 from rich.console import Console
 
 from evalrepro.errors import UserError
-from evalrepro.pipeline import lock_experiment
+from evalrepro.pipeline import lock_experiment, run_experiment
+from evalrepro.plan.lockfile import LOCKFILE_NAME, read_lockfile
+from evalrepro.publish.bundle import write_bundle
 from evalrepro.publish.image_archive import (
     DOCKER_ARCHIVE,
     OCI_ARCHIVE,
@@ -36,6 +38,7 @@ from evalrepro.publish.image_archive import (
     loaded_name,
     unpack_layout,
 )
+from evalrepro.publish.reproduce import reproduce
 from evalrepro.records.lockfile import LockedImage, Lockfile
 from evalrepro.run.runtimes.podman import PodmanRuntime
 from tests.podman_support import cache_dir, demo_config, needs_podman
@@ -414,3 +417,64 @@ def test_garbage_is_refused_and_a_blob_is_checked_against_its_name(tmp_path: Pat
     assert unpack_layout(archive, tmp_path / "layout") == {"sha256:" + "0" * 64}
     assert (tmp_path / "layout" / "blobs" / "sha256" / good).read_bytes() == data
     assert not (tmp_path / "layout" / "blobs" / "sha256" / ("0" * 64)).exists()
+
+
+@podman_test
+def test_a_reproduction_with_other_builds_leaves_the_users_own_runs_resumable_and_runnable(
+    demo_lock: Lockfile, archive: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    console = Console(file=io.StringIO(), width=200)
+    two = demo_config("demo", "dataset.instance_ids=[demo__calc-1,demo__calc-2]")
+    mine = tmp_path / "mine"
+    # The user's own run, in their store, left unfinished: one of its two trials ran.
+    run_experiment(two, console, run_dir=mine, cache_dir=cache_dir(), only={("demo__calc-1", 0)})
+    own = read_lockfile(mine / LOCKFILE_NAME)
+    (trial,) = [t for t in own.trials if t.key.instance_id == "demo__calc-1"]
+    instance = next(i for i in own.environment.images if i.key == trial.image_key)
+
+    # The author's store holds the same layers, but calc-1's instance layer built to other
+    # bytes (as another podman would build it), under the same name.
+    with empty_store(tmp_path / "author", monkeypatch):
+        runtime = runtime_for(demo_lock)
+        assert load_images(runtime, archive, demo_lock.environment.images) == []
+        for image in demo_lock.environment.images:
+            runtime.podman("tag", image.image_digest, image.tag)
+        context = tmp_path / "other"
+        context.mkdir()
+        (context / "Containerfile").write_text(
+            f"FROM {instance.image_digest}\nLABEL evalrepro.test=another-podman\n"
+        )
+        runtime.podman("build", "--pull=never", "--quiet", "--tag", instance.tag, str(context))
+        authors = tmp_path / "authors"
+        one = demo_config("demo", "dataset.instance_ids=[demo__calc-1]")
+        run_experiment(one, console, run_dir=authors, cache_dir=cache_dir())
+        theirs = read_lockfile(authors / LOCKFILE_NAME)
+        (other,) = [i for i in theirs.environment.images if i.tag == instance.tag]
+        assert other.image_digest != instance.image_digest
+        bundle = tmp_path / "authors.bundle.tar.gz"
+        write_bundle(authors, bundle, with_images=True, cache_dir=cache_dir())
+
+    user = runtime_for(own)
+    try:
+        reproduction = reproduce(bundle, console, run_dir=tmp_path / "again", cache_dir=cache_dir())
+        assert (reproduction.agreeing, len(reproduction.trials)) == (1, 1)
+        ids = user.image_ids()
+        assert ids[loaded_name(other)] == other.image_digest
+        # Every name of the user's run still names the user's image.
+        assert all(ids[image.tag] == image.image_digest for image in own.environment.images)
+
+        # The user's run resumes: the plan still matches its lockfile; the other trial runs.
+        resumed = run_experiment(two, console, run_dir=mine, cache_dir=cache_dir()).results
+        assert (resumed.planned, resumed.missing, resumed.resolved) == (2, 0, 2)
+        # And runs again from its lockfile, into a folder of its own.
+        again = run_experiment(
+            own.experiment_config(),
+            console,
+            run_dir=tmp_path / "from-lockfile",
+            cache_dir=cache_dir(),
+            locked=own,
+            only={("demo__calc-1", 0)},
+        ).results
+        assert again.resolved == 1
+    finally:
+        user.podman("rmi", loaded_name(other), check=False)

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from evalrepro.demo import repos as demo_repos
 from evalrepro.demo.repos import (
     AUTHOR_EMAIL,
     AUTHOR_NAME,
@@ -31,7 +32,7 @@ from evalrepro.sources.archive import ArchiveRepo
 from evalrepro.sources.checkout import PIN_PREFIX
 from evalrepro.sources.commits import Signature, commit_directory, init_repository
 from evalrepro.sources.config import SourceConfig
-from evalrepro.sources.demo import DemoRepo
+from evalrepro.sources.demo import DemoRepo, open_demo
 from evalrepro.sources.local import LocalRepo
 from evalrepro.sources.remote import RemoteRepo
 from evalrepro.sources.resolve import materialize, resolve_sources
@@ -470,6 +471,40 @@ def test_a_demo_source_serves_its_instances(tmp_path):
         tmp_path / "cache",
     )
     assert got.checkout("c-1").refs == (("refs/heads/main", expected["variables"]),)
+
+
+def test_a_demo_repo_is_built_once_and_found_again_by_its_sources(tmp_path, monkeypatch):
+    builds = []
+    real = demo_repos.build_repo
+
+    def counted(name, dest):
+        builds.append(name)
+        return real(name, dest)
+
+    monkeypatch.setattr(demo_repos, "build_repo", counted)
+    first = open_demo(DemoRepo(name="calc"), tmp_path)
+    again = open_demo(DemoRepo(name="calc"), tmp_path)
+    assert builds == ["calc"]
+    assert again.git_dir == first.git_dir
+
+    # A repo gone from the cache is built again, to the same commits.
+    head = git(first.git_dir, "rev-parse", "main")
+    shutil.rmtree(first.git_dir.parent)
+    rebuilt = open_demo(DemoRepo(name="calc"), tmp_path)
+    assert builds == ["calc", "calc"]
+    assert git(rebuilt.git_dir, "rev-parse", "main") == head
+
+
+def test_a_demo_repo_whose_sources_changed_is_built_anew(tmp_path, monkeypatch):
+    copied = tmp_path / "sources"
+    shutil.copytree(demo_repos.REPOS_DIR / "calc", copied / "calc")
+    monkeypatch.setattr(demo_repos, "REPOS_DIR", copied)
+    first = open_demo(DemoRepo(name="calc"), tmp_path / "cache")
+    last = sorted((copied / "calc").iterdir())[-1]
+    (last / "NOTES.txt").write_text("one more file\n")
+    changed = open_demo(DemoRepo(name="calc"), tmp_path / "cache")
+    assert changed.git_dir != first.git_dir
+    assert "NOTES.txt" in git(changed.git_dir, "ls-tree", "--name-only", "main")
 
 
 def _sha(path: Path) -> str:

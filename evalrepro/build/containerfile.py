@@ -30,6 +30,7 @@ never baked in).
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -540,7 +541,11 @@ class ContainerfileBuilder(Builder):
             except BlockingIOError:
                 continue  # a build of another evalrepro process, still running
             except OSError:
-                pass  # no lock file: a folder from before locks, or a half-made one
+                # No lock file: a half-made folder. A live build makes its lock at once,
+                # so only one older than a minute is a dead build's.
+                with contextlib.suppress(OSError):
+                    if time.time() - path.stat().st_mtime < 60:
+                        continue
             self.runtime.remove_tree(path)
             # and the image its build left before its rewrite, if it died in between
             self.runtime.podman("rmi", _building_tag(path), check=False)

@@ -22,8 +22,12 @@ Test ids in ``instances.jsonl`` use the native parser family's format:
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterator
 from pathlib import Path
 
+from evalrepro.digest import sha256_json
+from evalrepro.sources import commits
 from evalrepro.sources.commits import Signature, commit_directory, init_repository
 
 REPOS_DIR = Path(__file__).parent / "repos"
@@ -52,15 +56,37 @@ def commit_label(commit_dir: Path) -> str:
     return commit_dir.name.split("-", 1)[1]
 
 
-def _copy_tree(source: Path, dest: Path) -> None:
+def _files(source: Path) -> Iterator[tuple[str, bytes]]:
+    """A commit directory's files as committed: (path relative to it, bytes)."""
     for path in sorted(source.rglob("*")):
         if path.is_dir() or "__pycache__" in path.parts or path.suffix == ".pyc":
             continue
-        target = dest / path.relative_to(source)
+        # Line endings normalised: they are part of the commit's tree.
+        yield path.relative_to(source).as_posix(), path.read_bytes().replace(b"\r\n", b"\n")
+
+
+def _copy_tree(source: Path, dest: Path) -> None:
+    for relative, data in _files(source):
+        target = dest / relative
         target.parent.mkdir(parents=True, exist_ok=True)
-        # Normalise line endings and the mode bits: both are part of the commit's tree.
-        target.write_bytes(path.read_bytes().replace(b"\r\n", b"\n"))
-        target.chmod(0o644)
+        target.write_bytes(data)
+        target.chmod(0o644)  # the mode bits are part of the tree too
+
+
+def source_digest(name: str) -> str:
+    """sha256 over the canonical JSON of everything :func:`build_repo` makes repo ``name``
+    from: each commit's files, the signature, and the code that commits (so that a cached
+    repo is one this code would build)."""
+    return sha256_json(
+        {
+            "author": [AUTHOR_NAME, AUTHOR_EMAIL, FIRST_COMMIT_EPOCH, _DAY],
+            "committer": hashlib.sha256(Path(commits.__file__).read_bytes()).hexdigest(),
+            "commits": [
+                [d.name, [[path, hashlib.sha256(data).hexdigest()] for path, data in _files(d)]]
+                for d in commit_dirs(name)
+            ],
+        }
+    )
 
 
 def build_repo(name: str, dest: Path) -> dict[str, str]:

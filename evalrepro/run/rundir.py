@@ -31,7 +31,6 @@ from evalrepro.plan.lockfile import LOCKFILE_NAME, differences, read_lockfile
 from evalrepro.records.lockfile import Lockfile
 from evalrepro.records.report import RunResults
 from evalrepro.records.trial import TrialResult, trial_label
-from evalrepro.report.run_report import aggregate
 from evalrepro.report.swebench_layout import write_swebench_layout
 from evalrepro.run.evidence import Survey, survey
 from evalrepro.run.sessions import log_session
@@ -159,6 +158,8 @@ class RunDirectory:
     ) -> RunResults:
         """results.json recreated from the trial results alone (and the plan's order);
         ``done``: the trusted results, when the caller has them (``completed``)."""
+        from evalrepro.report.run_report import aggregate  # statistics: loaded where used
+
         lockfile = lockfile or read_lockfile(self.lockfile_path)
         done = done if done is not None else self.completed(lockfile)
         ordered = [done[t.trial_id] for t in lockfile.trials if t.trial_id in done]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from evalrepro import atomic
 from evalrepro.errors import UserError
 from evalrepro.sources.checkout import GitDir
 
@@ -24,12 +26,23 @@ class DemoRepo(BaseModel):
 
 
 def open_demo(source: DemoRepo, cache_dir: Path) -> GitDir:
-    from evalrepro.demo.repos import build_repo, repo_names
+    """The demo repo, built once per state of its sources and found again by their digest
+    (building it takes dozens of git processes; its commits are the same every time)."""
+    from evalrepro.demo.repos import build_repo, repo_names, source_digest
 
     if source.name not in repo_names():
         raise UserError(f"no demo repo '{source.name}' (known: {repo_names()})")
     parent = cache_dir / "repos"
     parent.mkdir(parents=True, exist_ok=True)
+    known = parent / f".demo-{source.name}-{source_digest(source.name)[7:23]}.built"
+    try:
+        name = known.read_text()
+    except OSError:
+        name = ""
+    if re.fullmatch(f"demo-{re.escape(source.name)}-[0-9a-f]{{16}}", name) and (
+        (parent / name / ".git").is_dir()
+    ):
+        return GitDir(f"demo {source.name}", parent / name / ".git")
     staging = Path(tempfile.mkdtemp(dir=parent, prefix=f".demo-{source.name}-"))
     try:
         commits = build_repo(source.name, staging / "repo")
@@ -42,4 +55,5 @@ def open_demo(source: DemoRepo, cache_dir: Path) -> GitDir:
                     raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    atomic.write_text(known, dest.name)
     return GitDir(f"demo {source.name}", dest / ".git")

@@ -539,7 +539,10 @@ class _Session:
             output, ran = future.result()
             return output, ran
         except distributed.KilledWorker as error:
-            where = lease.worker if lease is not None else "its worker"
+            # Without a lease (it died before its first heartbeat arrived), the scheduler
+            # still knows the worker it ran on.
+            last = getattr(getattr(error, "last_worker", None), "address", None)
+            where = lease.worker if lease is not None else (last or "its worker")
             with contextlib.suppress(Exception):
                 # Its container may live on after its worker: nothing of it is recorded.
                 self.client.run(

@@ -20,8 +20,9 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
-from evalrepro import PACKAGE_DIR
+from evalrepro import PACKAGE_DIR, atomic
 from evalrepro.config.environment import PodmanEnvironment
+from evalrepro.digest import sha256_bytes, sha256_json
 from evalrepro.errors import UserError
 from evalrepro.records.supervision import RuntimeFacts, SupervisorReport
 from evalrepro.run.attempt import AttemptOutput, AttemptSpec
@@ -65,6 +66,13 @@ def backend_files() -> Path:
     raise UserError(f"evalrepro's podman files are missing (looked near {PACKAGE_DIR})")
 
 
+def _file_digest(path: str) -> str | None:
+    try:
+        return sha256_bytes(Path(path).read_bytes())
+    except OSError:
+        return None
+
+
 class PodmanError(Exception):
     """A podman command failed (a builder turns it into a build failure)."""
 
@@ -90,6 +98,22 @@ class PodmanRuntime(Runtime):
                 "rootless podman needs subordinate ids for this user in /etc/subuid and "
                 "/etc/subgid; run scripts/setup or add them with usermod --add-subuids"
             )
+        self.storage_driver, self.version, graph_root = self._info()
+        #: Where the containers' files are written (an agent's sandbox is watched there).
+        self.graph_root = graph_root
+
+    def _info(self) -> tuple[str, str, str]:
+        """(storage driver, podman's version, graph root), as ``podman info`` says, kept by
+        what decides them: ``podman info`` surveys the whole host and takes 0.2-0.5 s of
+        every command; its answer changes only with podman itself, its configuration, this
+        user, or a store made anew (then the driver's folder is not where it was)."""
+        known = self.cache_dir / "podman-info" / f"{self._info_key()[7:31]}.json"
+        try:
+            driver, version, root = json.loads(known.read_text())
+            if (Path(root) / f"{driver}-images").is_dir():
+                return driver, version, root
+        except (OSError, ValueError, TypeError):
+            pass
         done = self.podman(
             "info",
             "--format",
@@ -98,14 +122,30 @@ class PodmanRuntime(Runtime):
         )
         if done.returncode != 0:
             raise UserError(f"podman does not work here: {_last_line(done.stderr)}")
-        self.storage_driver, self.version, graph_root = [
-            *done.stdout.strip().split(" ", 2),
-            "?",
-            "?",
-            "",
-        ][:3]
-        #: Where the containers' files are written (an agent's sandbox is watched there).
-        self.graph_root = graph_root
+        driver, version, root = [*done.stdout.strip().split(" ", 2), "?", "?", ""][:3]
+        if root:
+            known.parent.mkdir(parents=True, exist_ok=True)
+            atomic.write_text(known, json.dumps([driver, version, root]))
+        return driver, version, root
+
+    def _info_key(self) -> str:
+        binary = Path(shutil.which("podman") or "podman").resolve()
+        stat = binary.stat()
+        config_home = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+        files = [
+            os.environ.get("CONTAINERS_STORAGE_CONF", ""),
+            "/etc/containers/storage.conf",
+            "/usr/share/containers/storage.conf",
+            str(config_home / "containers" / "storage.conf"),
+            self.env["CONTAINERS_CONF"],
+        ]
+        return sha256_json(
+            {
+                "podman": [str(binary), stat.st_size, stat.st_mtime_ns, stat.st_ino],
+                "user": os.geteuid(),
+                "files": {f: _file_digest(f) for f in files if f},
+            }
+        )
 
     def describe(self) -> dict[str, str]:
         return {
