@@ -61,3 +61,14 @@ def test_an_unreadable_answer_is_asked_about_again(runtime):
     asked.clear()
     runtime.check()
     assert [args[0] for args in asked] == ["info"]
+
+
+def test_a_user_whose_store_may_have_moved_is_asked_about_again(runtime, monkeypatch, tmp_path):
+    # Rootless podman keeps its store under XDG_DATA_HOME: another one may be another store.
+    runtime, asked, kept = runtime
+    runtime.check()
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "elsewhere"))
+    asked.clear()
+    runtime._info()
+    assert [args[0] for args in asked] == ["info"]
+    assert len(list(kept.iterdir())) == 2

@@ -143,6 +143,10 @@ class PodmanRuntime(Runtime):
             {
                 "podman": [str(binary), stat.st_size, stat.st_mtime_ns, stat.st_ino],
                 "user": os.geteuid(),
+                # A rootless store's default place follows these.
+                "places": [
+                    os.environ.get(v, "") for v in ("HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR")
+                ],
                 "files": {f: _file_digest(f) for f in files if f},
             }
         )
