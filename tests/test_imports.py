@@ -35,12 +35,14 @@ def test_importing_a_command_loads_neither_scipy_nor_hydra(module):
     assert "hydra" not in loaded
 
 
-def test_the_statistics_load_scipy_when_they_compute_and_wilson_only_its_special():
+def test_the_statistics_load_scipy_when_they_compute_and_wilson_only_at_unusual_levels():
     code = (
         "import sys; from evalrepro.report.stats import mcnemar_exact, wilson_interval; "
         "assert 'scipy' not in sys.modules; low, high = wilson_interval(3, 10); "
-        "assert 0 < low < 0.3 < high < 1 and 'scipy.special' in sys.modules; "
-        "assert 'scipy.stats' not in sys.modules; mcnemar_exact([1, 0, 1], [0, 0, 1]); "
+        "assert 0 < low < 0.3 < high < 1 and 'scipy' not in sys.modules; "
+        "wilson_interval(3, 10, confidence=0.975); "
+        "assert 'scipy.special' in sys.modules and 'scipy.stats' not in sys.modules; "
+        "mcnemar_exact([1, 0, 1], [0, 0, 1]); "
         "assert 'scipy.stats' in sys.modules; print('ok')"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

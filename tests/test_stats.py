@@ -93,6 +93,11 @@ def test_wilson_reaches_exactly_0_and_1_and_never_leaves_the_unit_interval(confi
                 assert 0.0 <= low <= successes / n <= high <= 1.0
 
 
+@pytest.mark.parametrize("confidence", [*stats._Z, 0.5, 0.999])
+def test_the_normal_quantile_is_scipys_bit_for_bit(confidence):
+    assert stats._z(confidence) == sps.norm.ppf(1 - (1 - confidence) / 2)
+
+
 def test_wilson_with_no_trials_is_the_whole_unit_interval():
     assert stats.wilson_interval(0, 0) == (0.0, 1.0)
 

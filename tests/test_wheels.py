@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from evalrepro.build import wheels
 from evalrepro.build.wheels import (
     WheelPin,
     fetch_wheels,
@@ -49,6 +50,28 @@ def test_resolve_pins_every_wheel_sorted_with_its_url_and_hash(pins: list[WheelP
 
 def test_resolve_is_deterministic_for_one_index_state(pins: list[WheelPin], cache: Path) -> None:
     assert resolve_wheels(list(reversed(REQUIREMENTS)), cache_dir=cache) == pins
+
+
+def test_a_resolve_is_kept_for_a_day_then_asked_of_the_index_again(
+    pins: list[WheelPin], cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def pip(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError("pip was asked")
+
+    monkeypatch.setattr(wheels, "_pip", pip)
+    # Within the day: the kept answer, and no pip.
+    assert resolve_wheels(REQUIREMENTS, python_version="3.11", cache_dir=cache) == pins
+    # Asked for a fresh answer, or a day later: pip again.
+    with pytest.raises(RuntimeError, match="pip was asked"):
+        resolve_wheels(REQUIREMENTS, python_version="3.11", cache_dir=cache, max_age=0)
+    for kept in (cache / "resolved").iterdir():
+        old = kept.stat().st_mtime - wheels.INDEX_MAX_AGE - 1
+        os.utime(kept, (old, old))
+    with pytest.raises(RuntimeError, match="pip was asked"):
+        resolve_wheels(REQUIREMENTS, python_version="3.11", cache_dir=cache)
+    # Another Python is another request.
+    with pytest.raises(RuntimeError, match="pip was asked"):
+        resolve_wheels(REQUIREMENTS, python_version="3.12", cache_dir=cache)
 
 
 def test_resolve_picks_wheels_for_the_target_python_not_the_host(cache: Path) -> None:

@@ -14,6 +14,12 @@ of the index a resolve is deterministic. Environment markers (``exceptiongroup;
 python_version < "3.11"``) are evaluated for the target Python (pip itself would use the
 host's: its marker environment is replaced), the other markers on the host (Linux, the
 host's machine).
+
+A resolve is kept, as the Debian suite's lists are (:data:`INDEX_MAX_AGE`, a day): the
+same request (requirements, target Python, platforms, index, pip) within a day of the
+last answer is read back from the cache instead of asking the index again, so a warm
+plan does not pay pip's 0.5 s. An index that changed within the day is seen the next day,
+or at once with ``max_age=0``.
 """
 
 from __future__ import annotations
@@ -26,13 +32,17 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Annotated
 from urllib.parse import unquote, urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from evalrepro import atomic
+from evalrepro.digest import sha256_json
 from evalrepro.errors import UserError
 
 DEFAULT_INDEX = "https://pypi.org/simple"
@@ -42,6 +52,8 @@ DEFAULT_GLIBC = (2, 36)
 _PIP_KEPT = frozenset(
     {"PIP_CERT", "PIP_CLIENT_CERT", "PIP_DEFAULT_TIMEOUT", "PIP_PROXY", "PIP_RETRIES"}
 )
+#: How long a resolve is kept (as long as the Debian suite's lists, ``debian.LISTS_MAX_AGE``).
+INDEX_MAX_AGE = 24 * 60 * 60
 _SHA256 = r"[0-9a-f]{64}"
 _NAME = r"[a-z0-9](?:[a-z0-9._-]*[a-z0-9])?"
 #: Characters of a Nix store path name (besides alphanumerics): ``+-._?=``.
@@ -104,20 +116,48 @@ def resolve_wheels(
     cache_dir: Path,
     index_url: str = DEFAULT_INDEX,
     platforms: Sequence[str] | None = None,
+    max_age: float = INDEX_MAX_AGE,
 ) -> list[WheelPin]:
     """Pin the wheels that ``pip install REQUIREMENTS`` installs into CPython ``X.Y``
     (``X.Y.Z`` also sets the markers' ``python_full_version``, else ``X.Y.0``).
 
     Every requirement must come as a wheel (``--only-binary=:all:``); an sdist-only
-    package is a UserError naming pip's complaint. Sorted by name.
+    package is a UserError naming pip's complaint. Sorted by name. The same request
+    answered less than ``max_age`` seconds ago is answered from the cache.
     """
     full = _python_version(python_version)
-    version = ".".join(full.split(".")[:2])
     lines = [_requirement_line(r) for r in requirements]
     if not lines:
         return []
     tags = list(platforms) if platforms is not None else platform_tags()
     cache_dir.mkdir(parents=True, exist_ok=True)
+    request = {"lines": lines, "python": full, "platforms": tags, "index": index_url}
+    request["pip"] = metadata.version("pip")
+    kept = cache_dir / "resolved" / f"{sha256_json(request).removeprefix('sha256:')}.json"
+    pins = _kept_pins(kept, max_age)
+    if pins is None:
+        pins = _resolve(lines, full, tags, index_url, cache_dir)
+        atomic.write_text(kept, _PINS.dump_json(pins).decode())
+    return pins
+
+
+_PINS = TypeAdapter(list[WheelPin])
+
+
+def _kept_pins(path: Path, max_age: float) -> list[WheelPin] | None:
+    """A resolve kept less than ``max_age`` seconds ago, or None."""
+    try:
+        if time.time() - path.stat().st_mtime >= max_age:
+            return None
+        return _PINS.validate_json(path.read_bytes())
+    except (OSError, ValidationError):
+        return None
+
+
+def _resolve(
+    lines: list[str], full: str, tags: list[str], index_url: str, cache_dir: Path
+) -> list[WheelPin]:
+    version = ".".join(full.split(".")[:2])
     with tempfile.TemporaryDirectory(dir=cache_dir, prefix=".resolve-") as tmp:
         work = Path(tmp)
         (work / "requirements.txt").write_text("".join(f"{line}\n" for line in lines))
