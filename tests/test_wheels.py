@@ -69,6 +69,12 @@ def test_a_resolve_is_kept_for_a_day_then_asked_of_the_index_again(
         os.utime(kept, (old, old))
     with pytest.raises(RuntimeError, match="pip was asked"):
         resolve_wheels(REQUIREMENTS, python_version="3.11", cache_dir=cache)
+    # A kept answer that does not read as pins (cut short, edited) is asked again.
+    for kept in (cache / "resolved").iterdir():
+        os.utime(kept)
+        kept.write_text('[{"name": "pytest"')
+    with pytest.raises(RuntimeError, match="pip was asked"):
+        resolve_wheels(REQUIREMENTS, python_version="3.11", cache_dir=cache)
     # Another Python is another request.
     with pytest.raises(RuntimeError, match="pip was asked"):
         resolve_wheels(REQUIREMENTS, python_version="3.12", cache_dir=cache)

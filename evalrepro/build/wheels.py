@@ -131,8 +131,13 @@ def resolve_wheels(
         return []
     tags = list(platforms) if platforms is not None else platform_tags()
     cache_dir.mkdir(parents=True, exist_ok=True)
-    request = {"lines": lines, "python": full, "platforms": tags, "index": index_url}
-    request["pip"] = metadata.version("pip")
+    request = {
+        "lines": lines,
+        "python": full,
+        "platforms": tags,
+        "index": index_url,
+        "pip": _pip_version(),
+    }
     kept = cache_dir / "resolved" / f"{sha256_json(request).removeprefix('sha256:')}.json"
     pins = _kept_pins(kept, max_age)
     if pins is None:
@@ -142,6 +147,14 @@ def resolve_wheels(
 
 
 _PINS = TypeAdapter(list[WheelPin])
+
+
+def _pip_version() -> str:
+    # Without pip, the resolve itself fails, naming it (see _pip).
+    try:
+        return metadata.version("pip")
+    except metadata.PackageNotFoundError:
+        return "none"
 
 
 def _kept_pins(path: Path, max_age: float) -> list[WheelPin] | None:
