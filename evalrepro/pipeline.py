@@ -147,7 +147,9 @@ def run_experiment(
             prefix = container_prefix(directory.path)
             done = directory.completed(lockfile)
             # Before their folders go: a killed session's containers may still write there.
-            leftovers = backend.runtime.remove_leftovers(prefix)
+            # A run directory without a lockfile had no session that started a container
+            # (the lockfile is written before the first one), so there is nothing to find.
+            leftovers = backend.runtime.remove_leftovers(prefix) if previous is not None else []
             removed = directory.remove_incomplete(lockfile)
             _write_image_artifacts(directory.path, plan, backend)
             record_builds(directory.path, plan.images)
