@@ -161,6 +161,10 @@ def test_latex_of_the_demo_names_each_run_once_says_what_was_paired_and_compiles
     assert "against A, paired: each of the 12 shared instances" in table
     assert "Invalid and missing trials count as unresolved (failures)" in table
     assert "CI $-$" in table and not re.search(r"CI -\d", table)
+    # The discordant column counts the instances whose share is higher in A, in B.
+    (row,) = [line for line in table.splitlines() if line.startswith("model\\_k2 &")]
+    assert row.endswith("& 3 / 0 & --- \\\\")
+    assert "for shares of resolved samples, higher in A, in B" in table
     label = re.search(r"\\label\{(.*)\}", tex)[1]
     log, text, _ = compile_fragments(
         {"compare": tex, "note": f"\\evalreproprovenance{{{label}}}\n"}, tmp_path

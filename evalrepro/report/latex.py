@@ -462,6 +462,15 @@ def _mark(pair: PairComparison) -> str:
     return "" if pair.comparable else "\\textsuperscript{$\\dagger$}"
 
 
+def _by_shares(pair: PairComparison) -> bool:
+    """Whether the pair paired shares of resolved samples and recorded its discordant
+    counts (a record of an older version did not)."""
+    a_higher = getattr(pair, "a_higher", None)
+    b_higher = getattr(pair, "b_higher", None)
+    samples = (getattr(pair, "samples_a", None) or 1, getattr(pair, "samples_b", None) or 1)
+    return a_higher is not None and b_higher is not None and max(samples) > 1
+
+
 def render_comparison_latex(report: ComparisonReport, *, label: str | None = None) -> str:
     """Each run against the first: both rates and the difference B - A with their
     intervals (the difference's method as recorded), the discordant pairs and the exact
@@ -519,6 +528,9 @@ def render_comparison_latex(report: ComparisonReport, *, label: str | None = Non
                 )
             test = c.mcnemar
             discordant = f"{test.a_only} / {test.b_only}" if test else "---"
+            if not test and c == pair.resolved and _by_shares(pair):
+                # Shares of resolved samples: the instances whose share is higher in A, in B.
+                discordant = f"{pair.a_higher} / {pair.b_higher}"
             lines.append(
                 f"{_name_cell(pair.b, wrap=wrap)}{_mark(pair)}{n_cell(c)} & "
                 f"{_interval_cells(c.rate_b)} & "
@@ -551,13 +563,16 @@ def _comparison_caption(report: ComparisonReport, blocks: list[Block], levels: l
             )
             + ")"
         )
+    shares = any(_by_shares(pair) for pair in pairs)
     sizes = {c.n for c in comparisons}
     shared = f"the $n = {sizes.pop()}$" if len(sizes) == 1 else "the $n$"
     caption = (
         f"Each run B against A = {_name(pairs[0].a)}, on {shared} instances both hold: "
         f"resolve rates with {_listing(rate_methods)} intervals, the paired difference "
         f"B $-$ A in percentage points with its {difference}, the discordant instances "
-        f"(resolved by A only, by B only) and the exact McNemar test; verdicts below."
+        f"(resolved by A only, by B only"
+        + ("; for shares of resolved samples, higher in A, in B" if shares else "")
+        + ") and the exact McNemar test; verdicts below."
     )
     if len(levels) > 1:
         caption += f" Intervals at {_listing(levels)}."
