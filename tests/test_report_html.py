@@ -296,6 +296,11 @@ def comparison_of(
             differences=[],
             shared_instances=len(a),
             missing_trials=0,
+            paired=f"each of the {len(a)} shared instances: its one trial in A and in B",
+            samples_a=1,
+            samples_b=1,
+            a_higher=int(np.sum(np.greater(a, b))),
+            b_higher=int(np.sum(np.greater(b, a))),
             resolved=compare_outcomes(a, b, clusters, n_resamples=2000, seed=0, confidence=each),
         )
         for metrics, b in others
@@ -674,11 +679,15 @@ def test_per_instance_rates_compare_without_mcnemar():
     metrics, a, _ = synthetic_run(SWEBENCH_REPOS[:3], 10, seed=10)
     rates = compare_outcomes(a * 0.5, np.clip(a * 0.5 + 0.25, 0, 1), n_resamples=500)
     comparison = comparison_of(metrics, [(metrics, a)], a, None)
-    pair = comparison.pairs[0].model_copy(update={"resolved": rates})
+    pair = comparison.pairs[0].model_copy(
+        update={"resolved": rates, "samples_b": 4, "a_higher": 0, "b_higher": len(a)}
+    )
     page = render_comparison_html(
         comparison.model_copy(update={"pairs": [pair]}), [report_of(metrics)] * 2, title="t"
     )
-    assert "n/a (per-instance rates, not 0/1)" in page and "not computed" in page
+    # The discordant instances are those whose shares differ; no McNemar for shares.
+    assert f"A higher 0, B higher {len(a)} (shares of resolved samples)" in page
+    assert "McNemar exact p</th><td>n/a</td>" in page and "not computed" in page
     assert f", {rates.difference.method})" in page
 
 

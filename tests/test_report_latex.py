@@ -186,7 +186,7 @@ def test_run_table_is_a_booktabs_float_with_caption_label_and_its_preamble_state
     tex = render_run_latex(report_a)
     assert tex.startswith("% evalrepro ")
     assert f"% Preamble: {PREAMBLE}" in tex
-    assert tex.count("\\begin{table}[tbp]") == 1 and tex.rstrip().endswith("\\end{table}")
+    assert tex.count("\\begin{table}[tbp]") == 1 and tex.count("\\end{table}") == 1
     assert "\\caption{" in tex and "\\label{tab:evalrepro-run-regrade-model-a-model-a}" in tex
     for rule in ("\\toprule", "\\midrule", "\\bottomrule"):
         assert rule in tex
@@ -217,21 +217,75 @@ def test_run_table_gives_each_repo_its_n_and_rate_interval_with_the_name_escaped
     assert "evil/\\#\\%\\&\\ensuremath{\\$}\\{x\\}" in tex
 
 
+def float_and_note(tex: str) -> tuple[str, str]:
+    """A fragment's float, and the provenance note defined after it."""
+    end = tex.index("\\end{table}") + len("\\end{table}")
+    return tex[:end], tex[end:]
+
+
 def test_run_table_says_where_its_numbers_come_from(report_a):
     p = report_a.provenance
     # Names in running text may break after "-" or "_": those breaks aside.
     tex = render_run_latex(report_a).replace("\\allowbreak{}", "")
+    _, note = float_and_note(tex)
     for fact in (
         f"evalrepro {p.evalrepro_version}",
         f"\\texttt{{{p.lockfile_digest}}}",
         "Experiment regrade-model\\_a, target model\\_a, dataset instances",
         "runtime recorded",
-        f"{p.n_resamples} resamples, seed {p.seed}",
         "Intervals at 95\\%",
         "Gate default (evidence\\_completeness == 1; invalid\\_rate \\textless{}= 0.2): passed",
         f"report generated {p.generated_at:%Y-%m-%d %H:%M} UTC",
     ):
-        assert fact in tex, fact
+        assert fact in note, fact
+
+
+def test_the_provenance_is_a_note_after_the_float_that_the_paper_places(report_a, comparison):
+    """Hashes and dates are not printed under a table in a paper's body: the fragment
+    defines them as a note, which \\evalreproprovenance{label} places."""
+    for tex, label in (
+        (render_run_latex(report_a), "tab:evalrepro-run-regrade-model-a-model-a"),
+        (render_comparison_latex(comparison), None),
+    ):
+        table, note = float_and_note(tex)
+        label = label or re.search(r"\\label\{(.*)\}", table)[1]
+        assert "lockfile" not in table and "sha256:" not in table and "Source:" not in table
+        assert "\\providecommand{\\evalreproprovenance}[1]" in note
+        assert f"\\csname evalrepro@provenance@{label}\\endcsname{{%" in note
+        assert "sha256:" in note and "Source: evalrepro" in note
+        assert f"\\evalreproprovenance{{{label}}}" in tex.split("\\begin{table}")[0]
+
+
+def test_bootstrap_settings_are_printed_only_under_a_table_that_resampled(
+    report_a, multi_sample, comparison
+):
+    # One sample: every interval is Wilson's; the multi-sample run's pass@1 is BCa's.
+    assert "resamples" not in render_run_latex(report_a)
+    p = multi_sample.provenance
+    assert f"bootstrap {p.n_resamples} resamples, seed {p.seed}" in render_run_latex(multi_sample)
+    # Tango intervals: no BCa bootstrap; the cluster bootstrap only where a verdict names it.
+    tex = render_comparison_latex(comparison)
+    verdicts = [pair.resolved.verdict() for pair in comparison.pairs]
+    assert "BCa bootstrap" not in tex
+    assert ("by-repo sensitivity" in " ".join(verdicts)) == ("cluster bootstrap" in tex)
+
+
+def test_verdicts_print_the_tables_minus_and_no_hyphen(comparison):
+    tex = render_comparison_latex(comparison)
+    verdict = comparison.pairs[0].resolved.verdict()
+    assert re.search(r"CI -\d", verdict)  # the record's plain text has a hyphen
+    lines = [line for line in tex.splitlines() if "points fewer" in line or "points more" in line]
+    assert lines and all(not re.search(r"(?<![A-Za-z0-9}])-\d", line) for line in lines)
+    assert "CI $-$" in tex
+
+
+def test_a_run_whose_experiment_is_its_target_is_named_once(comparison):
+    renamed = comparison.model_copy(
+        update={"runs": [p.model_copy(update={"experiment": p.target_id}) for p in comparison.runs]}
+    )
+    _, note = float_and_note(render_comparison_latex(renamed))
+    assert "A = model\\_\\allowbreak{}a: trials run by" in note
+    assert "model\\_\\allowbreak{}a (model" not in note
 
 
 def test_a_multi_sample_run_shows_pass_at_k_and_the_missing_trial(multi_sample):
@@ -249,6 +303,11 @@ def test_a_multi_sample_run_shows_pass_at_k_and_the_missing_trial(multi_sample):
 # --- the comparison table ---------------------------------------------------------------
 
 
+def minus(text: str) -> str:
+    """A sentence's negative numbers with the typographic minus the table's have."""
+    return re.sub(r"(?<![A-Za-z0-9}])-(?=\d)", "$-$", text)
+
+
 def test_comparison_prints_both_rates_the_difference_mcnemar_and_each_verdict(comparison):
     tex = render_comparison_latex(comparison)
     first = comparison.pairs[0].resolved
@@ -260,7 +319,7 @@ def test_comparison_prints_both_rates_the_difference_mcnemar_and_each_verdict(co
             f"{c.mcnemar.a_only} / {c.mcnemar.b_only} & {c.mcnemar.p_value:.3f} \\\\"
         )
         assert row in tex, row
-        assert escape(c.verdict()) in tex
+        assert minus(escape(c.verdict())) in tex
     # B lost three resolved logs, and resolves the one A left empty.
     model_b = comparison.pairs[0].resolved
     assert (model_b.mcnemar.a_only, model_b.mcnemar.b_only) == (3, 1)
@@ -293,12 +352,11 @@ def test_comparison_of_several_runs_states_the_correction(comparison):
 
 
 def test_comparison_says_where_each_runs_numbers_come_from(comparison):
-    tex = render_comparison_latex(comparison)
+    tex = render_comparison_latex(comparison).replace("\\allowbreak{}", "")
     assert len(comparison.runs) == 3
     for p in comparison.runs:
         assert f"lockfile \\texttt{{{p.lockfile_digest}}}" in tex
     assert tex.count("A = regrade-") == 2  # the caption and A's provenance line
-    assert "resamples, seed 0." in tex and f"{N_RESAMPLES} resamples" in tex
 
 
 def test_comparison_reads_a_record_without_the_correction_or_the_runs(comparison):
@@ -430,17 +488,18 @@ def _range(interval: Interval) -> str:
 def test_the_tables_compile_cleanly_and_print_the_records_numbers(
     report_a, comparison, multi_sample, tmp_path
 ):
-    log, text, fonts = compile_fragments(
-        {
-            "run": render_run_latex(report_a),
-            "samples": render_run_latex(multi_sample),
-            "compare": render_comparison_latex(comparison),
-        },
-        tmp_path,
-    )
+    fragments = {
+        "run": render_run_latex(report_a),
+        "samples": render_run_latex(multi_sample),
+        "compare": render_comparison_latex(comparison),
+    }
+    # The provenance notes, placed where a paper would: here, on a page of their own.
+    labels = [re.search(r"\\label\{(.*)\}", tex)[1] for tex in fragments.values()]
+    fragments["appendix"] = "".join(f"\\evalreproprovenance{{{k}}}\n\n" for k in labels)
+    log, text, fonts = compile_fragments(fragments, tmp_path)
     assert not re.search(r"^! ", log, flags=re.M)
     assert "Overfull" not in log and "Underfull" not in log
-    assert "Output written on paper.pdf (3 pages" in log
+    assert "Output written on paper.pdf (4 pages" in log
     # Outline fonts only: a bitmap (Type 3) font would mean a symbol TeX had to make.
     assert "Type 3" not in fonts and "Type 1" in fonts
     page = _squeezed(text)
@@ -461,13 +520,18 @@ def test_the_tables_compile_cleanly_and_print_the_records_numbers(
 
 def test_a_run_named_with_every_special_character_compiles_and_prints_its_names(runs, tmp_path):
     hostile = run_report(runs[HOSTILE_MODEL])
-    log, text, _ = compile_fragments({"hostile": render_run_latex(hostile)}, tmp_path)
+    tex = render_run_latex(hostile)
+    label = re.search(r"\\label\{(.*)\}", tex)[1]
+    placed = f"\\evalreproprovenance{{{label}}}\n"
+    log, text, _ = compile_fragments({"hostile": tex, "note": placed}, tmp_path)
     # Its unbreakable names may stretch a caption line (Underfull), never stick out.
     assert "Overfull" not in log
     page = _squeezed(text)
     assert _squeezed(f"experiment regrade-{HOSTILE_MODEL}, target {HOSTILE_MODEL}:") in page
     assert _squeezed(HOSTILE_REPO.replace("_", "")) in page
     assert _range(hostile.metrics.resolved_rate) in page
+    # The placed provenance note names the run too.
+    assert _squeezed(f"Experiment regrade-{HOSTILE_MODEL}, target {HOSTILE_MODEL},") in page
 
 
 def test_every_special_character_prints_as_itself_and_runs_nothing(tmp_path):

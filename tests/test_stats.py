@@ -765,6 +765,11 @@ def demo_compare(monkeypatch):
             differences=[],
             shared_instances=12,
             missing_trials=0,
+            paired="each of the 12 shared instances: its one trial in A and in B",
+            samples_a=1,
+            samples_b=1,
+            a_higher=resolved.mcnemar.a_only,
+            b_higher=resolved.mcnemar.b_only,
             resolved=resolved,
         )
 

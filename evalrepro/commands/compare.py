@@ -48,6 +48,13 @@ def main(args: argparse.Namespace) -> int:
         return _compare(args, runs, names)
 
 
+def page_files(page: Path) -> Path:
+    """The folder of what a comparison page links to that is not in a run directory
+    (a bundle's trial viewer): ``cmp_files/`` beside ``cmp.html``, as browsers save a
+    page's files."""
+    return page.with_name(f"{page.stem}_files")
+
+
 def _compare(args: argparse.Namespace, paths: list[Path], names: dict[str, str]) -> int:
     from evalrepro.report.compare import (
         NotComparable,
@@ -104,8 +111,10 @@ def _compare(args: argparse.Namespace, paths: list[Path], names: dict[str, str])
             )
             for r in runs
         ]
-        # Each instance's cell links to its trial in that run's viewer: (re)write them
-        # (a bundle's beside the page: the bundle is unpacked only for this command).
+        # Each instance's cell links to its trial in that run's viewer: (re)write them.
+        # A bundle's (unpacked only for this command) goes into the page's own folder,
+        # cmp_files/view-N/ beside cmp.html, the one folder the page needs beside it.
+        files = page_files(args.html)
         viewers = [
             relative_link(
                 write_view(
@@ -113,8 +122,8 @@ def _compare(args: argparse.Namespace, paths: list[Path], names: dict[str, str])
                     run_report,
                     r.results,
                     output=None
-                    if given == r.path
-                    else args.html.with_name(f"{args.html.stem}-view-{number}"),
+                    if given.resolve() == r.path.resolve()
+                    else files / f"view-{number}",
                 ).root,
                 args.html,
             )

@@ -8,8 +8,12 @@ run's provenance come with it.
 Runs are first checked for comparability (``lockfile.differences`` with the target
 allowed to differ): a difference in instances, test specs, images, harness, limits or
 gate makes the comparison refuse, or, with ``force``, marks it not comparable.
-Multi-sample targets are compared on per-instance pass@k and per-sample rates, always
-resampling instances, never samples.
+When either run has several samples of an instance (a one-sample run against a two-sample
+one too), each instance's share of resolved samples is paired (a paired bootstrap over
+instances, unless every share is 0 or 1), pass@k is compared for each k both runs have,
+and an instance is discordant when its shares differ; always resampling instances, never
+samples. Every output says what was paired (``PairComparison.paired``) and that invalid
+and missing trials count as unresolved in the paired difference.
 """
 
 from __future__ import annotations
@@ -24,7 +28,13 @@ from rich.table import Table
 
 from evalrepro.errors import UserError
 from evalrepro.plan.lockfile import differences
-from evalrepro.records.compare import ComparisonReport, InstanceOutcomes, PairComparison, RunCell
+from evalrepro.records.compare import (
+    ComparisonReport,
+    InstanceOutcomes,
+    PairComparison,
+    RunCell,
+    run_label,
+)
 from evalrepro.records.lockfile import Difference, Lockfile
 from evalrepro.records.report import Provenance
 from evalrepro.records.stats import Comparison, level_label
@@ -44,7 +54,7 @@ class LoadedRun:
 
     @property
     def name(self) -> str:
-        return f"{self.lockfile.experiment} ({self.lockfile.target.target_id})"
+        return run_label(self.lockfile.experiment, self.lockfile.target.target_id)
 
 
 def load_run(path: Path) -> LoadedRun:
@@ -85,7 +95,7 @@ def instance_outcomes(runs: list[LoadedRun]) -> list[InstanceOutcomes]:
         row = [per_run.get(instance_id) for per_run in cells]
         first = row[0]
         discordant = any(
-            cell is not None and first is not None and cell.resolved != first.resolved
+            cell is not None and first is not None and _share_differs(cell, first)
             for cell in row[1:]
         )
         table.append(
@@ -98,6 +108,12 @@ def instance_outcomes(runs: list[LoadedRun]) -> list[InstanceOutcomes]:
         )
     table.sort(key=lambda r: (not r.discordant, r.instance_id))
     return table
+
+
+def _share_differs(cell: RunCell, first: RunCell) -> bool:
+    """Whether two cells' shares of resolved samples differ (1 of 1 and 2 of 2 agree);
+    in integers, so that no rounding calls equal shares different."""
+    return cell.resolved * first.samples != first.resolved * cell.samples
 
 
 class NotComparable(Exception):
@@ -133,18 +149,22 @@ def compare_pair(
     clusters = np.array([repo[i] for i in shared])
     options = {"n_resamples": n_resamples, "confidence": confidence, "seed": seed, "method": method}
 
-    def rates(outcomes: dict[str, np.ndarray], k: int | None, ids: list[str]) -> np.ndarray:
-        if k is None:  # single sample: resolved or not
-            return np.array([outcomes[i][0] for i in ids], dtype=float)
+    def rates(outcomes: dict[str, np.ndarray], k: int, ids: list[str]) -> np.ndarray:
+        # pass@1 of an instance is its share of resolved samples; of one sample, 0 or 1.
         return instance_pass_at_k([outcomes[i] for i in ids], k)
 
-    samples = min(a.lockfile.target.samples, b.lockfile.target.samples)
+    samples_a = max(outcomes_a[i].size for i in shared)
+    samples_b = max(outcomes_b[i].size for i in shared)
+    values_a, values_b = rates(outcomes_a, 1, shared), rates(outcomes_b, 1, shared)
+    resolved = compare_outcomes(values_a, values_b, clusters, **options)
     by_k: dict[str, Comparison] = {}
-    if samples > 1:
-        for k in pass_k_values(samples):
-            # pass@k pairs the shared instances with k samples in both runs (a target
-            # with missing: skip plans fewer); the comparison's n says how many. A k no
-            # shared instance has in both is not compared.
+    if max(samples_a, samples_b) > 1:
+        # Each instance's share of resolved samples, whatever either run's number of
+        # samples: a run of one sample against one of two is not read at sample 0 only.
+        by_k["pass@1"] = resolved
+        for k in pass_k_values(min(samples_a, samples_b))[1:]:
+            # pass@k only for a k both runs have, over the shared instances with k samples
+            # in both (a target with missing: skip plans fewer); its n says how many.
             ids = [i for i in shared if min(outcomes_a[i].size, outcomes_b[i].size) >= k]
             if ids:
                 by_k[f"pass@{k}"] = compare_outcomes(
@@ -153,12 +173,7 @@ def compare_pair(
                     np.array([repo[i] for i in ids]),
                     **options,
                 )
-        by_k["sample_rate"] = by_k["pass@1"]
-        resolved = by_k["pass@1"]
-    else:
-        resolved = compare_outcomes(
-            rates(outcomes_a, None, shared), rates(outcomes_b, None, shared), clusters, **options
-        )
+        by_k["sample_rate"] = resolved
     planned = len(a.lockfile.trials) + len(b.lockfile.trials)
     return PairComparison(
         a=a.name,
@@ -169,9 +184,36 @@ def compare_pair(
         differences=found,
         shared_instances=len(shared),
         missing_trials=planned - len(a.results) - len(b.results),
+        paired=_paired(len(shared), samples_a, samples_b, sorted(by_k)),
+        samples_a=samples_a,
+        samples_b=samples_b,
+        a_higher=int(np.sum(values_a > values_b)),
+        b_higher=int(np.sum(values_b > values_a)),
         resolved=resolved,
         by_k=by_k,
     )
+
+
+def _samples(count: int) -> str:
+    return "1 sample" if count == 1 else f"up to {count} samples"
+
+
+def _paired(shared: int, samples_a: int, samples_b: int, compared: list[str]) -> str:
+    """What the pair's paired difference is over, in words every output prints."""
+    instances = f"{shared} shared instance{'' if shared == 1 else 's'}"
+    if max(samples_a, samples_b) == 1:
+        return f"each of the {instances}: its one trial in A and in B, resolved or not"
+    said = (
+        f"each of the {instances}: its share of resolved samples ({_samples(samples_a)} "
+        f"in A, {_samples(samples_b)} in B)"
+    )
+    ks = sorted(int(n[5:]) for n in compared if n.startswith("pass@") and n != "pass@1")
+    if ks:
+        return f"{said}; pass@k also for k = {', '.join(map(str, ks))}"
+    if min(samples_a, samples_b) == 1:
+        fewer = "A" if samples_a == 1 else "B"
+        return f"{said}; pass@k for k > 1 not compared ({fewer} has one sample an instance)"
+    return said
 
 
 def describe_runs(
@@ -284,8 +326,15 @@ def print_comparison_report(console: Console, report: ComparisonReport) -> None:
             f"B - A ({level} CI, {d.method})",
             f"{_points(d.estimate)} [{_points(d.low)}, {_points(d.high)}]",
         )
+        # The discordant instances the per-instance table flags, counted the same way.
+        counts = f"{pair.a_higher} / {pair.b_higher}"
+        if pair.a_higher is None or pair.b_higher is None:
+            pass  # not recorded (schema 2)
+        elif pair.samples_a == pair.samples_b == 1:
+            table.add_row("discordant: A only / B only", counts)
+        else:
+            table.add_row("discordant (share of resolved samples): A higher / B higher", counts)
         if c.mcnemar is not None:
-            table.add_row("discordant: A only / B only", f"{c.mcnemar.a_only} / {c.mcnemar.b_only}")
             table.add_row("exact McNemar p", f"{c.mcnemar.p_value:.3g}")
         correlation = "undefined (a run is constant)"
         if c.correlation is not None:
@@ -302,7 +351,7 @@ def print_comparison_report(console: Console, report: ComparisonReport) -> None:
                 f"[{_points(c.cluster.low)}, {_points(c.cluster.high)}]{note}",
             )
         for name, other in pair.by_k.items():
-            if name == "pass@1":
+            if other == c:  # pass@1 and the per-sample rate: the rows above
                 continue
             od = other.difference
             over = f" ({other.n} instances)" if other.n != pair.shared_instances else ""
@@ -317,6 +366,9 @@ def print_comparison_report(console: Console, report: ComparisonReport) -> None:
                 f"  [red]differs[/] {difference.kind}: {escape(difference.detail)}",
                 highlight=False,
             )
+        # What the verdict is over, and how failures count in it, where the verdict is.
+        console.print(f"[bold]paired[/]: {escape(pair.paired)}", highlight=False)
+        console.print(f"[bold]counted[/]: {escape(pair.counting)}", highlight=False)
         console.print(f"[bold]verdict[/]: {c.verdict()}", highlight=False)
     if report.multiple_comparisons_note:
         console.print(f"[dim]note: {report.multiple_comparisons_note}[/]", highlight=False)
@@ -331,7 +383,7 @@ def print_discordant(console: Console, report: ComparisonReport) -> None:
     discordant = [row for row in report.instances if row.discordant]
     if not discordant or not report.runs:
         return
-    names = [f"{p.experiment} ({p.target_id})" for p in report.runs]
+    names = [run_label(p.experiment, p.target_id) for p in report.runs]
     table = Table(
         "instance",
         *(escape(name) for name in names),

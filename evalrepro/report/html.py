@@ -36,7 +36,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup, escape
 
 from evalrepro.grade.score import JUDGEMENT, TEST_REASONS
-from evalrepro.records.compare import ComparisonReport, InstanceOutcomes, RunCell
+from evalrepro.records.compare import ComparisonReport, InstanceOutcomes, RunCell, run_label
 from evalrepro.records.metrics import RepoBreakdown, RunMetrics
 from evalrepro.records.report import Provenance, RunReport, TrialRow
 from evalrepro.records.stats import Comparison, Interval, level_label
@@ -879,7 +879,7 @@ class _Run:
 
 def run_labels(reports: Sequence[RunReport]) -> list[str]:
     """ "experiment (target)" as compare.py names runs; numbered when two would share one."""
-    labels = [f"{r.provenance.experiment} ({r.provenance.target_id})" for r in reports]
+    labels = [run_label(r.provenance.experiment, r.provenance.target_id) for r in reports]
     return [
         f"{label} #{index + 1}" if labels.count(label) > 1 else label
         for index, label in enumerate(labels)

@@ -2,9 +2,11 @@
 
 The output is a fragment to ``\\input{}``: one ``table`` float with booktabs rules (no
 vertical rules), numbers right-aligned, each interval as "33.3 [13.8, 60.9]" in three
-columns so that the decimal points line up, a caption above, a ``\\label``, and a note
-below saying where the numbers come from. It needs only ``\\usepackage{booktabs}``; the
-fragment says so in a comment at its top.
+columns so that the decimal points line up, a caption above, a ``\\label``, and (for a
+comparison) each verdict below. Where the numbers come from (versions, lockfile digests,
+dates) is a note after the float, defined and not printed: the paper places it where it
+keeps such notes with ``\\evalreproprovenance{<the table's label>}``. It needs only
+``\\usepackage{booktabs}``; the fragment says so in a comment at its top.
 
 Nothing is computed here: every number is one the record (``RunReport``,
 ``ComparisonReport``) holds, formatted, and every method name is the record's own. Text
@@ -20,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from evalrepro import __version__
-from evalrepro.records.compare import ComparisonReport, PairComparison
+from evalrepro.records.compare import ComparisonReport, PairComparison, run_label
 from evalrepro.records.report import Provenance, RunReport
 from evalrepro.records.stats import Comparison, Interval
 
@@ -156,6 +158,12 @@ _INTERVAL_COLUMNS = "r@{\\ [}r@{, }r"
 _NO_INTERVAL = "\\multicolumn{3}{c}{---}"
 
 
+def _prose(text: str) -> str:
+    """A record's sentence (a verdict), escaped, with the typographic minus the table's
+    numbers have: "CI -24.2 to 24.2" prints "$-$24.2", not a hyphen."""
+    return re.sub(r"(?<![A-Za-z0-9}])-(?=\d)", "$-$", escape(text))
+
+
 def _level(confidence: float) -> str:
     return f"{round(confidence * 100, 2):g}\\%"
 
@@ -189,12 +197,36 @@ def _listing(items: Iterable[str]) -> str:
     return ", ".join(listed[:-1]) + ", and " + listed[-1]
 
 
-def _header(kind: str, subject: str) -> list[str]:
+def _header(kind: str, subject: str, label: str) -> list[str]:
     return [
         # One line whatever the name holds: a line break would end the comment.
         f"% evalrepro {__version__}: {kind} of {' '.join(subject.split())}, as a LaTeX fragment.",
         f"% Preamble: {PREAMBLE}  (\\input{{}} this file in the document body.)",
         "% Every number is one the report's record holds; nothing here is recomputed.",
+        "% Where the numbers come from is defined after the table, not printed: place it",
+        f"% where the paper keeps such notes with \\evalreproprovenance{{{label}}}.",
+    ]
+
+
+#: Defines the command that places a table's provenance note, once for every fragment.
+_PLACE = "\\providecommand{\\evalreproprovenance}[1]{\\csname evalrepro@provenance@#1\\endcsname}"
+
+
+def _provenance_note(label: str, lines: Sequence[str]) -> list[str]:
+    """The provenance of the table labelled ``label``, defined (``\\gdef``, so that a
+    table's fragment may sit in a group) but not printed: hashes and dates belong in
+    an appendix or a footnote the paper chooses, not under a table in its body."""
+    return [
+        "",
+        f"% The provenance of table {label}: \\evalreproprovenance{{{label}}} prints it.",
+        _PLACE,
+        f"\\expandafter\\gdef\\csname evalrepro@provenance@{label}\\endcsname{{%",
+        # Small and ragged, as a note: a digest is one long word.
+        "{\\footnotesize\\raggedright",
+        *(
+            line + (" \\par" if index < len(lines) - 1 else "\\par}}")
+            for index, line in enumerate(lines)
+        ),
     ]
 
 
@@ -261,7 +293,7 @@ def render_run_latex(report: RunReport, *, label: str | None = None) -> str:
     coverage = {name: note for name, _, note in m.pass_at_k_rows() if note}
     unavailable = [name for name, interval, _ in m.pass_at_k_rows() if interval is None]
     caption = (
-        f"Outcomes of experiment {_name(m.experiment)}, target {_name(m.target_id)}: "
+        f"Outcomes of {_subject(m.experiment, m.target_id)}: "
         f"{m.planned} planned trials on {p.instances} instances of dataset "
         f"{_name(p.dataset)}. Rates are percentages of all planned trials (invalid and "
         f"missing trials stay in the denominator) with "
@@ -280,12 +312,13 @@ def render_run_latex(report: RunReport, *, label: str | None = None) -> str:
         )
     if coverage:
         caption += "; " + "; ".join(f"{escape(k)} {escape(note)}" for k, note in coverage.items())
+    label = label or label_key("run", *dict.fromkeys((m.experiment, m.target_id)))
     lines = [
-        *_header("the run report", f"{m.experiment} ({m.target_id})"),
+        *_header("the run report", run_label(m.experiment, m.target_id), label),
         "\\begin{table}[tbp]",
         "\\centering",
         f"\\caption{{{caption}.}}",
-        f"\\label{{{label or label_key('run', m.experiment, m.target_id)}}}",
+        f"\\label{{{label}}}",
         "\\smallskip",
         "\\small",
         f"\\begin{{tabular}}{{@{{}}lr{_INTERVAL_COLUMNS}}}",
@@ -308,9 +341,16 @@ def render_run_latex(report: RunReport, *, label: str | None = None) -> str:
             for name, i in rows.items()
         ]
     lines += ["\\bottomrule", "\\end{tabular}", *_repo_table(report)]
-    lines += _note(_run_provenance(report))
     lines.append("\\end{table}")
+    lines += _provenance_note(label, _run_provenance(report))
     return "\n".join(lines) + "\n"
+
+
+def _subject(experiment: str, target_id: str) -> str:
+    """ "experiment E, target T", or "experiment E" alone when T is E (not "model_a,
+    target model_a")."""
+    said = f"experiment {_name(experiment)}"
+    return said if experiment == target_id else f"{said}, target {_name(target_id)}"
 
 
 def _k_order(name: str) -> tuple[int, str]:
@@ -352,7 +392,19 @@ def _trials_source(p: Provenance) -> str:
     harness = f"evalrepro {escape(p.harness_version)}"
     if p.harness_commit:
         harness += f" at commit \\texttt{{{escape(p.harness_commit[:12])}}}"
-    return f"trials run by {harness}; lockfile \\texttt{{{escape(p.lockfile_digest or 'unknown')}}}"
+    return f"trials run by {harness}; lockfile \\texttt{{{_digest(p.lockfile_digest)}}}"
+
+
+def _digest(digest: str | None) -> str:
+    """A digest that may break after its "sha256:" and at its middle: 64 hex digits in one
+    piece are wider than a column of two-column paper."""
+    algorithm, _, hexdigits = (digest or "unknown").rpartition(":")
+    half = len(hexdigits) // 2
+    pieces = (
+        [escape(hexdigits[:half]), escape(hexdigits[half:])] if half >= 16 else [escape(hexdigits)]
+    )
+    head = f"{escape(algorithm)}:\\allowbreak{{}}" if algorithm else ""
+    return head + "\\allowbreak{}".join(pieces)
 
 
 def _runtime(p: Provenance) -> str:
@@ -363,16 +415,21 @@ def _run_provenance(report: RunReport) -> list[str]:
     p, m = report.provenance, report.metrics
     source = f"Source: evalrepro {escape(p.evalrepro_version)} report of {_trials_source(p)}."
     runtime = _runtime(p)
+    subject = _subject(p.experiment, p.target_id)
     ran = (
-        f"Experiment {_name(p.experiment)}, target {_name(p.target_id)}, dataset "
+        f"{subject[0].upper()}{subject[1:]}, dataset "
         f"{_name(p.dataset)} ({p.instances} instances, {p.planned_trials} planned trials); "
         f"runtime {runtime}, {p.sessions} session{'s' if p.sessions != 1 else ''}; "
         f"{_ran(p.started_at, p.finished_at)}report generated {_when(p.generated_at)}."
     )
     rules = f" ({'; '.join(escape(rule) for rule in p.gate_rules) or 'no rules'})"
+    # The bootstrap's settings only where an interval of the table is a bootstrap's.
+    resampled = [i for i in m.pass_at_k.values() if "bootstrap" in i.method]
+    if m.sample_rate is not None and "pass@1" not in m.pass_at_k:
+        resampled += [m.sample_rate] if "bootstrap" in m.sample_rate.method else []
+    bootstrap = f"; bootstrap {p.n_resamples} resamples, seed {p.seed}" if resampled else ""
     settings = (
-        f"Intervals at {_level(p.confidence)}; bootstrap {p.n_resamples} resamples, seed "
-        f"{p.seed}. Gate {escape(p.gate)}{rules}: "
+        f"Intervals at {_level(p.confidence)}{bootstrap}. Gate {escape(p.gate)}{rules}: "
         f"{'passed' if report.gate_passed else 'failed'}. Evidence complete for "
         f"{_number(m.evidence_completeness)}\\% of planned trials"
         + (
@@ -405,6 +462,15 @@ def _mark(pair: PairComparison) -> str:
     return "" if pair.comparable else "\\textsuperscript{$\\dagger$}"
 
 
+def _by_shares(pair: PairComparison) -> bool:
+    """Whether the pair paired shares of resolved samples and recorded its discordant
+    counts (a record of an older version did not)."""
+    a_higher = getattr(pair, "a_higher", None)
+    b_higher = getattr(pair, "b_higher", None)
+    samples = (getattr(pair, "samples_a", None) or 1, getattr(pair, "samples_b", None) or 1)
+    return a_higher is not None and b_higher is not None and max(samples) > 1
+
+
 def render_comparison_latex(report: ComparisonReport, *, label: str | None = None) -> str:
     """Each run against the first: both rates and the difference B - A with their
     intervals (the difference's method as recorded), the discordant pairs and the exact
@@ -429,12 +495,13 @@ def render_comparison_latex(report: ComparisonReport, *, label: str | None = Non
     ]
     width = sum(span for *_, span in head)
     wrap = _wrap_width([pairs[0].a, *(pair.b for pair in pairs)], *_RUN_NAME)
+    label = label or label_key("compare", pairs[0].a, *(p.b for p in pairs))
     lines = [
-        *_header("a comparison", " vs ".join([pairs[0].a, *(pair.b for pair in pairs)])),
+        *_header("a comparison", " vs ".join([pairs[0].a, *(pair.b for pair in pairs)]), label),
         "\\begin{table}[tbp]",
         "\\centering",
         f"\\caption{{{_comparison_caption(report, blocks, levels)}}}",
-        f"\\label{{{label or label_key('compare', pairs[0].a, *(p.b for p in pairs))}}}",
+        f"\\label{{{label}}}",
         "\\smallskip",
         "\\small",
         "\\setlength{\\tabcolsep}{4pt}",
@@ -461,6 +528,9 @@ def render_comparison_latex(report: ComparisonReport, *, label: str | None = Non
                 )
             test = c.mcnemar
             discordant = f"{test.a_only} / {test.b_only}" if test else "---"
+            if not test and c == pair.resolved and _by_shares(pair):
+                # Shares of resolved samples: the instances whose share is higher in A, in B.
+                discordant = f"{pair.a_higher} / {pair.b_higher}"
             lines.append(
                 f"{_name_cell(pair.b, wrap=wrap)}{_mark(pair)}{n_cell(c)} & "
                 f"{_interval_cells(c.rate_b)} & "
@@ -469,6 +539,7 @@ def render_comparison_latex(report: ComparisonReport, *, label: str | None = Non
             )
     lines += ["\\bottomrule", "\\end{tabular}", *_note(_comparison_notes(report, blocks))]
     lines.append("\\end{table}")
+    lines += _provenance_note(label, _comparison_provenance(report, blocks))
     return "\n".join(lines) + "\n"
 
 
@@ -492,13 +563,16 @@ def _comparison_caption(report: ComparisonReport, blocks: list[Block], levels: l
             )
             + ")"
         )
+    shares = any(_by_shares(pair) for pair in pairs)
     sizes = {c.n for c in comparisons}
     shared = f"the $n = {sizes.pop()}$" if len(sizes) == 1 else "the $n$"
     caption = (
         f"Each run B against A = {_name(pairs[0].a)}, on {shared} instances both hold: "
         f"resolve rates with {_listing(rate_methods)} intervals, the paired difference "
         f"B $-$ A in percentage points with its {difference}, the discordant instances "
-        f"(resolved by A only, by B only) and the exact McNemar test; verdicts below."
+        f"(resolved by A only, by B only"
+        + ("; for shares of resolved samples, higher in A, in B" if shares else "")
+        + ") and the exact McNemar test; verdicts below."
     )
     if len(levels) > 1:
         caption += f" Intervals at {_listing(levels)}."
@@ -515,12 +589,22 @@ def _comparison_caption(report: ComparisonReport, blocks: list[Block], levels: l
 
 
 def _comparison_notes(report: ComparisonReport, blocks: list[Block]) -> list[str]:
+    """Under the table: what each pair paired and how failures count in it, each verdict,
+    the correction, and what was not comparable or missing."""
     pairs = report.pairs
     notes = []
+    for pair in pairs:
+        # Read defensively: a record of an older version says neither.
+        paired = getattr(pair, "paired", None)
+        if paired:
+            notes.append(f"{_name(pair.b)} against A, paired: {_prose(paired)}.")
+    counting = {getattr(pair, "counting", None) for pair in pairs} - {None}
+    for said in sorted(counting):
+        notes.append(f"{_prose(said[0].upper() + said[1:])}.")
     for name, rows in blocks:
         for number, c in rows:
             metric = "" if name == "resolved" else f", {escape(name)}"
-            notes.append(f"{_name(pairs[number].b)}{metric}: {escape(c.verdict())}.")
+            notes.append(f"{_name(pairs[number].b)}{metric}: {_prose(c.verdict())}.")
     note = getattr(report, "multiple_comparisons_note", None)
     if note:
         notes.append(escape(str(note)).rstrip(".") + ".")
@@ -536,18 +620,30 @@ def _comparison_notes(report: ComparisonReport, blocks: list[Block]) -> list[str
                 f"{_name(pair.b)}: {pair.missing_trials} planned trials of the two runs have "
                 "no result and count as unresolved."
             )
+    return notes
+
+
+def _comparison_provenance(report: ComparisonReport, blocks: list[Block]) -> list[str]:
+    """Where the numbers come from: the evalrepro that compared, the resampling (only
+    when a bootstrap made a number of the table or its verdicts), each run's source."""
+    comparisons = [c for _, rows in blocks for _, c in rows]
+    resampled = []
+    if any("bootstrap" in c.difference.method for c in comparisons):
+        resampled.append(f"{escape(report.method)} bootstrap for per-instance rates")
+    # The by-repo cluster bootstrap enters a verdict only when the verdict names it.
+    if any("by-repo sensitivity" in c.verdict() for c in comparisons):
+        resampled.append("a cluster bootstrap over repositories for the by-repo sensitivity")
     # Each run's provenance, where the record has it (reports of older versions did not).
     runs: list[Provenance] = list(getattr(report, "runs", None) or [])
     made_by = runs[0].evalrepro_version if runs else __version__
-    notes.append(
-        f"Source: evalrepro {escape(made_by)} compare, from the runs' records; bootstrap "
-        f"({escape(report.method)}, for per-instance rates) {report.n_resamples} resamples, "
-        f"seed {report.seed}."
-    )
+    source = f"Source: evalrepro {escape(made_by)} compare, from the runs' records"
+    if resampled:
+        source += f"; {_listing(resampled)}, {report.n_resamples} resamples, seed {report.seed}"
+    notes = [source + "."]
     for index, p in enumerate(runs):
         role = "A" if index == 0 else "B"
         notes.append(
-            f"{role} = {_name(f'{p.experiment} ({p.target_id})')}: {_trials_source(p)}; "
+            f"{role} = {_name(run_label(p.experiment, p.target_id))}: {_trials_source(p)}; "
             f"dataset {_name(p.dataset)} ({p.instances} instances, {p.planned_trials} planned "
             f"trials); runtime {_runtime(p)}; {_ran(p.started_at, p.finished_at)}".rstrip("; ")
             + "."
