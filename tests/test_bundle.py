@@ -428,3 +428,18 @@ def test_a_missing_allowed_signers_file_is_one_line(bundle, tmp_path, capsys):
     assert main(["verify", str(bundle), "--allowed-signers", str(tmp_path / "none")]) == 2
     err = capsys.readouterr().err
     assert "--allowed-signers" in err and "no such file" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("name", ["download", "demo-gold.bundle", "demo-gold.gz"])
+def test_a_bundle_is_told_by_its_content_whatever_its_name(bundle, tmp_path, capsys, name):
+    renamed = tmp_path / name
+    shutil.copyfile(bundle, renamed)
+    assert main(["verify", str(renamed)]) == 0
+    out = capsys.readouterr().out
+    assert "not a run directory" not in out and "ok:" in out
+    assert main(["report", "--json", str(renamed)]) == 0
+    assert json.loads(capsys.readouterr().out)["metrics"]["resolved"] == 12
+    # A plain file that is no archive is still a run directory that is not one.
+    (tmp_path / "notes").write_text("not an archive\n")
+    assert main(["verify", str(tmp_path / "notes")]) == 2
+    assert "not a run directory" in capsys.readouterr().err

@@ -35,6 +35,7 @@ member before unpacking, and an unpacked folder is walked for links first.
 from __future__ import annotations
 
 import os
+import tarfile
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -545,9 +546,20 @@ class OpenedBundle:
 
 
 def is_bundle(path: Path) -> bool:
-    """An archive file, or a folder holding a bag (or one folder that does)."""
+    """An archive file, or a folder holding a bag (or one folder that does).
+
+    A file is told by its content, whatever its name (a download renamed ``bundle``, a
+    ``.tar.gz`` saved as ``.gz``): any tar archive, plain or compressed, is taken for a
+    bundle, since a run directory is never one, and opening it says what is wrong with
+    it. A file named like an archive is one too, so that a broken one is named as such."""
     if path.is_file():
-        return path.name.endswith((".tar.gz", ".tgz", ".tar"))
+        if path.name.endswith((".tar.gz", ".tgz", ".tar")):
+            return True
+        try:
+            # Reads the first header only (through gzip, bzip2 or xz).
+            return tarfile.is_tarfile(path)
+        except OSError:
+            return False
     return _bag_root(path) is not None
 
 
