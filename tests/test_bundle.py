@@ -339,6 +339,109 @@ def test_a_signed_bundle_rewritten_after_an_edit_fails_its_signature(gold_run, t
     assert "signature" in kinds(bag, allowed_signers=allowed)
 
 
+def unpack(archive: Path, into: Path) -> Path:
+    with tarfile.open(archive) as tar:
+        tar.extractall(into)  # our own archive, not a hostile one
+    [bag] = into.iterdir()
+    return bag
+
+
+def test_a_signed_bundles_statement_is_a_dsse_envelope_in_totos_tooling_verifies(
+    gold_run, tmp_path
+):
+    from cryptography.hazmat.primitives.serialization import load_ssh_public_key
+    from in_toto.models.metadata import Envelope, Metadata, SignatureVerificationError
+    from securesystemslib.signer import SSlibKey
+
+    key, allowed = ssh_key(tmp_path, "author")
+    stranger, _ = ssh_key(tmp_path, "stranger")
+    signed = tmp_path / "signed.tar.gz"
+    write_bundle(gold_run, signed, sign_key=key)
+    bag = unpack(signed, tmp_path / "x")
+    path = bag / "data" / "attestation.intoto.jsonl"
+    envelope = Metadata.load(str(path))  # in-toto's own reader
+    assert isinstance(envelope, Envelope)
+    assert envelope.payload_type == "application/vnd.in-toto+json"
+    assert envelope.payload == (bag / "data" / "attestation.intoto.json").read_bytes()
+
+    def public(name: Path) -> dict:
+        ssl = SSlibKey.from_crypto(load_ssh_public_key(Path(f"{name}.pub").read_bytes()))
+        return {**ssl.to_dict(), "keyid": ssl.keyid}
+
+    envelope.verify_signature(public(key))  # raises unless the author's key signed it
+    with pytest.raises(SignatureVerificationError):
+        envelope.verify_signature(public(stranger))
+    # Listed in the manifest and described by the crate; the index names it.
+    assert "data/attestation.intoto.jsonl" in (bag / "manifest-sha256.txt").read_text()
+    assert json.loads((bag / "data" / "bundle.json").read_text())["envelope"] == (
+        "attestation.intoto.jsonl"
+    )
+    check = check_bundle(bag, allowed_signers=allowed)
+    assert check.ok, check.problems
+    assert check.signer == "author@example.org"
+
+
+def _resign_statement(bag: Path) -> None:
+    """The statement edited (one test now failed) and the envelope's payload with it; the
+    signature kept, the manifests rewritten."""
+    import base64
+
+    statement_file = bag / "data" / "attestation.intoto.json"
+    statement = json.loads(statement_file.read_text())
+    statement["predicate"]["failedTests"] = statement["predicate"]["passedTests"][:1]
+    statement_file.write_text(json.dumps(statement, indent=2, sort_keys=True) + "\n")
+    path = bag / "data" / "attestation.intoto.jsonl"
+    envelope = json.loads(path.read_text())
+    envelope["payload"] = base64.b64encode(statement_file.read_bytes()).decode()
+    path.write_text(json.dumps(envelope) + "\n")
+
+
+def _strip_envelope(bag: Path) -> None:
+    (bag / "data" / "attestation.intoto.jsonl").unlink()
+
+
+def _envelope_by_another_key(bag: Path) -> None:
+    from securesystemslib.signer import CryptoSigner
+
+    from evalrepro.publish.signing import sign_statement
+
+    key = CryptoSigner.generate_ed25519()
+    statement = (bag / "data" / "attestation.intoto.json").read_bytes()
+    path = bag / "data" / "attestation.intoto.jsonl"
+    path.write_text(json.dumps(sign_statement(statement, key)) + "\n")
+
+
+@pytest.mark.parametrize("tamper", [_resign_statement, _strip_envelope, _envelope_by_another_key])
+def test_a_tampered_envelope_is_refused(gold_run, tmp_path, tamper):
+    key, allowed = ssh_key(tmp_path, "author")
+    signed = tmp_path / "signed.tar.gz"
+    write_bundle(gold_run, signed, sign_key=key)
+    bag = unpack(signed, tmp_path / "x")
+    tamper(bag)
+    rebag(bag)
+    # The tag manifest's SSH signature fails too (the manifests changed): the envelope's
+    # own check is what names it.
+    details = [p.detail for p in check_bundle(bag, allowed_signers=allowed).problems]
+    assert any(d.startswith("attestation.intoto.jsonl: ") for d in details), details
+
+
+def test_a_key_that_cannot_sign_is_one_line_before_any_work(gold_run, tmp_path, capsys):
+    junk = tmp_path / "key"
+    junk.write_text("not a key\n")
+    out = tmp_path / "b.tar.gz"
+    assert main(["bundle", str(gold_run), "-o", str(out), "--sign", str(junk)]) == 2
+    err = capsys.readouterr().err
+    assert "--sign" in err and "private key" in err and err.count("\n") == 1
+    locked = tmp_path / "locked"
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "secret", "-f", str(locked)], check=True
+    )
+    assert main(["bundle", str(gold_run), "-o", str(out), "--sign", str(locked)]) == 2
+    err = capsys.readouterr().err
+    assert "passphrase" in err and err.count("\n") == 1
+    assert not out.exists()
+
+
 def test_an_unsigned_bundle_fails_when_a_signer_is_required(bundle, tmp_path):
     _, allowed = ssh_key(tmp_path, "author")
     assert kinds(bundle, allowed_signers=allowed) == {"signature"}

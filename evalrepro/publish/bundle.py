@@ -9,6 +9,8 @@
     <run>/data/                         the payload, an RO-Crate (Process Run Crate):
         ro-crate-metadata.json          the run as a CreateAction (``crate``)
         attestation.intoto.json         an in-toto Test Result statement (``attestation``)
+        attestation.intoto.jsonl        with --sign: the statement in a DSSE envelope,
+                                        signed with the author's key (``signing``)
         bundle.json                     the index below (:class:`BundleIndex`)
         run/                            the run directory as it is: whatever it holds
                                         (lockfile, trials, results, image records,
@@ -65,6 +67,9 @@ BUILD_INPUTS = "build-inputs"
 IMAGES = "images"
 INDEX = "bundle.json"
 ATTESTATION = "attestation.intoto.json"
+#: The statement in a DSSE envelope (a signed bundle): in-toto's file name for envelopes,
+#: one JSON line each.
+ENVELOPE = "attestation.intoto.jsonl"
 CRATE = "ro-crate-metadata.json"
 #: The tag manifest is what a signature signs: it holds the payload manifest's digest.
 SIGNED_FILE = "tagmanifest-sha256.txt"
@@ -119,6 +124,11 @@ def write_bundle(
         raise UserError(f"{run_dir}: not a run directory (no {LOCKFILE_NAME})")
     if sign_key is not None and not sign_key.is_file():
         raise UserError(f"--sign {sign_key}: no such key file")
+    signer = None
+    if sign_key is not None:
+        from evalrepro.publish.signing import load_signer
+
+        signer = load_signer(sign_key)  # a key it cannot sign with fails before any work
     output = Path(os.path.abspath(output))
     if output.is_dir():
         raise UserError(f"-o {output}: a folder; name the bundle's file")
@@ -150,6 +160,7 @@ def write_bundle(
                 with_images=with_images,
                 with_inputs=with_inputs,
                 sign_key=sign_key,
+                signer=signer,
                 cache_dir=cache_dir,
             )
 
@@ -164,6 +175,7 @@ def _write(
     with_images: bool,
     with_inputs: bool,
     sign_key: Path | None,
+    signer: object | None,
     cache_dir: Path | None,
 ) -> BundleSummary:
     from evalrepro.publish import attestation, crate
@@ -184,6 +196,7 @@ def _write(
         inputs=sorted(inputs, key=lambda i: (i.path, i.source)),
         images=images,
         all_build_inputs=with_inputs,
+        envelope=ENVELOPE if signer is not None else None,
     )
     atomic.write_text(payload / INDEX, index.model_dump_json(indent=2) + "\n")
 
@@ -197,6 +210,15 @@ def _write(
     )
     atomic.write_text(payload / ATTESTATION, _json(statement))
     digests[ATTESTATION] = _sha256_hex(payload / ATTESTATION)
+    if signer is not None:
+        import json
+
+        from evalrepro.publish.signing import sign_statement
+
+        # Around the statement's exact bytes: what the envelope signs is the file beside it.
+        envelope = sign_statement((payload / ATTESTATION).read_bytes(), signer)
+        atomic.write_text(payload / ENVELOPE, json.dumps(envelope, sort_keys=True) + "\n")
+        digests[ENVELOPE] = _sha256_hex(payload / ENVELOPE)
     ended = report.timing.finished_at
     metadata = crate.crate_metadata(
         crate.CrateRun(
@@ -468,6 +490,8 @@ def _describe(path: str) -> str:
         return "the bundle's index: its inputs and how its reports were made"
     if path == ATTESTATION:
         return "an in-toto Statement (Test Result predicate) over the bundle's files"
+    if path == ENVELOPE:
+        return "the in-toto Statement in a DSSE envelope, signed with the author's key"
     if parts[0] == REPORTS:
         return "the run's report"
     if parts[0] == VIEW:
@@ -504,12 +528,12 @@ def _make_bag(bag: Path, lockfile: Lockfile, ended: datetime | None) -> None:
 
 def payload_files(payload: Path) -> list[str]:
     """Every file of a payload folder, by posix path relative to it, sorted; the crate
-    metadata and the attestation (which list the others) left out."""
+    metadata and the attestation and its envelope (which list the others) left out."""
     found = []
     for path in payload.rglob("*"):
         if path.is_file():
             relative = path.relative_to(payload).as_posix()
-            if relative not in (CRATE, ATTESTATION):
+            if relative not in (CRATE, ATTESTATION, ENVELOPE):
                 found.append(relative)
     return sorted(found)
 

@@ -5,7 +5,8 @@ line each, by the check that found it:
 
 ``checksum``     the bag: every payload file against the manifest, the manifests
                  against the tag manifest, no file the manifest does not list
-``signature``    the tag manifest's SSH signature, against an allowed-signers file
+``signature``    the tag manifest's SSH signature and the attestation's DSSE envelope,
+                 against an allowed-signers file
 ``bundle``       the index (bundle.json): readable, its inputs where and what it says
 ``attestation``  the in-toto statement: every file a subject, by its sha256
 ``crate``        the RO-Crate metadata: valid (Process Run Crate, RO-Crate 1.3), and
@@ -48,6 +49,7 @@ from evalrepro.publish.bundle import (
     ATTESTATION,
     BUILD_INPUTS,
     CRATE,
+    ENVELOPE,
     IMAGES,
     INPUTS,
     SIGNATURE,
@@ -126,6 +128,7 @@ def check_bundle(
             index = _check_index(check, opened, digests)
         with check.timed("attestation"):
             _check_attestation(check, opened, digests)
+            _check_envelope(check, opened, index, allowed_signers)
         with check.timed("ro-crate"):
             _check_crate(check, opened, digests, profiles=profiles, cache_dir=cache_dir)
         if not profiles:
@@ -269,6 +272,54 @@ def _check_attestation(check: BundleCheck, opened: OpenedBundle, digests: dict[s
         check.add("attestation", line.removeprefix("attestation: "))
 
 
+def _check_envelope(
+    check: BundleCheck, opened: OpenedBundle, index: BundleIndex | None, allowed: Path | None
+) -> None:
+    """The statement's DSSE envelope: present when the index says the bundle was signed,
+    around the bundle's statement byte for byte, and (with ``allowed``) signed by a key
+    the allowed-signers file lists."""
+    import base64
+    import binascii
+
+    from evalrepro.publish.signing import PAYLOAD_TYPE, verify_envelope
+
+    named = index.envelope if index is not None else None
+    if not (opened.data / ENVELOPE).is_file():
+        if named is not None:
+            check.add("signature", f"{named}: the signed attestation the index names is missing")
+        elif allowed is not None and (opened.bag / SIGNATURE).is_file():
+            check.notes.append("the attestation has no DSSE envelope (a bundle of schema 1)")
+        return
+    envelope = _metadata(check, opened, ENVELOPE, "attestation")
+    if envelope is None:
+        return
+    if not isinstance(envelope, dict) or envelope.get("payloadType") != PAYLOAD_TYPE:
+        check.add("attestation", f"{ENVELOPE}: not a DSSE envelope of an in-toto statement")
+        return
+    try:
+        payload = base64.b64decode(str(envelope.get("payload", "")), validate=True)
+    except (binascii.Error, ValueError):
+        check.add("attestation", f"{ENVELOPE}: its payload is not base64")
+        return
+    if payload != (opened.data / ATTESTATION).read_bytes():
+        check.add("attestation", f"{ENVELOPE}: the statement it signs is not {ATTESTATION}")
+    if allowed is None:
+        check.notes.append(
+            f"the attestation is signed ({ENVELOPE}); not checked (pass --allowed-signers)"
+        )
+        return
+    signer, why = verify_envelope(envelope, allowed)
+    if why is not None:
+        check.add("signature", f"{ENVELOPE}: {why}")
+    elif check.signer is not None and signer != check.signer:
+        check.add(
+            "signature",
+            f"{ENVELOPE}: signed by {signer}, the tag manifest by {check.signer}",
+        )
+    else:
+        check.signer = signer
+
+
 def _check_crate(
     check: BundleCheck,
     opened: OpenedBundle,
@@ -294,7 +345,14 @@ def _check_crate(
         if isinstance(entity, dict) and _is_file(entity) and isinstance(entity.get("@id"), str):
             # The rocrate library percent-encodes ids (a wheel's "+" is "%2B").
             described[unquote(entity["@id"])] = entity.get("sha256")
-    expected = {**digests, ATTESTATION: sha256_bytes((opened.data / ATTESTATION).read_bytes())}
+    expected = {
+        **digests,
+        **{
+            name: sha256_bytes((opened.data / name).read_bytes())
+            for name in (ATTESTATION, ENVELOPE)
+            if (opened.data / name).is_file()
+        },
+    }
     for path, digest in sorted(expected.items()):
         if path not in described:
             check.add("crate", f"{path}: a file the crate does not describe")
