@@ -442,6 +442,56 @@ def test_a_key_that_cannot_sign_is_one_line_before_any_work(gold_run, tmp_path, 
     assert not out.exists()
 
 
+def readme_commands(bag: Path) -> list[str]:
+    return [
+        line.strip().removeprefix("$ ")
+        for line in (bag / "data" / "README.txt").read_text().splitlines()
+        if line.strip().startswith("$ ")
+    ]
+
+
+def test_the_readme_tells_a_reviewer_without_evalrepro_how_to_check_with_plain_tools(
+    gold_run, tmp_path
+):
+    key, allowed = ssh_key(tmp_path, "author")
+    signed = tmp_path / "signed.tar.gz"
+    write_bundle(gold_run, signed, sign_key=key)
+    bag = unpack(signed, tmp_path / "x")
+    readme = (bag / "data" / "README.txt").read_text()
+    assert "  data/README.txt\n" in (bag / "manifest-sha256.txt").read_text()
+    # Facts from the records: the report's counts, the lockfile's digest, the key.
+    assert "12 trials on demo, 12 resolved" in readme
+    lockfile = bag / "data" / "run" / "lockfile.lock.json"
+    assert sha256_bytes(lockfile.read_bytes()).removeprefix("sha256:") in readme
+    fingerprint = subprocess.run(
+        ["ssh-keygen", "-l", "-f", f"{key}.pub"], capture_output=True, text=True, check=True
+    ).stdout.split()[1]
+    assert fingerprint in readme
+    commands = readme_commands(bag)
+    assert [c.split()[0] for c in commands] == ["bagit.py", "sha256sum", "sha256sum", "ssh-keygen"]
+    # The commands as written, with the author's published name and allowed-signers file.
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+
+    def run(command: str) -> int:
+        command = command.replace("-I AUTHOR", "-I author@example.org")
+        command = command.replace("-f allowed_signers", f"-f {allowed}")
+        return subprocess.run(
+            command, shell=True, cwd=bag, env=env, capture_output=True, check=False
+        ).returncode
+
+    assert [run(c) for c in commands] == [0, 0, 0, 0]
+    change_a_log_byte(bag)
+    assert [run(c) for c in commands] == [1, 1, 0, 0]  # the manifest catches it
+    rebag(bag)
+    assert [run(c) for c in commands] == [0, 0, 0, 255]  # the signature then does
+
+
+def test_an_unsigned_bundles_readme_says_so(bundle, tmp_path):
+    bag = unpack(bundle, tmp_path / "x")
+    assert "The bundle is not signed." in (bag / "data" / "README.txt").read_text()
+    assert [c.split()[0] for c in readme_commands(bag)] == ["bagit.py", "sha256sum", "sha256sum"]
+
+
 def test_an_unsigned_bundle_fails_when_a_signer_is_required(bundle, tmp_path):
     _, allowed = ssh_key(tmp_path, "author")
     assert kinds(bundle, allowed_signers=allowed) == {"signature"}

@@ -7,6 +7,8 @@
     <run>/tagmanifest-sha256.txt        sha256 of the files above
     <run>/tagmanifest-sha256.txt.sig    optional: an SSH signature of the tag manifest
     <run>/data/                         the payload, an RO-Crate (Process Run Crate):
+        README.txt                      for a reviewer without evalrepro: what is
+                                        inside, how to check it with plain tools
         ro-crate-metadata.json          the run as a CreateAction (``crate``)
         attestation.intoto.json         an in-toto Test Result statement (``attestation``)
         attestation.intoto.jsonl        with --sign: the statement in a DSSE envelope,
@@ -58,6 +60,7 @@ from evalrepro.targets.static import PredictionsTarget
 
 if TYPE_CHECKING:  # report pulls in statistics: loaded where a report is built
     from evalrepro.publish.crate import CrateFile
+    from evalrepro.publish.signing import SigningKey
     from evalrepro.records.report import RunReport
 
 REPORTS = "reports"
@@ -66,6 +69,7 @@ INPUTS = "inputs"
 BUILD_INPUTS = "build-inputs"
 IMAGES = "images"
 INDEX = "bundle.json"
+README = "README.txt"
 ATTESTATION = "attestation.intoto.json"
 #: The statement in a DSSE envelope (a signed bundle): in-toto's file name for envelopes,
 #: one JSON line each.
@@ -175,7 +179,7 @@ def _write(
     with_images: bool,
     with_inputs: bool,
     sign_key: Path | None,
-    signer: object | None,
+    signer: SigningKey | None,
     cache_dir: Path | None,
 ) -> BundleSummary:
     from evalrepro.publish import attestation, crate
@@ -197,8 +201,12 @@ def _write(
         images=images,
         all_build_inputs=with_inputs,
         envelope=ENVELOPE if signer is not None else None,
+        readme=README,
     )
     atomic.write_text(payload / INDEX, index.model_dump_json(indent=2) + "\n")
+    from evalrepro.publish.readme import readme_text
+
+    atomic.write_text(payload / README, readme_text(bag.name, index, lockfile, report, signer))
 
     files = payload_files(payload)
     digests = {path: _sha256_hex(payload / path) for path in files}
@@ -216,7 +224,7 @@ def _write(
         from evalrepro.publish.signing import sign_statement
 
         # Around the statement's exact bytes: what the envelope signs is the file beside it.
-        envelope = sign_statement((payload / ATTESTATION).read_bytes(), signer)
+        envelope = sign_statement((payload / ATTESTATION).read_bytes(), signer.signer)
         atomic.write_text(payload / ENVELOPE, json.dumps(envelope, sort_keys=True) + "\n")
         digests[ENVELOPE] = _sha256_hex(payload / ENVELOPE)
     ended = report.timing.finished_at
@@ -486,6 +494,8 @@ def _describe(path: str) -> str:
         return "the frozen plan: every instance, patch, image and trial by digest"
     if path == f"{RUN}/config.json":
         return "the composed experiment config (written by evalrepro 0.2; the lockfile holds it)"
+    if path == README:
+        return "for a reviewer without evalrepro: what the bundle holds, how to check it"
     if path == INDEX:
         return "the bundle's index: its inputs and how its reports were made"
     if path == ATTESTATION:

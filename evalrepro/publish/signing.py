@@ -15,8 +15,11 @@ allowed-signers file (``ssh-keygen(1)``, ALLOWED SIGNERS): who may sign, by key.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography.exceptions import UnsupportedAlgorithm
@@ -95,8 +98,18 @@ def verify(path: Path, signature: Path, allowed_signers: Path) -> tuple[str | No
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 
 
-def load_signer(key: Path) -> object:
-    """A DSSE signer (``securesystemslib``) for the SSH private ``key``: the same key file
+@dataclass(frozen=True)
+class SigningKey:
+    #: A DSSE signer (``securesystemslib``'s CryptoSigner).
+    signer: object
+    #: The public key's fingerprint as ``ssh-keygen -l`` prints it (``SHA256:...``).
+    fingerprint: str
+    #: Its SSH key type (``ssh-ed25519``).
+    kind: str
+
+
+def load_signer(key: Path) -> SigningKey:
+    """The DSSE signer (``securesystemslib``) for the SSH private ``key``: the same key file
     ``ssh-keygen -Y sign`` takes (ed25519, ECDSA or RSA; OpenSSH or PEM format). A
     passphrase is asked on a terminal; one line UserError otherwise."""
     import getpass
@@ -124,12 +137,20 @@ def load_signer(key: Path) -> object:
                 ) from None
             passphrase = getpass.getpass(f"passphrase for {key}: ").encode()
             private = loader(data, passphrase)
-        return CryptoSigner(private)  # type: ignore[arg-type]
+        signer = CryptoSigner(private)  # type: ignore[arg-type]
+        kind, blob = (
+            private.public_key()
+            .public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+            .split()[:2]
+        )
     except (ValueError, TypeError, UnsupportedAlgorithm) as error:
         raise UserError(
             f"--sign {key}: not an ed25519, ECDSA or RSA private key this can sign with "
             f"({' '.join(str(error).split())})"
         ) from None
+    digest = hashlib.sha256(base64.b64decode(blob)).digest()
+    fingerprint = "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
+    return SigningKey(signer=signer, fingerprint=fingerprint, kind=kind.decode())
 
 
 def sign_statement(statement: bytes, signer: object) -> dict:

@@ -66,3 +66,5 @@ class BundleIndex(Record):
     #: The attestation in a DSSE envelope signed with the author's key (``--sign``), inside
     #: the payload; None when the bundle is not signed (or is of schema 1).
     envelope: str | None = None
+    #: The README for a reviewer without evalrepro, inside the payload (None: schema 1).
+    readme: str | None = None
