@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
 
 import bagit
@@ -29,7 +30,7 @@ from evalrepro.digest import sha256_bytes
 from evalrepro.errors import UserError
 from evalrepro.pipeline import run_experiment
 from evalrepro.publish.bundle import open_bundle, write_bundle
-from evalrepro.publish.bundle_verify import check_bundle
+from evalrepro.publish.bundle_verify import check_bundle, print_bundle_check
 from tests.fake_backend import fake_backend, gold_scenario
 
 
@@ -279,6 +280,74 @@ def test_tampering_with_rewritten_manifests_is_caught_by_the_check_it_breaks(unp
     found = kinds(unpacked)
     assert "checksum" not in found
     assert TAMPERING[tamper] in found, found
+
+
+#: Each single edit: the check and the words of the line that must lead its problems
+#: (with the manifests rewritten, the statement's line leads instead of the manifest's).
+LEADS = {
+    change_a_log_byte: ("checksum", "run/trials/", "/attempt-1/test_output.txt: sha256"),
+    remove_a_trial: ("missing", "run/trials/", ": missing from the bundle (no result.json)"),
+    edit_a_result_consistently_with_its_log: ("checksum", "attempt-1/test_output.txt: sha256"),
+    edit_a_reported_number: ("checksum", "reports/report.json: sha256"),
+    edit_the_lockfile: ("checksum", "run/lockfile.lock.json: sha256"),
+    add_a_file: ("checksum", "attempt-1/extra.txt: "),
+}
+
+
+@pytest.mark.parametrize("rebagged", [False, True], ids=["edited", "manifests-rewritten"])
+@pytest.mark.parametrize("tamper", TAMPERING, ids=lambda f: f.__name__)
+def test_one_edit_is_one_cause_that_leads_the_problems_following_from_it(
+    unpacked, tamper, rebagged, capsys
+):
+    tamper(unpacked)
+    if rebagged:
+        rebag(unpacked)
+    check = check_bundle(unpacked)
+    [cause] = check.causes
+    kind, *words = LEADS[tamper]
+    if rebagged and kind == "checksum":
+        kind = "attestation"
+    assert cause.lead is not None and cause.lead.kind == kind, cause.lead
+    assert all(word in cause.lead.detail for word in words), cause.lead.detail
+    assert check.problems == [cause.lead, *cause.follow]
+    # Nothing names the folder the bundle was unpacked into, nor a temporary one.
+    for problem in check.problems:
+        assert str(unpacked) not in problem.detail and tempfile.gettempdir() not in problem.detail
+        assert "did not finish" not in problem.detail
+    assert main(["verify", "--json", str(unpacked)]) == 1
+    [listed] = json.loads(capsys.readouterr().out)["causes"]
+    assert listed["lead"] == cause.lead.model_dump() and len(listed["follow"]) == len(cause.follow)
+    console = Console(record=True, width=400)
+    print_bundle_check(console, check)
+    text = console.export_text()
+    assert text.index(cause.lead.detail) < text.index(f"{len(cause.follow)} problem")
+    assert f"{len(check.problems)} problems from 1 edit" in text or len(check.problems) == 1
+
+
+def test_a_size_change_bagits_payload_oxum_catches_first_names_the_file(unpacked):
+    log = _log(unpacked)
+    log.write_bytes(log.read_bytes() + b"one more line\n")
+    details = [p.detail for p in check_bundle(unpacked).problems if p.kind == "checksum"]
+    relative = log.relative_to(unpacked).as_posix()
+    assert any(d.startswith(f"{relative}: sha256 ") for d in details), details
+    assert not any("Payload-Oxum" in d for d in details)
+
+
+def test_a_trial_missing_from_an_archived_bundle_names_no_temporary_folder(unpacked, tmp_path):
+    remove_a_trial(unpacked)  # the first trial
+    other = sorted(unpacked.glob("data/run/trials/*/attempt-1/test_output.txt"))[0]
+    other.write_bytes(other.read_bytes().replace(b"PASSED", b"FAILED", 1))
+    rebag(unpacked)
+    archived = tmp_path / "edited.tar.gz"
+    with tarfile.open(archived, "w:gz") as tar:
+        tar.add(unpacked, arcname=unpacked.name)
+    check = check_bundle(archived)
+    assert len([c for c in check.causes if c.lead is not None]) == 2
+    assert any(
+        p.detail.endswith("missing from the bundle (no result.json)") for p in check.problems
+    )
+    for problem in check.problems:
+        assert tempfile.gettempdir() not in problem.detail, problem.detail
 
 
 def test_a_lockfile_edit_is_named_by_its_digests(unpacked):

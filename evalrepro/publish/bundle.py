@@ -400,7 +400,8 @@ def bundle_report(
         confidence=settings.confidence,
         n_resamples=settings.n_resamples,
         seed=settings.seed,
-        evidence_problems=survey.messages(),
+        # Named inside the bundle, not by where it was unpacked (a temporary folder).
+        evidence_problems=[f"{RUN}/{p.where}: {p.detail}" for p in survey.problems],
         generated_at=_EPOCH,
     )
     moment = report.timing.finished_at or _EPOCH
