@@ -203,7 +203,7 @@ class Cause:
     follow from several causes together, or when no file-level cause is found."""
 
     lead: Problem | None
-    #: The files of the edit (a trial folder's files, hard-linked copies), bag-relative.
+    #: The files of the edit (a trial folder's files, hard-linked copies), under data/
     files: list[str]
     follow: list[Problem]
 
