@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
 
 import bagit
@@ -29,7 +30,7 @@ from evalrepro.digest import sha256_bytes
 from evalrepro.errors import UserError
 from evalrepro.pipeline import run_experiment
 from evalrepro.publish.bundle import open_bundle, write_bundle
-from evalrepro.publish.bundle_verify import check_bundle
+from evalrepro.publish.bundle_verify import check_bundle, print_bundle_check
 from tests.fake_backend import fake_backend, gold_scenario
 
 
@@ -281,6 +282,74 @@ def test_tampering_with_rewritten_manifests_is_caught_by_the_check_it_breaks(unp
     assert TAMPERING[tamper] in found, found
 
 
+#: Each single edit: the check and the words of the line that must lead its problems
+#: (with the manifests rewritten, the statement's line leads instead of the manifest's).
+LEADS = {
+    change_a_log_byte: ("checksum", "run/trials/", "/attempt-1/test_output.txt: sha256"),
+    remove_a_trial: ("missing", "run/trials/", ": missing from the bundle (no result.json)"),
+    edit_a_result_consistently_with_its_log: ("checksum", "attempt-1/test_output.txt: sha256"),
+    edit_a_reported_number: ("checksum", "reports/report.json: sha256"),
+    edit_the_lockfile: ("checksum", "run/lockfile.lock.json: sha256"),
+    add_a_file: ("checksum", "attempt-1/extra.txt: "),
+}
+
+
+@pytest.mark.parametrize("rebagged", [False, True], ids=["edited", "manifests-rewritten"])
+@pytest.mark.parametrize("tamper", TAMPERING, ids=lambda f: f.__name__)
+def test_one_edit_is_one_cause_that_leads_the_problems_following_from_it(
+    unpacked, tamper, rebagged, capsys
+):
+    tamper(unpacked)
+    if rebagged:
+        rebag(unpacked)
+    check = check_bundle(unpacked)
+    [cause] = check.causes
+    kind, *words = LEADS[tamper]
+    if rebagged and kind == "checksum":
+        kind = "attestation"
+    assert cause.lead is not None and cause.lead.kind == kind, cause.lead
+    assert all(word in cause.lead.detail for word in words), cause.lead.detail
+    assert check.problems == [cause.lead, *cause.follow]
+    # Nothing names the folder the bundle was unpacked into, nor a temporary one.
+    for problem in check.problems:
+        assert str(unpacked) not in problem.detail and tempfile.gettempdir() not in problem.detail
+        assert "did not finish" not in problem.detail
+    assert main(["verify", "--json", str(unpacked)]) == 1
+    [listed] = json.loads(capsys.readouterr().out)["causes"]
+    assert listed["lead"] == cause.lead.model_dump() and len(listed["follow"]) == len(cause.follow)
+    console = Console(record=True, width=400)
+    print_bundle_check(console, check)
+    text = console.export_text()
+    assert text.index(cause.lead.detail) < text.index(f"{len(cause.follow)} problem")
+    assert f"{len(check.problems)} problems from 1 edit" in text or len(check.problems) == 1
+
+
+def test_a_size_change_bagits_payload_oxum_catches_first_names_the_file(unpacked):
+    log = _log(unpacked)
+    log.write_bytes(log.read_bytes() + b"one more line\n")
+    details = [p.detail for p in check_bundle(unpacked).problems if p.kind == "checksum"]
+    relative = log.relative_to(unpacked).as_posix()
+    assert any(d.startswith(f"{relative}: sha256 ") for d in details), details
+    assert not any("Payload-Oxum" in d for d in details)
+
+
+def test_a_trial_missing_from_an_archived_bundle_names_no_temporary_folder(unpacked, tmp_path):
+    remove_a_trial(unpacked)  # the first trial
+    other = sorted(unpacked.glob("data/run/trials/*/attempt-1/test_output.txt"))[0]
+    other.write_bytes(other.read_bytes().replace(b"PASSED", b"FAILED", 1))
+    rebag(unpacked)
+    archived = tmp_path / "edited.tar.gz"
+    with tarfile.open(archived, "w:gz") as tar:
+        tar.add(unpacked, arcname=unpacked.name)
+    check = check_bundle(archived)
+    assert len([c for c in check.causes if c.lead is not None]) == 2
+    assert any(
+        p.detail.endswith("missing from the bundle (no result.json)") for p in check.problems
+    )
+    for problem in check.problems:
+        assert tempfile.gettempdir() not in problem.detail, problem.detail
+
+
 def test_a_lockfile_edit_is_named_by_its_digests(unpacked):
     edit_the_lockfile(unpacked)
     rebag(unpacked)
@@ -337,6 +406,159 @@ def test_a_signed_bundle_rewritten_after_an_edit_fails_its_signature(gold_run, t
     edit_a_reported_number(bag)
     rebag(bag)
     assert "signature" in kinds(bag, allowed_signers=allowed)
+
+
+def unpack(archive: Path, into: Path) -> Path:
+    with tarfile.open(archive) as tar:
+        tar.extractall(into)  # our own archive, not a hostile one
+    [bag] = into.iterdir()
+    return bag
+
+
+def test_a_signed_bundles_statement_is_a_dsse_envelope_in_totos_tooling_verifies(
+    gold_run, tmp_path
+):
+    from cryptography.hazmat.primitives.serialization import load_ssh_public_key
+    from in_toto.models.metadata import Envelope, Metadata, SignatureVerificationError
+    from securesystemslib.signer import SSlibKey
+
+    key, allowed = ssh_key(tmp_path, "author")
+    stranger, _ = ssh_key(tmp_path, "stranger")
+    signed = tmp_path / "signed.tar.gz"
+    write_bundle(gold_run, signed, sign_key=key)
+    bag = unpack(signed, tmp_path / "x")
+    path = bag / "data" / "attestation.intoto.jsonl"
+    envelope = Metadata.load(str(path))  # in-toto's own reader
+    assert isinstance(envelope, Envelope)
+    assert envelope.payload_type == "application/vnd.in-toto+json"
+    assert envelope.payload == (bag / "data" / "attestation.intoto.json").read_bytes()
+
+    def public(name: Path) -> dict:
+        ssl = SSlibKey.from_crypto(load_ssh_public_key(Path(f"{name}.pub").read_bytes()))
+        return {**ssl.to_dict(), "keyid": ssl.keyid}
+
+    envelope.verify_signature(public(key))  # raises unless the author's key signed it
+    with pytest.raises(SignatureVerificationError):
+        envelope.verify_signature(public(stranger))
+    # Listed in the manifest and described by the crate; the index names it.
+    assert "data/attestation.intoto.jsonl" in (bag / "manifest-sha256.txt").read_text()
+    assert json.loads((bag / "data" / "bundle.json").read_text())["envelope"] == (
+        "attestation.intoto.jsonl"
+    )
+    check = check_bundle(bag, allowed_signers=allowed)
+    assert check.ok, check.problems
+    assert check.signer == "author@example.org"
+
+
+def _resign_statement(bag: Path) -> None:
+    """The statement edited (one test now failed) and the envelope's payload with it; the
+    signature kept, the manifests rewritten."""
+    import base64
+
+    statement_file = bag / "data" / "attestation.intoto.json"
+    statement = json.loads(statement_file.read_text())
+    statement["predicate"]["failedTests"] = statement["predicate"]["passedTests"][:1]
+    statement_file.write_text(json.dumps(statement, indent=2, sort_keys=True) + "\n")
+    path = bag / "data" / "attestation.intoto.jsonl"
+    envelope = json.loads(path.read_text())
+    envelope["payload"] = base64.b64encode(statement_file.read_bytes()).decode()
+    path.write_text(json.dumps(envelope) + "\n")
+
+
+def _strip_envelope(bag: Path) -> None:
+    (bag / "data" / "attestation.intoto.jsonl").unlink()
+
+
+def _envelope_by_another_key(bag: Path) -> None:
+    from securesystemslib.signer import CryptoSigner
+
+    from evalrepro.publish.signing import sign_statement
+
+    key = CryptoSigner.generate_ed25519()
+    statement = (bag / "data" / "attestation.intoto.json").read_bytes()
+    path = bag / "data" / "attestation.intoto.jsonl"
+    path.write_text(json.dumps(sign_statement(statement, key)) + "\n")
+
+
+@pytest.mark.parametrize("tamper", [_resign_statement, _strip_envelope, _envelope_by_another_key])
+def test_a_tampered_envelope_is_refused(gold_run, tmp_path, tamper):
+    key, allowed = ssh_key(tmp_path, "author")
+    signed = tmp_path / "signed.tar.gz"
+    write_bundle(gold_run, signed, sign_key=key)
+    bag = unpack(signed, tmp_path / "x")
+    tamper(bag)
+    rebag(bag)
+    # The tag manifest's SSH signature fails too (the manifests changed): the envelope's
+    # own check is what names it.
+    details = [p.detail for p in check_bundle(bag, allowed_signers=allowed).problems]
+    assert any(d.startswith("attestation.intoto.jsonl: ") for d in details), details
+
+
+def test_a_key_that_cannot_sign_is_one_line_before_any_work(gold_run, tmp_path, capsys):
+    junk = tmp_path / "key"
+    junk.write_text("not a key\n")
+    out = tmp_path / "b.tar.gz"
+    assert main(["bundle", str(gold_run), "-o", str(out), "--sign", str(junk)]) == 2
+    err = capsys.readouterr().err
+    assert "--sign" in err and "private key" in err and err.count("\n") == 1
+    locked = tmp_path / "locked"
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "secret", "-f", str(locked)], check=True
+    )
+    assert main(["bundle", str(gold_run), "-o", str(out), "--sign", str(locked)]) == 2
+    err = capsys.readouterr().err
+    assert "passphrase" in err and err.count("\n") == 1
+    assert not out.exists()
+
+
+def readme_commands(bag: Path) -> list[str]:
+    return [
+        line.strip().removeprefix("$ ")
+        for line in (bag / "data" / "README.txt").read_text().splitlines()
+        if line.strip().startswith("$ ")
+    ]
+
+
+def test_the_readme_tells_a_reviewer_without_evalrepro_how_to_check_with_plain_tools(
+    gold_run, tmp_path
+):
+    key, allowed = ssh_key(tmp_path, "author")
+    signed = tmp_path / "signed.tar.gz"
+    write_bundle(gold_run, signed, sign_key=key)
+    bag = unpack(signed, tmp_path / "x")
+    readme = (bag / "data" / "README.txt").read_text()
+    assert "  data/README.txt\n" in (bag / "manifest-sha256.txt").read_text()
+    # Facts from the records: the report's counts, the lockfile's digest, the key.
+    assert "12 trials on demo, 12 resolved" in readme
+    lockfile = bag / "data" / "run" / "lockfile.lock.json"
+    assert sha256_bytes(lockfile.read_bytes()).removeprefix("sha256:") in readme
+    fingerprint = subprocess.run(
+        ["ssh-keygen", "-l", "-f", f"{key}.pub"], capture_output=True, text=True, check=True
+    ).stdout.split()[1]
+    assert fingerprint in readme
+    commands = readme_commands(bag)
+    assert [c.split()[0] for c in commands] == ["bagit.py", "sha256sum", "sha256sum", "ssh-keygen"]
+    # The commands as written, with the author's published name and allowed-signers file.
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+
+    def run(command: str) -> int:
+        command = command.replace("-I AUTHOR", "-I author@example.org")
+        command = command.replace("-f allowed_signers", f"-f {allowed}")
+        return subprocess.run(
+            command, shell=True, cwd=bag, env=env, capture_output=True, check=False
+        ).returncode
+
+    assert [run(c) for c in commands] == [0, 0, 0, 0]
+    change_a_log_byte(bag)
+    assert [run(c) for c in commands] == [1, 1, 0, 0]  # the manifest catches it
+    rebag(bag)
+    assert [run(c) for c in commands] == [0, 0, 0, 255]  # the signature then does
+
+
+def test_an_unsigned_bundles_readme_says_so(bundle, tmp_path):
+    bag = unpack(bundle, tmp_path / "x")
+    assert "The bundle is not signed." in (bag / "data" / "README.txt").read_text()
+    assert [c.split()[0] for c in readme_commands(bag)] == ["bagit.py", "sha256sum", "sha256sum"]
 
 
 def test_an_unsigned_bundle_fails_when_a_signer_is_required(bundle, tmp_path):
@@ -428,3 +650,18 @@ def test_a_missing_allowed_signers_file_is_one_line(bundle, tmp_path, capsys):
     assert main(["verify", str(bundle), "--allowed-signers", str(tmp_path / "none")]) == 2
     err = capsys.readouterr().err
     assert "--allowed-signers" in err and "no such file" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("name", ["download", "demo-gold.bundle", "demo-gold.gz"])
+def test_a_bundle_is_told_by_its_content_whatever_its_name(bundle, tmp_path, capsys, name):
+    renamed = tmp_path / name
+    shutil.copyfile(bundle, renamed)
+    assert main(["verify", str(renamed)]) == 0
+    out = capsys.readouterr().out
+    assert "not a run directory" not in out and "ok:" in out
+    assert main(["report", "--json", str(renamed)]) == 0
+    assert json.loads(capsys.readouterr().out)["metrics"]["resolved"] == 12
+    # A plain file that is no archive is still a run directory that is not one.
+    (tmp_path / "notes").write_text("not an archive\n")
+    assert main(["verify", str(tmp_path / "notes")]) == 2
+    assert "not a run directory" in capsys.readouterr().err

@@ -18,7 +18,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="write a run as one archive a reviewer verifies offline and reproduces",
         description="A deterministic .tar.gz holding a BagIt bag: the run directory, its "
         "reports and trial viewer, the dataset and predictions files, an RO-Crate (Process "
-        "Run Crate) and an in-toto Test Result statement. The run must pass `verify RUN`.",
+        "Run Crate), an in-toto Test Result statement and a README for a reviewer without "
+        "evalrepro. The run must pass `verify RUN`.",
     )
     run_argument(bundle)
     output_argument(bundle, metavar="FILE", help="default: RUN_DIR.bundle.tar.gz", short=True)
@@ -36,7 +37,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "--sign",
         type=Path,
         metavar="KEY",
-        help="sign the manifests with this SSH private key (ssh-keygen -Y sign)",
+        help="sign the manifests with this SSH private key (ssh-keygen -Y sign), and the "
+        "in-toto statement with it as a DSSE envelope",
     )
     cache_argument(bundle)
     return bundle

@@ -40,7 +40,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "--allowed-signers",
         type=Path,
         metavar="FILE",
-        help="a bundle must be signed by a key this file lists (ssh-keygen's ALLOWED SIGNERS)",
+        help="a bundle must be signed by a key this file lists (ssh-keygen's ALLOWED SIGNERS): "
+        "its manifests and its statement's DSSE envelope",
     )
     verify.add_argument(
         "--ro-crate-profiles",

@@ -7,8 +7,12 @@
     <run>/tagmanifest-sha256.txt        sha256 of the files above
     <run>/tagmanifest-sha256.txt.sig    optional: an SSH signature of the tag manifest
     <run>/data/                         the payload, an RO-Crate (Process Run Crate):
+        README.txt                      for a reviewer without evalrepro: what is
+                                        inside, how to check it with plain tools
         ro-crate-metadata.json          the run as a CreateAction (``crate``)
         attestation.intoto.json         an in-toto Test Result statement (``attestation``)
+        attestation.intoto.jsonl        with --sign: the statement in a DSSE envelope,
+                                        signed with the author's key (``signing``)
         bundle.json                     the index below (:class:`BundleIndex`)
         run/                            the run directory as it is: whatever it holds
                                         (lockfile, trials, results, image records,
@@ -35,6 +39,7 @@ member before unpacking, and an unpacked folder is walked for links first.
 from __future__ import annotations
 
 import os
+import tarfile
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -55,6 +60,7 @@ from evalrepro.targets.static import PredictionsTarget
 
 if TYPE_CHECKING:  # report pulls in statistics: loaded where a report is built
     from evalrepro.publish.crate import CrateFile
+    from evalrepro.publish.signing import SigningKey
     from evalrepro.records.report import RunReport
 
 REPORTS = "reports"
@@ -63,7 +69,11 @@ INPUTS = "inputs"
 BUILD_INPUTS = "build-inputs"
 IMAGES = "images"
 INDEX = "bundle.json"
+README = "README.txt"
 ATTESTATION = "attestation.intoto.json"
+#: The statement in a DSSE envelope (a signed bundle): in-toto's file name for envelopes,
+#: one JSON line each.
+ENVELOPE = "attestation.intoto.jsonl"
 CRATE = "ro-crate-metadata.json"
 #: The tag manifest is what a signature signs: it holds the payload manifest's digest.
 SIGNED_FILE = "tagmanifest-sha256.txt"
@@ -118,6 +128,11 @@ def write_bundle(
         raise UserError(f"{run_dir}: not a run directory (no {LOCKFILE_NAME})")
     if sign_key is not None and not sign_key.is_file():
         raise UserError(f"--sign {sign_key}: no such key file")
+    signer = None
+    if sign_key is not None:
+        from evalrepro.publish.signing import load_signer
+
+        signer = load_signer(sign_key)  # a key it cannot sign with fails before any work
     output = Path(os.path.abspath(output))
     if output.is_dir():
         raise UserError(f"-o {output}: a folder; name the bundle's file")
@@ -149,6 +164,7 @@ def write_bundle(
                 with_images=with_images,
                 with_inputs=with_inputs,
                 sign_key=sign_key,
+                signer=signer,
                 cache_dir=cache_dir,
             )
 
@@ -163,6 +179,7 @@ def _write(
     with_images: bool,
     with_inputs: bool,
     sign_key: Path | None,
+    signer: SigningKey | None,
     cache_dir: Path | None,
 ) -> BundleSummary:
     from evalrepro.publish import attestation, crate
@@ -183,8 +200,13 @@ def _write(
         inputs=sorted(inputs, key=lambda i: (i.path, i.source)),
         images=images,
         all_build_inputs=with_inputs,
+        envelope=ENVELOPE if signer is not None else None,
+        readme=README,
     )
     atomic.write_text(payload / INDEX, index.model_dump_json(indent=2) + "\n")
+    from evalrepro.publish.readme import readme_text
+
+    atomic.write_text(payload / README, readme_text(bag.name, index, lockfile, report, signer))
 
     files = payload_files(payload)
     digests = {path: _sha256_hex(payload / path) for path in files}
@@ -196,6 +218,15 @@ def _write(
     )
     atomic.write_text(payload / ATTESTATION, _json(statement))
     digests[ATTESTATION] = _sha256_hex(payload / ATTESTATION)
+    if signer is not None:
+        import json
+
+        from evalrepro.publish.signing import sign_statement
+
+        # Around the statement's exact bytes: what the envelope signs is the file beside it.
+        envelope = sign_statement((payload / ATTESTATION).read_bytes(), signer.signer)
+        atomic.write_text(payload / ENVELOPE, json.dumps(envelope, sort_keys=True) + "\n")
+        digests[ENVELOPE] = _sha256_hex(payload / ENVELOPE)
     ended = report.timing.finished_at
     metadata = crate.crate_metadata(
         crate.CrateRun(
@@ -369,7 +400,8 @@ def bundle_report(
         confidence=settings.confidence,
         n_resamples=settings.n_resamples,
         seed=settings.seed,
-        evidence_problems=survey.messages(),
+        # Named inside the bundle, not by where it was unpacked (a temporary folder).
+        evidence_problems=[f"{RUN}/{p.where}: {p.detail}" for p in survey.problems],
         generated_at=_EPOCH,
     )
     moment = report.timing.finished_at or _EPOCH
@@ -463,10 +495,14 @@ def _describe(path: str) -> str:
         return "the frozen plan: every instance, patch, image and trial by digest"
     if path == f"{RUN}/config.json":
         return "the composed experiment config (written by evalrepro 0.2; the lockfile holds it)"
+    if path == README:
+        return "for a reviewer without evalrepro: what the bundle holds, how to check it"
     if path == INDEX:
         return "the bundle's index: its inputs and how its reports were made"
     if path == ATTESTATION:
         return "an in-toto Statement (Test Result predicate) over the bundle's files"
+    if path == ENVELOPE:
+        return "the in-toto Statement in a DSSE envelope, signed with the author's key"
     if parts[0] == REPORTS:
         return "the run's report"
     if parts[0] == VIEW:
@@ -503,12 +539,12 @@ def _make_bag(bag: Path, lockfile: Lockfile, ended: datetime | None) -> None:
 
 def payload_files(payload: Path) -> list[str]:
     """Every file of a payload folder, by posix path relative to it, sorted; the crate
-    metadata and the attestation (which list the others) left out."""
+    metadata and the attestation and its envelope (which list the others) left out."""
     found = []
     for path in payload.rglob("*"):
         if path.is_file():
             relative = path.relative_to(payload).as_posix()
-            if relative not in (CRATE, ATTESTATION):
+            if relative not in (CRATE, ATTESTATION, ENVELOPE):
                 found.append(relative)
     return sorted(found)
 
@@ -545,9 +581,20 @@ class OpenedBundle:
 
 
 def is_bundle(path: Path) -> bool:
-    """An archive file, or a folder holding a bag (or one folder that does)."""
+    """An archive file, or a folder holding a bag (or one folder that does).
+
+    A file is told by its content, whatever its name (a download renamed ``bundle``, a
+    ``.tar.gz`` saved as ``.gz``): any tar archive, plain or compressed, is taken for a
+    bundle, since a run directory is never one, and opening it says what is wrong with
+    it. A file named like an archive is one too, so that a broken one is named as such."""
     if path.is_file():
-        return path.name.endswith((".tar.gz", ".tgz", ".tar"))
+        if path.name.endswith((".tar.gz", ".tgz", ".tar")):
+            return True
+        try:
+            # Reads the first header only (through gzip, bzip2 or xz).
+            return tarfile.is_tarfile(path)
+        except OSError:
+            return False
     return _bag_root(path) is not None
 
 

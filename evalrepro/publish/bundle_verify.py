@@ -5,7 +5,8 @@ line each, by the check that found it:
 
 ``checksum``     the bag: every payload file against the manifest, the manifests
                  against the tag manifest, no file the manifest does not list
-``signature``    the tag manifest's SSH signature, against an allowed-signers file
+``signature``    the tag manifest's SSH signature and the attestation's DSSE envelope,
+                 against an allowed-signers file
 ``bundle``       the index (bundle.json): readable, its inputs where and what it says
 ``attestation``  the in-toto statement: every file a subject, by its sha256
 ``crate``        the RO-Crate metadata: valid (Process Run Crate, RO-Crate 1.3), and
@@ -48,6 +49,7 @@ from evalrepro.publish.bundle import (
     ATTESTATION,
     BUILD_INPUTS,
     CRATE,
+    ENVELOPE,
     IMAGES,
     INPUTS,
     SIGNATURE,
@@ -58,7 +60,7 @@ from evalrepro.publish.bundle import (
     payload_files,
     render_reports,
 )
-from evalrepro.publish.verify import RunCheck, check_run
+from evalrepro.publish.verify import Problem, RunCheck, check_run
 from evalrepro.records.bundle import BundleIndex
 from evalrepro.records.lockfile import Lockfile
 
@@ -77,6 +79,8 @@ class BundleCheck(RunCheck):
     notes: list[str] = field(default_factory=list)
     #: Wall seconds of each check, in the order they ran.
     seconds: dict[str, float] = field(default_factory=dict)
+    #: The problems grouped by what caused them (:func:`causes`).
+    causes: list[Cause] = field(default_factory=list)
 
     @contextmanager
     def timed(self, name: str) -> Iterator[None]:
@@ -99,6 +103,14 @@ class BundleCheck(RunCheck):
             "signer": self.signer,
             "notes": self.notes,
             "seconds": self.seconds,
+            "causes": [
+                {
+                    "lead": cause.lead.model_dump() if cause.lead else None,
+                    "files": cause.files,
+                    "follow": [p.model_dump() for p in cause.follow],
+                }
+                for cause in self.causes
+            ],
         }
 
 
@@ -115,43 +127,181 @@ def check_bundle(
     ``cache_dir`` by the crate's digest). Without it the crate is still checked to
     describe every file with its digest; a note says the profiles were not validated."""
     check = BundleCheck(run=path)
+    places: list[Path] = []
     with check.timed("total"), open_bundle(path) as opened:
-        with check.timed("checksums"):
-            _check_bag(check, opened)
-        with check.timed("signature"):
-            _check_signature(check, opened, allowed_signers)
-        with check.timed("index"):
-            digests = _payload_digests(opened)
-            check.files = len(digests)
-            index = _check_index(check, opened, digests)
-        with check.timed("attestation"):
-            _check_attestation(check, opened, digests)
-        with check.timed("ro-crate"):
-            _check_crate(check, opened, digests, profiles=profiles, cache_dir=cache_dir)
-        if not profiles:
-            check.notes.append(
-                "the RO-Crate describes every file with its digest; its profiles were not "
-                "validated (pass --ro-crate-profiles)"
-            )
-        with check.timed("lockfile"):
-            lockfile = _check_lockfile(check, opened, index)
-        if lockfile is None:
-            return check
-        paths = config_paths(opened, index)
-        with check.timed("run"):
-            run = check_run(opened.run, config_paths=paths)
-        check.planned, check.checked, check.regraded = run.planned, run.checked, run.regraded
-        for problem in run.problems:
-            # check_run names files relative to the run: named here from the payload.
-            first = problem.detail.split(":", 1)[0]
-            inside = (opened.run / first).exists() or first.startswith(("trials/", "results"))
-            check.add(problem.kind, f"run/{problem.detail}" if inside else problem.detail)
-        with check.timed("predictions"):
-            _check_predictions(check, lockfile, paths)
-        if index is not None:
-            with check.timed("reports"):
-                _check_reports(check, opened, lockfile, index)
+        places += [opened.data, opened.bag, opened.bag.parent]
+        _check_all(check, opened, allowed_signers, profiles, cache_dir)
+    _unplaced(check, places)
+    check.causes = causes(check.problems)
+    # Each cause leads the problems that follow from it, in the order the checks found them.
+    check.problems = [p for cause in check.causes for p in cause.problems]
     return check
+
+
+def _check_all(
+    check: BundleCheck,
+    opened: OpenedBundle,
+    allowed_signers: Path | None,
+    profiles: bool,
+    cache_dir: Path | None,
+) -> None:
+    with check.timed("checksums"):
+        _check_bag(check, opened)
+    with check.timed("signature"):
+        _check_signature(check, opened, allowed_signers)
+    with check.timed("index"):
+        digests = _payload_digests(opened)
+        check.files = len(digests)
+        index = _check_index(check, opened, digests)
+    with check.timed("attestation"):
+        _check_attestation(check, opened, digests)
+        _check_envelope(check, opened, index, allowed_signers)
+    with check.timed("ro-crate"):
+        _check_crate(check, opened, digests, profiles=profiles, cache_dir=cache_dir)
+    if not profiles:
+        check.notes.append(
+            "the RO-Crate describes every file with its digest; its profiles were not "
+            "validated (pass --ro-crate-profiles)"
+        )
+    with check.timed("lockfile"):
+        lockfile = _check_lockfile(check, opened, index)
+    if lockfile is None:
+        return
+    paths = config_paths(opened, index)
+    with check.timed("run"):
+        run = check_run(opened.run, config_paths=paths, bundled=True)
+    check.planned, check.checked, check.regraded = run.planned, run.checked, run.regraded
+    for problem in run.problems:
+        # check_run names files relative to the run: named here from the payload.
+        first = problem.detail.split(":", 1)[0]
+        inside = (opened.run / first).exists() or first.startswith(("trials/", "results"))
+        check.add(problem.kind, f"run/{problem.detail}" if inside else problem.detail)
+    with check.timed("predictions"):
+        _check_predictions(check, lockfile, paths)
+    if index is not None:
+        with check.timed("reports"):
+            _check_reports(check, opened, lockfile, index)
+
+
+def _unplaced(check: BundleCheck, places: list[Path]) -> None:
+    """No message names the folder the bundle was unpacked into (a temporary one, gone
+    when verify ends): each names a file by its place in the bag or the payload."""
+    for place in places:
+        for i, problem in enumerate(check.problems):
+            detail = problem.detail.replace(f"{place}/", "").replace(str(place), place.name)
+            check.problems[i] = problem.model_copy(update={"detail": detail})
+        check.notes = [n.replace(f"{place}/", "") for n in check.notes]
+
+
+# --- root causes ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One edit of the bundle and the problems that follow from it: the line that names
+    it (a file changed, removed or added) leads. ``lead`` is None for the problems that
+    follow from several causes together, or when no file-level cause is found."""
+
+    lead: Problem | None
+    #: The files of the edit (a trial folder's files, hard-linked copies), under data/
+    files: list[str]
+    follow: list[Problem]
+
+    @property
+    def problems(self) -> list[Problem]:
+        return ([self.lead] if self.lead else []) + self.follow
+
+
+#: The checks that compare each file with a digest the bundle recorded of it, the first
+#: that found any is what tells which files were edited: the manifest before the
+#: statement, the statement before the crate (an edit whose manifests were rewritten).
+_RECORDS = ("checksum", "attestation", "crate")
+_TRIAL = re.compile(r"^run/trials/([^/]+)/")
+_PAIR = re.compile(r"sha256 ([0-9a-f]{12}) in the \w+, the file has ([0-9a-f]{12})")
+_GONE = ("not in the bundle", "but no such file", "missing from the bundle")
+
+
+def _subject(problem: Problem) -> str | None:
+    """The payload file a file-level problem names, or None."""
+    head = problem.detail.split(": ", 1)[0].removeprefix("configuration ")
+    if problem.kind == "checksum":
+        return head.removeprefix("data/") if head.startswith("data/") else None
+    return head if problem.kind in _RECORDS and " " not in head else None
+
+
+def causes(problems: list[Problem]) -> list[Cause]:
+    """``problems`` grouped by the edit each follows from (a file changed, removed or
+    added, as the first of the manifest, the statement and the crate that recorded it
+    tells), each cause led by the line that names it. A problem that names an edited
+    file, or its trial, follows from that edit; one that names none (an aggregate, a
+    report) follows from the one edit when there is one, else from all together."""
+    source = next(
+        (kind for kind in _RECORDS if any(p.kind == kind and _subject(p) for p in problems)),
+        None,
+    )
+    if source is None:
+        return [Cause(lead=None, files=[], follow=list(problems))] if problems else []
+    # One edit per file, but the files of one trial are one edit (a result edited to
+    # match its log, a trial removed), and so are hard-linked copies (the same bytes
+    # before and after: the swebench/ layout repeats each trial's log).
+    parent: dict[str, str] = {}
+
+    def root(key: str) -> str:
+        while parent.setdefault(key, key) != key:
+            key = parent[key]
+        return key
+
+    subjects: list[tuple[str, Problem]] = []
+    for problem in problems:
+        path = _subject(problem) if problem.kind == source else None
+        if path is None:
+            continue
+        subjects.append((path, problem))
+        trial, pair = _TRIAL.match(path), _PAIR.search(problem.detail)
+        for key in (f"run/trials/{trial.group(1)}" if trial else None, pair and pair.group(0)):
+            if key is not None:
+                parent[root(key)] = root(path)
+    edits: dict[str, list[str]] = {}
+    leads: dict[str, Problem] = {}
+    for path, problem in subjects:
+        edits.setdefault(root(path), []).append(path)
+        leads.setdefault(root(path), problem)
+    named = {key: _names(key, paths) for key, paths in edits.items()}
+    grouped: dict[str | None, list[Problem]] = {key: [] for key in edits}
+    for problem in problems:
+        owner = next((k for k in edits if any(n in problem.detail for n in named[k])), None)
+        if owner is None and len(edits) == 1:
+            owner = next(iter(edits))
+        grouped.setdefault(owner, []).append(problem)
+    found = []
+    for key, paths in edits.items():
+        lead = _lead(key, paths, grouped[key], leads[key])
+        follow = [p for p in grouped[key] if p is not lead]
+        found.append(Cause(lead=lead, files=sorted(paths), follow=follow))
+    if grouped.get(None):
+        found.append(Cause(lead=None, files=[], follow=grouped[None]))
+    return found
+
+
+def _names(key: str, paths: list[str]) -> list[str]:
+    """What a problem that follows from an edit names: its files, and its trial."""
+    labels = [m.group(1) for p in paths if (m := _TRIAL.match(p))]
+    return sorted(set(paths) | set(labels))
+
+
+def _lead(key: str, paths: list[str], grouped: list[Problem], first: Problem) -> Problem:
+    """A removed trial is led by verify's own line for it; hard-linked copies by the
+    copy the run's records name (the trial's, not swebench/'s): the one most named."""
+    for problem in grouped:
+        if problem.kind == "missing" and problem.detail.endswith("(no result.json)"):
+            return problem
+    if len(paths) > 1:
+        count = {p: sum(p in q.detail for q in grouped) for p in paths}
+        best = max(paths, key=lambda p: (count[p], -paths.index(p)))
+        for problem in grouped:
+            if problem.kind == first.kind and _subject(problem) == best:
+                return problem
+    return first
 
 
 # --- the bag ---------------------------------------------------------------------------
@@ -164,9 +314,16 @@ def _check_bag(check: BundleCheck, opened: OpenedBundle) -> None:
     logging.getLogger("bagit").setLevel(logging.CRITICAL)
     try:
         bag = bagit.Bag(str(opened.bag))
+        # bagit stops at a failed Payload-Oxum (the payload's file count and size) before
+        # it reads a checksum: without it, every file is checked, and one whose size
+        # changed is named. The Oxum is checked alone after, should nothing else explain it.
+        oxum = bag.info.pop("Payload-Oxum", None)
         bag.validate(processes=1)
+        if oxum is not None:
+            bag.info["Payload-Oxum"] = oxum
+            bag.validate(processes=1, fast=True)
     except bagit.BagValidationError as error:
-        for detail in error.details or [error]:
+        for detail in sorted(error.details or [error], key=lambda d: str(getattr(d, "path", ""))):
             check.add("checksum", _bag_detail(detail))
     except bagit.BagError as error:
         check.add("checksum", f"not a valid bag: {error}")
@@ -184,6 +341,8 @@ def _bag_detail(detail: Exception) -> str:
         return f"{detail.path}: in the manifest, not in the bundle"
     if isinstance(detail, bagit.UnexpectedFile):
         return f"{detail.path}: in the bundle, not in the manifest (added?)"
+    if str(detail).startswith("Payload-Oxum"):
+        return f"bag-info.txt: {detail}"
     return str(detail)
 
 
@@ -269,6 +428,54 @@ def _check_attestation(check: BundleCheck, opened: OpenedBundle, digests: dict[s
         check.add("attestation", line.removeprefix("attestation: "))
 
 
+def _check_envelope(
+    check: BundleCheck, opened: OpenedBundle, index: BundleIndex | None, allowed: Path | None
+) -> None:
+    """The statement's DSSE envelope: present when the index says the bundle was signed,
+    around the bundle's statement byte for byte, and (with ``allowed``) signed by a key
+    the allowed-signers file lists."""
+    import base64
+    import binascii
+
+    from evalrepro.publish.signing import PAYLOAD_TYPE, verify_envelope
+
+    named = index.envelope if index is not None else None
+    if not (opened.data / ENVELOPE).is_file():
+        if named is not None:
+            check.add("signature", f"{named}: the signed attestation the index names is missing")
+        elif allowed is not None and (opened.bag / SIGNATURE).is_file():
+            check.notes.append("the attestation has no DSSE envelope (a bundle of schema 1)")
+        return
+    envelope = _metadata(check, opened, ENVELOPE, "attestation")
+    if envelope is None:
+        return
+    if not isinstance(envelope, dict) or envelope.get("payloadType") != PAYLOAD_TYPE:
+        check.add("attestation", f"{ENVELOPE}: not a DSSE envelope of an in-toto statement")
+        return
+    try:
+        payload = base64.b64decode(str(envelope.get("payload", "")), validate=True)
+    except (binascii.Error, ValueError):
+        check.add("attestation", f"{ENVELOPE}: its payload is not base64")
+        return
+    if payload != (opened.data / ATTESTATION).read_bytes():
+        check.add("attestation", f"{ENVELOPE}: the statement it signs is not {ATTESTATION}")
+    if allowed is None:
+        check.notes.append(
+            f"the attestation is signed ({ENVELOPE}); not checked (pass --allowed-signers)"
+        )
+        return
+    signer, why = verify_envelope(envelope, allowed)
+    if why is not None:
+        check.add("signature", f"{ENVELOPE}: {why}")
+    elif check.signer is not None and signer != check.signer:
+        check.add(
+            "signature",
+            f"{ENVELOPE}: signed by {signer}, the tag manifest by {check.signer}",
+        )
+    else:
+        check.signer = signer
+
+
 def _check_crate(
     check: BundleCheck,
     opened: OpenedBundle,
@@ -294,7 +501,14 @@ def _check_crate(
         if isinstance(entity, dict) and _is_file(entity) and isinstance(entity.get("@id"), str):
             # The rocrate library percent-encodes ids (a wheel's "+" is "%2B").
             described[unquote(entity["@id"])] = entity.get("sha256")
-    expected = {**digests, ATTESTATION: sha256_bytes((opened.data / ATTESTATION).read_bytes())}
+    expected = {
+        **digests,
+        **{
+            name: sha256_bytes((opened.data / name).read_bytes())
+            for name in (ATTESTATION, ENVELOPE)
+            if (opened.data / name).is_file()
+        },
+    }
     for path, digest in sorted(expected.items()):
         if path not in described:
             check.add("crate", f"{path}: a file the crate does not describe")
@@ -459,11 +673,53 @@ def _relative(message: str, opened: OpenedBundle) -> str:
 # --- output for people -----------------------------------------------------------------
 
 
+#: Of the problems that follow from a cause, this many of each check are printed (--json
+#: lists every one).
+_SHOWN = 3
+
+
 def print_bundle_check(console: Console, check: BundleCheck) -> None:
     if check.problems:
         table = Table("check", "problem", title=escape(str(check.bundle)), title_justify="left")
-        for problem in check.problems:
-            table.add_row(Text(problem.kind), Text(problem.detail), style="red")
+        grouped = check.causes or causes(check.problems)
+        for number, cause in enumerate(grouped, 1):
+            if cause.lead is not None:
+                table.add_row(
+                    Text(cause.lead.kind),
+                    Text(cause.lead.detail),
+                    style="bold red",
+                    end_section=not cause.follow,
+                )
+            if not cause.follow:
+                continue
+            count = len(cause.follow)
+            noun = "problem follows" if count == 1 else "problems follow"
+            if cause.lead is not None:
+                files = (
+                    f" (the edit touches {len(cause.files)} files)" if len(cause.files) > 1 else ""
+                )
+                head = f"{count} {noun} from it{files}:"
+            elif len(grouped) > 1:
+                head = f"{count} {noun} from the causes above together:"
+            else:
+                head = f"{count} {noun}; no edited file explains them:"
+            table.add_row("", Text(head, style="italic"))
+            by_kind: dict[str, list[Problem]] = {}
+            for problem in cause.follow:
+                by_kind.setdefault(problem.kind, []).append(problem)
+            rows = [(kind, found) for kind, found in by_kind.items()]
+            for row, (kind, found) in enumerate(rows):
+                for problem in found[:_SHOWN]:
+                    table.add_row(Text(f"  {kind}"), Text(problem.detail), style="red")
+                if len(found) > _SHOWN:
+                    table.add_row(
+                        "",
+                        Text(f"and {len(found) - _SHOWN} more {kind} (--json lists all)"),
+                        style="red",
+                        end_section=row == len(rows) - 1 and number < len(grouped),
+                    )
+                elif row == len(rows) - 1 and number < len(grouped):
+                    table.rows[-1].end_section = True
         console.print(table, highlight=False)
     for note in check.notes:
         console.print(Text(f"note: {note}"), highlight=False)
@@ -479,7 +735,9 @@ def print_bundle_check(console: Console, check: BundleCheck) -> None:
         console.print(f"[bold green]ok[/]: {where}: {summary}", highlight=False)
     else:
         count = len(check.problems)
+        led = sum(1 for cause in check.causes if cause.lead is not None)
+        edits = f" from {led} edit{'' if led == 1 else 's'}" if led else ""
         console.print(
-            f"[bold red]{count} problem{'' if count == 1 else 's'}[/] in {where}: {summary}",
+            f"[bold red]{count} problem{'' if count == 1 else 's'}[/]{edits} in {where}: {summary}",
             highlight=False,
         )

@@ -1,5 +1,11 @@
 """Signing a bundle with a key its author already has: an SSH key (``ssh-keygen -Y``).
 
+Two signatures by that one key: the SSH signature below, over every byte of the bag, and
+a DSSE envelope around the in-toto Statement (:func:`sign_statement`), the form in-toto's
+own tooling checks (``securesystemslib``, ``in-toto``): the key loaded with
+``cryptography``, the signature over DSSE's PAE, verified against the public keys of the
+same allowed-signers file (:func:`verify_envelope`).
+
 The signature is over the bag's tag manifest, which holds the sha256 of the payload
 manifest, which holds the sha256 of every payload file: one signature covers every byte
 of the payload. The namespace keeps a bundle signature from being taken for a signature
@@ -9,9 +15,14 @@ allowed-signers file (``ssh-keygen(1)``, ALLOWED SIGNERS): who may sign, by key.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
+
+from cryptography.exceptions import UnsupportedAlgorithm
 
 from evalrepro.errors import UserError
 
@@ -79,3 +90,131 @@ def verify(path: Path, signature: Path, allowed_signers: Path) -> tuple[str | No
         why = (checked.stderr.strip() or checked.stdout.strip()).splitlines() or ["bad signature"]
         return None, f"the signature does not verify ({why[-1]})"
     return principals[0], None
+
+
+# --- the attestation's DSSE envelope -------------------------------------------------------
+
+#: DSSE's payload type for an in-toto Statement (in-toto Attestation Framework, "Envelope").
+PAYLOAD_TYPE = "application/vnd.in-toto+json"
+
+
+@dataclass(frozen=True)
+class SigningKey:
+    #: A DSSE signer (``securesystemslib``'s CryptoSigner).
+    signer: object
+    #: The public key's fingerprint as ``ssh-keygen -l`` prints it (``SHA256:...``).
+    fingerprint: str
+    #: Its SSH key type (``ssh-ed25519``).
+    kind: str
+
+
+def load_signer(key: Path) -> SigningKey:
+    """The DSSE signer (``securesystemslib``) for the SSH private ``key``: the same key file
+    ``ssh-keygen -Y sign`` takes (ed25519, ECDSA or RSA; OpenSSH or PEM format). A
+    passphrase is asked on a terminal; one line UserError otherwise."""
+    import getpass
+    import sys
+
+    from cryptography.hazmat.primitives import serialization
+    from securesystemslib.signer import CryptoSigner
+
+    try:
+        data = key.read_bytes()
+    except OSError as error:
+        raise UserError(f"--sign {key}: cannot read the key ({error.strerror})") from None
+    loader = (
+        serialization.load_ssh_private_key
+        if b"BEGIN OPENSSH PRIVATE KEY" in data
+        else serialization.load_pem_private_key
+    )
+    try:
+        try:
+            private = loader(data, None)
+        except TypeError:  # encrypted: cryptography asks for the passphrase
+            if not sys.stdin.isatty():
+                raise UserError(
+                    f"--sign {key}: the key has a passphrase and there is no terminal to ask it on"
+                ) from None
+            passphrase = getpass.getpass(f"passphrase for {key}: ").encode()
+            private = loader(data, passphrase)
+        signer = CryptoSigner(private)  # type: ignore[arg-type]
+        kind, blob = (
+            private.public_key()
+            .public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+            .split()[:2]
+        )
+    except (ValueError, TypeError, UnsupportedAlgorithm) as error:
+        raise UserError(
+            f"--sign {key}: not an ed25519, ECDSA or RSA private key this can sign with "
+            f"({' '.join(str(error).split())})"
+        ) from None
+    digest = hashlib.sha256(base64.b64decode(blob)).digest()
+    fingerprint = "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
+    return SigningKey(signer=signer, fingerprint=fingerprint, kind=kind.decode())
+
+
+def sign_statement(statement: bytes, signer: object) -> dict:
+    """The DSSE envelope of the in-toto ``statement`` (its exact bytes), signed over
+    PAE("DSSEv1", type, body) by ``signer`` (:func:`load_signer`), as JSON-ready dict."""
+    from securesystemslib.dsse import Envelope
+
+    envelope = Envelope(payload=statement, payload_type=PAYLOAD_TYPE, signatures={})
+    envelope.sign(signer)  # type: ignore[arg-type]
+    return envelope.to_dict()
+
+
+def allowed_keys(allowed_signers: Path) -> list[tuple[str, object]]:
+    """(principal, public key) for each key an allowed-signers file (``ssh-keygen(1)``,
+    ALLOWED SIGNERS) lets sign bundles: its namespaces option, when it has one, must
+    name ours. A line this cannot read (a certificate authority, a key type
+    ``cryptography`` does not load) is passed over."""
+    import shlex
+
+    from cryptography.hazmat.primitives.serialization import load_ssh_public_key
+    from securesystemslib.signer import SSlibKey
+
+    if not allowed_signers.is_file():
+        raise UserError(f"--allowed-signers {allowed_signers}: no such file")
+    found: list[tuple[str, object]] = []
+    for line in allowed_signers.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            fields = shlex.split(line, comments=True)
+        except ValueError:
+            continue
+        if len(fields) < 3:
+            continue
+        principals, rest = fields[0], fields[1:]
+        options = []
+        while rest and not rest[0].startswith(("ssh-", "ecdsa-", "sk-")):
+            options += rest.pop(0).split(",")
+        if len(rest) < 2 or any(o.lower() == "cert-authority" for o in options):
+            continue
+        namespaces = [o.split("=", 1)[1] for o in options if o.lower().startswith("namespaces=")]
+        if namespaces and NAMESPACE not in ",".join(namespaces).split(","):
+            continue
+        try:
+            public = load_ssh_public_key(f"{rest[0]} {rest[1]}".encode())
+            key = SSlibKey.from_crypto(public)  # type: ignore[arg-type]
+        except (ValueError, UnsupportedAlgorithm):
+            continue
+        found.append((principals.split(",")[0], key))
+    return found
+
+
+def verify_envelope(envelope: dict, allowed_signers: Path) -> tuple[str | None, str | None]:
+    """(the signer's principal, None) when the DSSE ``envelope`` holds a signature by a
+    key ``allowed_signers`` lists; (None, why not) otherwise."""
+    from securesystemslib.dsse import Envelope
+    from securesystemslib.exceptions import VerificationError
+
+    try:
+        parsed = Envelope.from_dict(envelope)
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        return None, f"not a DSSE envelope ({' '.join(str(error).split())})"
+    for principal, key in allowed_keys(allowed_signers):
+        try:
+            parsed.verify([key], 1)  # type: ignore[list-item]
+        except VerificationError:
+            continue
+        return principal, None
+    return None, "no signature by a key the allowed-signers file lists verifies"

@@ -167,17 +167,22 @@ class RunCheck:
         }
 
 
-def check_run(path: Path, *, config_paths: Mapping[str, str] | None = None) -> RunCheck:
+def check_run(
+    path: Path, *, config_paths: Mapping[str, str] | None = None, bundled: bool = False
+) -> RunCheck:
     """Every problem of the run directory at ``path``; a corrupt lockfile is a UserError.
 
     ``config_paths``: the config's files elsewhere (a bundle's copy of the dataset), by
-    dotted key, as :meth:`Lockfile.experiment_config` takes them."""
+    dotted key, as :meth:`Lockfile.experiment_config` takes them. ``bundled``: the run
+    inside a bundle, which is made only from a finished run that verifies: a file it
+    lacks is missing from the bundle, not a trial that did not finish."""
     directory, lockfile = RunDirectory.open(path, checked=False)
     check = RunCheck(run=directory.path, planned=len(lockfile.trials))
     _check_lockfile(check, lockfile)
-    results = _check_trials(check, directory, lockfile)
+    why = "missing from the bundle" if bundled else None
+    results = _check_trials(check, directory, lockfile, why or "the trial did not finish")
     _check_image_manifests(check, directory, lockfile)
-    _check_aggregate(check, directory, lockfile, results)
+    _check_aggregate(check, directory, lockfile, results, why or "the run did not finish")
     _regrade(check, directory, lockfile, results, config_paths)
     return check
 
@@ -188,7 +193,7 @@ def _check_lockfile(check: RunCheck, lockfile: Lockfile) -> None:
 
 
 def _check_trials(
-    check: RunCheck, directory: RunDirectory, lockfile: Lockfile
+    check: RunCheck, directory: RunDirectory, lockfile: Lockfile, why: str
 ) -> dict[str, TrialResult]:
     """The results that could be read, by trial id; each problem on the way is recorded
     (the one trust check resume refuses on: ``evalrepro.run.evidence``)."""
@@ -198,7 +203,10 @@ def _check_trials(
     for trial in lockfile.trials:
         label = trial_label(trial.key.instance_id, trial.key.sample_index, trial.trial_id)
         if not (directory.trials_dir / label / "result.json").is_file():
-            check.add("missing", f"trials/{label}: no result.json (the trial did not finish)")
+            if why == "missing from the bundle":
+                check.add("missing", f"trials/{label}: {why} (no result.json)")
+            else:
+                check.add("missing", f"trials/{label}: no result.json ({why})")
     check.checked = len(found.readable)
     # Every result that is the locked trial's goes on to the aggregate and regrade
     # checks, trusted or not, so that every problem is listed.
@@ -227,6 +235,7 @@ def _check_aggregate(
     directory: RunDirectory,
     lockfile: Lockfile,
     results: dict[str, TrialResult],
+    why: str,
 ) -> None:
     # RunDirectory.rebuild_results stops at the first tampered trial; this is the same
     # aggregate over the results that could be read, so every other check still runs.
@@ -236,7 +245,7 @@ def _check_aggregate(
     )
     results_file = directory.path / "results.json"
     if not results_file.is_file():
-        check.add("missing", "results.json: missing (the run did not finish)")
+        check.add("missing", f"results.json: missing ({why})")
         return
     recorded = _read(results_file, RunResults, check, directory)
     if recorded is None or recorded == rebuilt:

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from evalrepro.records.base import Record
+from evalrepro.records.base import Record, unchanged
 
 #: The payload's layout, relative to the bag's data/ folder.
 RUN = "run"
@@ -45,7 +45,9 @@ class BundledInput(BaseModel):
 
 class BundleIndex(Record):
     record: Literal["Bundle"] = "Bundle"
-    schema_version: int = 1
+    #: 2: the signed attestation's envelope and the README are named here.
+    schema_version: int = 2
+    migrations = {1: unchanged}
     evalrepro_version: str
     experiment: str
     target_id: str
@@ -61,3 +63,8 @@ class BundleIndex(Record):
     #: Every pinned build input is in ``build-inputs/`` (--with-inputs), not only the
     #: repo histories (--with-images).
     all_build_inputs: bool = False
+    #: The attestation in a DSSE envelope signed with the author's key (``--sign``), inside
+    #: the payload; None when the bundle is not signed (or is of schema 1).
+    envelope: str | None = None
+    #: The README for a reviewer without evalrepro, inside the payload (None: schema 1).
+    readme: str | None = None
