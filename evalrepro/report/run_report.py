@@ -406,10 +406,12 @@ def print_timing(console: Console, timing: RunTiming) -> None:
     table = Table("time and cost", "total", "per trial", title_justify="left")
     per = (lambda v: seconds(v / timing.trials)) if timing.trials else (lambda v: "-")
     table.add_row(
-        f"image builds ({timing.layers_built} layers built)",
+        f"image builds in this run ({timing.layers_built} layers built)",
         seconds(timing.build_total),
         "-",
     )
+    if timing.layers_reused:
+        table.add_row(*reused_row(timing), "-")
     for name, label in (
         ("wall", "trials, wall time (all attempts)"),
         ("container", "  containers"),
@@ -431,6 +433,19 @@ def print_timing(console: Console, timing: RunTiming) -> None:
     if timing.cost_usd is not None:
         table.add_row("cost (as the target reported it)", f"${timing.cost_usd:.2f}", "")
     console.print(table)
+
+
+def reused_row(timing: RunTiming) -> tuple[str, str]:
+    """The layers a run used that were built before it, and the build time recorded when
+    they were built, as a row: ("images used, built earlier (12 layers): recorded build
+    time", "4 min 10 s"); none of that time is the run's own."""
+    n = timing.layers_reused
+    unrecorded = timing.reused_unrecorded
+    some = f", {unrecorded} without a record" if unrecorded and unrecorded < n else ""
+    label = f"images used, built earlier ({n} layer{'' if n == 1 else 's'}{some}): "
+    label += "recorded build time"
+    value = timing.reused_build_seconds
+    return label, "not recorded" if value is None else seconds(value)
 
 
 def _flaky(m: RunMetrics) -> str:
@@ -594,8 +609,13 @@ def markdown_run_report(report: RunReport) -> str:
         "",
         "| time | total |",
         "| --- | --- |",
-        f"| image builds ({report.timing.layers_built} layers) | "
+        f"| image builds in this run ({report.timing.layers_built} layers built) | "
         f"{seconds(report.timing.build_total)} |",
+        *(
+            ["| {} | {} |".format(*reused_row(report.timing))]
+            if report.timing.layers_reused
+            else []
+        ),
         f"| trials, wall time | {seconds(report.timing.seconds.wall)} |",
         f"| tests | {seconds(report.timing.seconds.tests)} |",
         *(
