@@ -32,7 +32,7 @@ from evalrepro.records.image import BuildFailure
 from evalrepro.records.lockfile import Difference, Lockfile
 from evalrepro.records.report import RunReport, RunResults
 from evalrepro.report.progress import TrialProgress
-from evalrepro.report.timing import record_builds
+from evalrepro.report.timing import record_builds, remember_builds
 from evalrepro.run.attempt import RecordedAgent
 from evalrepro.run.backend import Backend
 from evalrepro.run.execute import container_prefix
@@ -63,6 +63,8 @@ def plan_and_lock(
     for advice in config.dataset.command_advice():
         console.print(f"[yellow]note[/]: {escape(advice)}", soft_wrap=True)
     plan = build_plan(config, backend.builder, cache_dir, locked)
+    # What each build took, for the runs that find these layers ready (lock, then run).
+    remember_builds(cache_dir, plan.images)
     _print_images(console, plan)
     return backend, plan, build_lockfile(config, plan)
 
@@ -152,7 +154,7 @@ def run_experiment(
             leftovers = backend.runtime.remove_leftovers(prefix) if previous is not None else []
             removed = directory.remove_incomplete(lockfile)
             _write_image_artifacts(directory.path, plan, backend)
-            record_builds(directory.path, plan.images)
+            record_builds(directory.path, plan.images, cache_dir)
             todo = [p for p in plan.trials if p.trial.trial_id not in done]
             if only is not None:
                 wanted = set(only)

@@ -564,7 +564,7 @@ def test_time_and_cost_are_accounted_per_phase(run12):
     report = report_of(run12[0])
     doc = Document(render_run_html(report, title="t"))
     rows = [text.strip() for tag, text in doc.text if tag in {"th", "td"}]
-    assert "image builds (14 layers built)" in rows and "12 min 30 s" in rows
+    assert "image builds in this run (14 layers built)" in rows and "12 min 30 s" in rows
     assert "env layers" in rows and "10 min 10 s" in rows
     assert "trials, wall time (all attempts)" in rows and "1 h 30 min" in rows
     assert "tokens (input / output)" not in rows  # the target reported none

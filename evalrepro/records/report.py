@@ -92,6 +92,9 @@ class FlaggedTrial(BaseModel):
     #: "path (restored|recorded)" per test infrastructure file the patch changed.
     protected: list[str]
     runner_exit: str | None
+    #: The limit that stopped the tests ("timeout", "memory", ...): their runner was
+    #: killed, which is why its exit was abnormal (None: not stopped).
+    stopped: str | None = None
 
 
 class Provenance(BaseModel):
@@ -149,9 +152,10 @@ class TrialRow(BaseModel):
 
 class RunReport(Record):
     record: Literal["RunReport"] = "RunReport"
-    #: 3: the timing's phases have ``agent``.
-    schema_version: int = 3
-    migrations = {2: unchanged}
+    #: 3: the timing's phases have ``agent``. 4: a flagged trial says what stopped its
+    #: tests; the timing, the recorded build time of the images used.
+    schema_version: int = 4
+    migrations = {2: unchanged, 3: unchanged}
     run: str
     provenance: Provenance
     metrics: RunMetrics

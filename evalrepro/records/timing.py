@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from evalrepro.records.base import Record
+from evalrepro.records.base import Record, unchanged
 
 
 class ImageBuild(BaseModel):
@@ -21,11 +21,42 @@ class ImageBuild(BaseModel):
     seconds: float
 
 
+class ReusedImage(BaseModel):
+    """A layer this run used that was built before it (found ready in the store)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: str
+    layer: str
+    tag: str
+    #: Its build's time as the build recorded it (``LayerBuild``); None: not recorded
+    #: (built by another cache, pulled by hand, or a build of an older evalrepro).
+    seconds: float | None
+    built_at: datetime | None = None
+
+
 class ImageBuilds(Record):
-    """The image layers this run's sessions built (a layer found ready is not listed)."""
+    """The image layers this run's sessions built, and those they used that were built
+    before (found ready, with the build time recorded when they were built)."""
 
     record: Literal["ImageBuilds"] = "ImageBuilds"
+    #: 2: ``reused``.
+    schema_version: int = 2
+    migrations = {1: unchanged}
     builds: list[ImageBuild] = []
+    reused: list[ReusedImage] = []
+
+
+class LayerBuild(Record):
+    """One build of an image layer, kept in the cache (``builds/<key>.build.json``) so
+    that a later run that finds the layer ready knows what building it took."""
+
+    record: Literal["LayerBuild"] = "LayerBuild"
+    key: str
+    layer: str
+    tag: str
+    seconds: float
+    built_at: datetime
 
 
 class PhaseSeconds(BaseModel):
@@ -74,6 +105,12 @@ class RunTiming(BaseModel):
     #: Image layers built by this run's sessions, and their build time by layer kind.
     layers_built: int
     build_seconds: dict[str, float]
+    #: Layers this run used that were built before it (none of its build time is this
+    #: run's): how many, the build time recorded when they were built (None: none of them
+    #: has one), and how many have none.
+    layers_reused: int = 0
+    reused_build_seconds: float | None = None
+    reused_unrecorded: int = 0
     #: When the first session started and the last trial finished (None: no trial yet).
     started_at: datetime | None
     finished_at: datetime | None

@@ -40,7 +40,7 @@ from evalrepro.records.compare import ComparisonReport, InstanceOutcomes, RunCel
 from evalrepro.records.metrics import RepoBreakdown, RunMetrics
 from evalrepro.records.report import Provenance, RunReport, TrialRow
 from evalrepro.records.stats import Comparison, Interval, level_label
-from evalrepro.report.run_report import provenance_line, seconds
+from evalrepro.report.run_report import LIMIT_LABELS, provenance_line, seconds
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -72,12 +72,7 @@ REASON_LABELS = {
     "test_reset_failed": "test reset failed",
     "test_infrastructure_changed": "test infrastructure changed",
     "suspect_patch": "suspect patch",
-    "timeout": "timeout",
-    "limit_memory": "memory limit",
-    "limit_pids": "process limit",
-    "limit_disk": "disk limit",
-    "limit_inodes": "files-created limit",
-    "limit_output": "output limit",
+    **{("limit_" if k != "timeout" else "") + k: label for k, label in LIMIT_LABELS.items()},
     "sandbox_died": "sandbox died",
     "not_run": "not run",
     "runner_exit_abnormal": "runner exit abnormal",
@@ -353,6 +348,7 @@ def environment() -> Environment:
         clip=clip,
         reason_label=reason_label,
         reason_code=reason_code,
+        limit_label=lambda limit: LIMIT_LABELS.get(limit, limit),
         gate_value=gate_value,
         provenance_rows=provenance_rows,
         has_usage=has_usage,

@@ -20,6 +20,7 @@ from evalrepro.digest import sha256_bytes
 from evalrepro.plan.lockfile import LOCKFILE_NAME
 from evalrepro.records.lockfile import Lockfile
 from evalrepro.records.metrics import RunMetrics
+from evalrepro.records.observation import ExecutionStatus, Observation
 from evalrepro.records.report import (
     FlaggedTrial,
     Provenance,
@@ -294,9 +295,48 @@ def flagged_trials(lockfile: Lockfile, results: dict[str, TrialResult]) -> list[
                 ],
                 protected=[f"{p.path} ({p.action})" for p in seen.protected],
                 runner_exit=seen.runner_exit,
+                stopped=_stop(seen),
             )
         )
     return flagged
+
+
+#: A limit that stopped the tests, as reports name it.
+LIMIT_LABELS = {
+    "timeout": "timeout",
+    "memory": "memory limit",
+    "pids": "process limit",
+    "disk": "disk limit",
+    "inodes": "files-created limit",
+    "output": "output limit",
+}
+
+
+def _stop(seen: Observation) -> str | None:
+    """The limit that stopped the observed tests ("timeout", "memory", ...), or None."""
+    if seen.execution_status is ExecutionStatus.TIMEOUT:
+        return "timeout"
+    if seen.execution_status is ExecutionStatus.LIMIT:
+        return seen.limit or "limit"
+    return None
+
+
+def stopped_by(seen: Observation) -> str:
+    """What stopped the observed tests, as reports say it ("timeout", "memory limit"), or
+    "" when nothing did."""
+    stop = _stop(seen)
+    return "" if stop is None else LIMIT_LABELS.get(stop, stop)
+
+
+def flag_facts(line: FlaggedTrial) -> list[str]:
+    """Why a trial is flagged, as the console and Markdown say it: a runner that a timeout
+    or a limit killed is "not run: timeout", not an abnormal exit of its own."""
+    facts = [*line.suspects, *(f"changed {p}" for p in line.protected)]
+    if line.stopped is not None:
+        facts.append(f"not run: {LIMIT_LABELS.get(line.stopped, line.stopped)}")
+    elif line.runner_exit == "abnormal":
+        facts.append("runner exit abnormal")
+    return facts
 
 
 def _swebench_fields(lockfile: Lockfile, results: dict[str, TrialResult]) -> SwebenchFields:
@@ -366,10 +406,12 @@ def print_timing(console: Console, timing: RunTiming) -> None:
     table = Table("time and cost", "total", "per trial", title_justify="left")
     per = (lambda v: seconds(v / timing.trials)) if timing.trials else (lambda v: "-")
     table.add_row(
-        f"image builds ({timing.layers_built} layers built)",
+        f"image builds in this run ({timing.layers_built} layers built)",
         seconds(timing.build_total),
         "-",
     )
+    if timing.layers_reused:
+        table.add_row(*reused_row(timing), "-")
     for name, label in (
         ("wall", "trials, wall time (all attempts)"),
         ("container", "  containers"),
@@ -391,6 +433,19 @@ def print_timing(console: Console, timing: RunTiming) -> None:
     if timing.cost_usd is not None:
         table.add_row("cost (as the target reported it)", f"${timing.cost_usd:.2f}", "")
     console.print(table)
+
+
+def reused_row(timing: RunTiming) -> tuple[str, str]:
+    """The layers a run used that were built before it, and the build time recorded when
+    they were built, as a row: ("images used, built earlier (12 layers): recorded build
+    time", "4 min 10 s"); none of that time is the run's own."""
+    n = timing.layers_reused
+    unrecorded = timing.reused_unrecorded
+    some = f", {unrecorded} without a record" if unrecorded and unrecorded < n else ""
+    label = f"images used, built earlier ({n} layer{'' if n == 1 else 's'}{some}): "
+    label += "recorded build time"
+    value = timing.reused_build_seconds
+    return label, "not recorded" if value is None else seconds(value)
 
 
 def _flaky(m: RunMetrics) -> str:
@@ -475,9 +530,7 @@ def print_flagged(console: Console, report: RunReport) -> None:
         title_justify="left",
     )
     for line in report.flagged:
-        facts = [*line.suspects, *(f"changed {p}" for p in line.protected)]
-        if line.runner_exit == "abnormal":
-            facts.append("runner exit abnormal")
+        facts = flag_facts(line)
         table.add_row(
             escape(line.instance_id),
             str(line.sample_index),
@@ -556,8 +609,13 @@ def markdown_run_report(report: RunReport) -> str:
         "",
         "| time | total |",
         "| --- | --- |",
-        f"| image builds ({report.timing.layers_built} layers) | "
+        f"| image builds in this run ({report.timing.layers_built} layers built) | "
         f"{seconds(report.timing.build_total)} |",
+        *(
+            ["| {} | {} |".format(*reused_row(report.timing))]
+            if report.timing.layers_reused
+            else []
+        ),
         f"| trials, wall time | {seconds(report.timing.seconds.wall)} |",
         f"| tests | {seconds(report.timing.seconds.tests)} |",
         *(
@@ -581,14 +639,12 @@ def markdown_run_report(report: RunReport) -> str:
         "",
         *(
             [
-                "| flagged trial | outcome (reason) | suspect code, test infrastructure changed |",
+                "| flagged trial | outcome (reason) | suspect code / test infrastructure "
+                "changed / runner exit |",
                 "| --- | --- | --- |",
                 *(
-                    f"| {f.instance_id} (sample {f.sample_index}) | {f.outcome} ({f.reason}) | "
-                    + "; ".join([*f.suspects, *(f"changed {p}" for p in f.protected)]).replace(
-                        "|", "\\|"
-                    )
-                    + " |"
+                    f"| {_md(f.instance_id)} (sample {f.sample_index}) | {f.outcome} "
+                    f"({_md(f.reason)}) | {_md('; '.join(flag_facts(f)))} |"
                     for f in report.flagged
                 ),
                 "",

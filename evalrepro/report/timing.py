@@ -4,7 +4,10 @@ Each number comes from the record that measured it, never from a guess:
 
 * image builds: ``images/builds.json``, every layer a session of this run built and how
   long its build took (``ImageRecord.build_seconds``); a layer serves many trials, so
-  its time is the run's, not a trial's;
+  its time is the run's, not a trial's; and every layer it used that was built before
+  it, with the time its build took as that build recorded it in the cache
+  (``builds/<key>.build.json``, written by ``lock`` and ``run`` alike): a run that
+  reused every image says what they took to build, apart from its own time;
 * per attempt: its wall time on the host (``Attempt.started_at`` to ``finished_at``:
   patch checks, the container, reading the stream, grading), the container's life as the
   host measured it (``RuntimeFacts.seconds``), and the supervisor's own clocks for
@@ -20,7 +23,7 @@ no container and no supervisor: only its wall time is known.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from evalrepro import atomic
@@ -28,33 +31,99 @@ from evalrepro.build.images import ImageChain
 from evalrepro.errors import UserError
 from evalrepro.records.agent import AgentOutcome
 from evalrepro.records.base import read_record
-from evalrepro.records.image import BuildFailure
+from evalrepro.records.image import BuildFailure, ImageRecord
 from evalrepro.records.supervision import SupervisorReport
-from evalrepro.records.timing import ImageBuild, ImageBuilds, PhaseSeconds, RunTiming, TrialTiming
+from evalrepro.records.timing import (
+    ImageBuild,
+    ImageBuilds,
+    LayerBuild,
+    PhaseSeconds,
+    ReusedImage,
+    RunTiming,
+    TrialTiming,
+)
 from evalrepro.records.trial import TrialResult
 from evalrepro.run.sessions import read_sessions
 
 BUILDS_FILE = "images/builds.json"
+#: In the cache: each layer's last build, by key.
+LAYER_BUILDS_DIR = "builds"
 
 
-def record_builds(run_dir: Path, images: list[ImageChain | BuildFailure]) -> None:
-    """Add the layers built now to ``images/builds.json`` (each key once)."""
+def _layers(images: list[ImageChain | BuildFailure]) -> list[ImageRecord]:
+    return [
+        layer
+        for image in images
+        for layer in (image.layers if isinstance(image, ImageChain) else image.below)
+    ]
+
+
+def _layer_build_path(cache_dir: Path, key: str) -> Path:
+    return cache_dir / LAYER_BUILDS_DIR / f"{key.removeprefix('sha256:')}.build.json"
+
+
+def remember_builds(cache_dir: Path, images: list[ImageChain | BuildFailure]) -> None:
+    """Keep in the cache what each layer built now took, for the runs that reuse it."""
+    now = datetime.now(UTC)
+    for layer in _layers(images):
+        if not layer.built:
+            continue
+        record = LayerBuild(
+            key=layer.key,
+            layer=layer.layer,
+            tag=layer.tag,
+            seconds=layer.build_seconds,
+            built_at=now,
+        )
+        atomic.write_text(
+            _layer_build_path(cache_dir, layer.key), record.model_dump_json(indent=2) + "\n"
+        )
+
+
+def _recorded_build(cache_dir: Path | None, key: str) -> LayerBuild | None:
+    if cache_dir is None:
+        return None
+    path = _layer_build_path(cache_dir, key)
+    if not path.is_file():
+        return None
+    try:
+        build = read_record(path, LayerBuild, limit=64 << 10)
+    except UserError:
+        return None  # a damaged cache record: the time is not known, nothing more
+    return build if build.key == key else None
+
+
+def record_builds(
+    run_dir: Path, images: list[ImageChain | BuildFailure], cache_dir: Path | None = None
+) -> None:
+    """Add the layers built now to ``images/builds.json`` (each key once), and those found
+    ready, with their build time as the cache (``cache_dir``) recorded it."""
     path = run_dir / BUILDS_FILE
     known = read_builds(run_dir)
-    seen = {build.key for build in known.builds}
+    built = {build.key for build in known.builds}
+    reused = {image.key: image for image in known.reused}
     new: list[ImageBuild] = []
-    for image in images:
-        layers = image.layers if isinstance(image, ImageChain) else image.below
-        for layer in layers:
-            if layer.built and layer.key not in seen:
-                seen.add(layer.key)
-                new.append(
-                    ImageBuild(
-                        key=layer.key, layer=layer.layer, tag=layer.tag, seconds=layer.build_seconds
-                    )
+    for layer in _layers(images):
+        if layer.built and layer.key not in built:
+            built.add(layer.key)
+            new.append(
+                ImageBuild(
+                    key=layer.key, layer=layer.layer, tag=layer.tag, seconds=layer.build_seconds
                 )
-    if new or not path.exists():
-        record = ImageBuilds(builds=[*known.builds, *new])
+            )
+        elif not layer.built and layer.key not in built and layer.key not in reused:
+            earlier = _recorded_build(cache_dir, layer.key)
+            reused[layer.key] = ReusedImage(
+                key=layer.key,
+                layer=layer.layer,
+                tag=layer.tag,
+                seconds=earlier.seconds if earlier else None,
+                built_at=earlier.built_at if earlier else None,
+            )
+    # A layer this run built is its own time, even if an earlier session found it ready.
+    kept = [image for key, image in reused.items() if key not in built]
+    if new or kept != known.reused or not path.exists():
+        record = ImageBuilds(builds=[*known.builds, *new], reused=kept)
         atomic.write_text(path, record.model_dump_json(indent=2) + "\n")
 
 
@@ -135,7 +204,9 @@ def _sum(values: list[float | int | None]) -> float | int | None:
 
 
 def run_timing(run_dir: Path, results: list[TrialResult], timings: list[TrialTiming]) -> RunTiming:
-    builds = read_builds(run_dir).builds
+    recorded = read_builds(run_dir)
+    builds = recorded.builds
+    known = [image.seconds for image in recorded.reused if image.seconds is not None]
     by_layer: dict[str, float] = {}
     for build in builds:
         by_layer[build.layer] = round(by_layer.get(build.layer, 0.0) + build.seconds, 3)
@@ -149,6 +220,9 @@ def run_timing(run_dir: Path, results: list[TrialResult], timings: list[TrialTim
         seconds=PhaseSeconds(**{k: round(v, 3) for k, v in total.model_dump().items()}),
         layers_built=len(builds),
         build_seconds=by_layer,
+        layers_reused=len(recorded.reused),
+        reused_build_seconds=round(sum(known), 3) if known else None,
+        reused_unrecorded=len(recorded.reused) - len(known),
         started_at=_first_session(run_dir),
         finished_at=max((r.attempts[-1].finished_at for r in results if r.attempts), default=None),
         input_tokens=_sum([t.input_tokens for t in timings]),  # type: ignore[arg-type]

@@ -67,7 +67,7 @@ from evalrepro.report.html import (
     size,
     trial_page,
 )
-from evalrepro.report.run_report import build_run_report
+from evalrepro.report.run_report import build_run_report, stopped_by
 
 R = TypeVar("R", bound=Record)
 
@@ -452,6 +452,12 @@ class TestLine:
     status: str
     #: How its re-runs alone ended ("" when it was not re-run): "flaky" shows first.
     rerun: str = ""
+    #: The tests were stopped (a timeout or a limit) before the log reported this one.
+    not_run: bool = False
+
+    @property
+    def result(self) -> str:
+        return "passed" if self.passed else "not run" if self.not_run else "failed"
 
 
 @dataclass(frozen=True)
@@ -627,6 +633,10 @@ def _test_lines(attempt: Attempt) -> tuple[list[TestLine], int]:
         return [], 0
     statuses = attempt.observation.status_map
     reruns = {check.test: check for check in attempt.observation.reruns}
+    # A test the log does not report, in tests a timeout or a limit stopped, never ran to
+    # its end: "not run: timeout", not "failed / not in the status map".
+    stopped = stopped_by(attempt.observation)
+    missing = f"not run: {stopped}" if stopped else "not in the status map"
     lines, total = [], 0
     for group, report in (
         ("FAIL_TO_PASS", tests.fail_to_pass),
@@ -635,9 +645,12 @@ def _test_lines(attempt: Attempt) -> tuple[list[TestLine], int]:
         listed = [(t, False) for t in report.failure] + [(t, True) for t in report.success]
         total += len(listed)
         for test, passed in listed[:MAX_LISTED]:
-            status = statuses.get(test, "not in the status map")
+            status = statuses.get(test, missing)
             rerun = _rerun_text(reruns[test]) if test in reruns else ""
-            lines.append(TestLine(group, clip(test, 1000), passed, clip(status, 200), rerun))
+            not_run = bool(stopped) and test not in statuses
+            lines.append(
+                TestLine(group, clip(test, 1000), passed, clip(status, 200), rerun, not_run)
+            )
     return lines, total
 
 
@@ -693,6 +706,13 @@ def _fill(view: TrialView, run_dir: Path, result: TrialResult, image: list[Value
     elif seen.tests is None:
         view.tests_note = f"Not graded: the log's parser status is {seen.parser_status}" + (
             f" ({clip(seen.parser_detail, 500)})." if seen.parser_detail else "."
+        )
+    elif stopped_by(seen):
+        view.tests_note = (
+            f"Stopped: {stopped_by(seen)}"
+            + (f" ({clip(seen.limit_detail, 500)})" if seen.limit_detail else "")
+            + ". The tests the log does not report did not run to their end (not run); the "
+            "trial is invalid."
         )
     statuses = list(attempt.observation.status_map.items())
     view.status_map_total = len(statuses)

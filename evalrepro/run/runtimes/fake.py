@@ -27,6 +27,7 @@ from evalrepro.records.supervision import (
     ResetEvent,
     RuntimeFacts,
     StartEvent,
+    StopReason,
     SupervisorReport,
     TestsFinishedEvent,
     TestsStartedEvent,
@@ -48,6 +49,9 @@ class FakeTests:
     exit_code: int | None = None
     #: The patch does not apply: no tests run.
     rejected: bool = False
+    #: A limit stopped the tests after the output above ("timeout", "memory", ...): the
+    #: supervisor killed the runner, as it does at its deadline.
+    stopped: str | None = None
 
 
 class FakeRuntime(Runtime):
@@ -102,7 +106,11 @@ class FakeRuntime(Runtime):
         reader = StreamReader(spec.output_limit)
         reader.feed(
             supervisor_stream(
-                writer(tests), exit_code=exit_code, changed=changed, rejected=tests.rejected
+                writer(tests),
+                exit_code=exit_code,
+                changed=changed,
+                rejected=tests.rejected,
+                stopped=tests.stopped,
             )
         )
         report = reader.finish(RuntimeFacts(exit_code=0, seconds=0.2))
@@ -129,6 +137,10 @@ def pytest_output(tests: FakeTests) -> bytes:
         "",
         *(f"{t} PASSED" for t in tests.passed),
         *(f"{t} FAILED" for t in tests.failed),
+    ]
+    if tests.stopped:
+        return ("\n".join(lines) + "\n").encode()  # killed: no summary
+    lines += [
         "=========================== short test summary info ============================",
         *(f"PASSED {t}" for t in tests.passed),
         *(f"FAILED {t} - assert 1 == 2" for t in tests.failed),
@@ -147,6 +159,10 @@ def unittest_output(tests: FakeTests) -> bytes:
     lines = [
         *(line(t, "ok") for t in tests.passed),
         *(line(t, "FAIL") for t in tests.failed),
+    ]
+    if tests.stopped:
+        return ("\n".join(lines) + "\n").encode()  # killed: no summary
+    lines += [
         "",
         "-" * 70,
         f"Ran {len(tests.passed) + len(tests.failed)} tests in 0.010s",
@@ -161,6 +177,13 @@ OUTPUT = {"pytest": pytest_output, "unittest": unittest_output}
 
 
 # --- the stream a supervisor writes ---------------------------------------------------
+
+
+#: What the supervisor says of each limit when it stops the tests.
+_STOP_DETAIL = {
+    "timeout": "the tests ran longer than 300 s",
+    "memory": "the tests' memory reached the limit",
+}
 
 
 def frame(kind: bytes, payload: bytes) -> bytes:
@@ -179,9 +202,12 @@ def supervisor_stream(
     rejected: bool = False,
     harness_log: str = "$ git apply --verbose /evalrepro/patch.diff\n",
     reject_detail: str = "error: patch failed",
+    stopped: str | None = None,
 ) -> bytes:
     """The framed stream of one attempt: start, patch, reset, guard, tests, done (the
-    test output in frames of 1 MiB, as the supervisor sends it)."""
+    test output in frames of 1 MiB, as the supervisor sends it). ``stopped``: the limit
+    that killed the tests, as the supervisor reports it (no exit code, SIGKILL, a runner
+    that ended without its normal shutdown)."""
     parts = [
         event(StartEvent(event="start", protocol=PROTOCOL, python="3.11.2", uid=0, pid=1)),
         frame(KIND_LOG, harness_log.encode()),
@@ -224,14 +250,19 @@ def supervisor_stream(
         event(
             TestsFinishedEvent(
                 event="tests_finished",
-                exit_code=exit_code,
-                signal=None,
+                exit_code=None if stopped else exit_code,
+                signal=9 if stopped else None,
                 seconds=0.12,
                 output_bytes=len(output),
                 output_truncated=False,
-                stopped=None,
-                runner_exit="clean",
-                runner_detail="",
+                stopped=None
+                if stopped is None
+                else StopReason(limit=stopped, detail=_STOP_DETAIL.get(stopped, stopped)),
+                runner_exit="abnormal" if stopped else "clean",
+                runner_detail="the test runner (pid 7) ended without Python's normal shutdown "
+                "(os._exit or a fatal signal)"
+                if stopped
+                else "",
                 replaced=[],
                 changed_during_run=[],
                 peak=Peak(memory=30 << 20, pids=3, disk=4096),

@@ -1,0 +1,124 @@
+"""A trial whose tests a timeout (or a limit) stopped: its listed tests the log does not
+report are "not run: timeout", never "failed / not in the status map", on its viewer page;
+the console, Markdown and HTML reports call it "not run: timeout" (a runner the harness
+killed), not "runner exit abnormal"; the Markdown flagged-trial table keeps the column that
+says why a trial is flagged.
+
+The run is the demo in the fake environment (``tests/fake_backend.py``): demo__calc-1's
+tests are killed by the timeout after its first PASS_TO_PASS test passed, the way the
+supervisor reports it (no exit code, SIGKILL, no normal shutdown of the runner);
+demo__calc-2's by the memory limit before any test reported; the others resolve.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from evalrepro.cli import main
+from evalrepro.config.experiment import compose
+from evalrepro.config.sample import load_samples
+from evalrepro.pipeline import run_experiment
+from evalrepro.report.view import view_run
+from tests.fake_backend import Tests, fake_backend, gold_scenario
+from tests.test_view import listed_tests, page_of
+
+
+@pytest.fixture(scope="module")
+def samples():
+    config = compose(["+experiment=demo"])
+    return {s.instance_id: s for s in load_samples(Path(config.dataset.instances))}
+
+
+@pytest.fixture(scope="module")
+def stopped_run(tmp_path_factory, samples):
+    root = tmp_path_factory.mktemp("stopped")
+    gold = gold_scenario(samples)
+
+    def scenario(instance_id: str, patch: str) -> Tests:
+        if instance_id == "demo__calc-1":
+            return Tests(passed=tuple(samples[instance_id].pass_to_pass[:1]), stopped="timeout")
+        if instance_id == "demo__calc-2":
+            return Tests(stopped="memory")
+        return gold(instance_id, patch)
+
+    config = compose(["+experiment=demo", "environment=fake"])
+    outcome = run_experiment(
+        config,
+        Console(file=io.StringIO()),
+        run_dir=root / "run",
+        cache_dir=root / "cache",
+        backend=fake_backend(scenario),
+    )
+    reasons = {line.instance_id: line.reason for line in outcome.results.trials}
+    assert reasons["demo__calc-1"] == "timeout" and reasons["demo__calc-2"] == "limit_memory"
+    return root / "run"
+
+
+def report(capsys, run: Path, *args: str) -> str:
+    assert main(["report", str(run), *args, "--n-resamples", "200"]) in (0, 3)
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    return captured.out
+
+
+def test_the_viewer_shows_the_tests_a_timeout_stopped_as_not_run(stopped_run, samples):
+    site = view_run(stopped_run, n_resamples=200)
+    page = page_of(site, "demo__calc-1")
+    tests = listed_tests(page)
+    sample = samples["demo__calc-1"]
+    listed = [("FAIL_TO_PASS", t) for t in sample.fail_to_pass]
+    listed += [("PASS_TO_PASS", t) for t in sample.pass_to_pass]
+    # pytest's log without its totals line is not trusted: nothing parsed, nothing ran to
+    # its end as far as the grading knows.
+    assert tests == dict.fromkeys(listed, ("not run", "not run: timeout"))
+    assert "not in the status map" not in page
+    text = " ".join(re.sub(r"<[^>]+>", " ", page).split())
+    assert f"0 failed; {len(listed)} not run" in text
+    assert "Stopped: timeout (the tests ran longer than 300 s)" in text
+
+
+def test_the_viewer_names_the_limit_that_stopped_the_tests(stopped_run, samples):
+    site = view_run(stopped_run, n_resamples=200)
+    tests = listed_tests(page_of(site, "demo__calc-2"))
+    assert tests and set(tests.values()) == {("not run", "not run: memory limit")}
+
+
+def test_the_console_report_says_not_run_timeout_not_runner_exit_abnormal(stopped_run, capsys):
+    text = report(capsys, stopped_run)
+    flagged = text.split("flagged trials")[1]
+    row = next(line for line in flagged.splitlines() if "demo__calc-1" in line)
+    assert "not run: timeout" in row
+    assert "runner exit abnormal" not in text
+    row = next(line for line in flagged.splitlines() if "demo__calc-2" in line)
+    assert "not run: memory limit" in row
+
+
+def test_the_markdown_flagged_table_keeps_the_reason_column(stopped_run, capsys):
+    text = report(capsys, stopped_run, "--markdown")
+    header = next(line for line in text.splitlines() if line.startswith("| flagged trial"))
+    assert header.count("|") == 4 and "runner exit" in header
+    assert "| demo__calc-1 (sample 0) | invalid (timeout) | not run: timeout |" in text
+    assert "| demo__calc-2 (sample 0) | invalid (limit_memory) | not run: memory limit |" in text
+
+
+def test_the_html_report_says_not_run_timeout(stopped_run, capsys, tmp_path):
+    page = tmp_path / "r.html"
+    report(capsys, stopped_run, "--html", str(page))
+    flagged = page.read_text().split('id="flagged-section"')[1].split("</section>")[0]
+    assert "not run: timeout" in flagged and "not run: memory limit" in flagged
+    assert "abnormal" not in flagged
+
+
+def test_the_json_report_records_what_stopped_a_flagged_trial(stopped_run, capsys):
+    import json
+
+    flagged = json.loads(report(capsys, stopped_run, "--json"))["flagged"]
+    assert {f["instance_id"]: f["stopped"] for f in flagged} == {
+        "demo__calc-1": "timeout",
+        "demo__calc-2": "memory",
+    }
