@@ -105,7 +105,9 @@ def grade_payload(observation: Observation, result: Score) -> dict:
         "status_map": observation.status_map,
         "fail_to_pass": tests.fail_to_pass.model_dump() if tests else empty,
         "pass_to_pass": tests.pass_to_pass.model_dump() if tests else empty,
-        "resolution": str(tests.resolution) if tests else None,
+        # The score's: one truth. The tests' own report (``observation.tests``) still
+        # holds what the lists came to when the log was not scorable.
+        "resolution": str(result.resolution) if result.resolution is not None else None,
         "score": result.model_dump(mode="json", exclude={"record", "schema_version"}),
         "observation": observation.model_dump(mode="json"),
     }
@@ -132,7 +134,11 @@ def _print_grade(console: Console, observation: Observation, result: Score) -> N
             ("PASS_TO_PASS", observation.tests.pass_to_pass),
         ):
             _print_group(console, label, group)
-        console.print(f"resolution: [bold]{observation.tests.resolution}[/]")
+    if result.resolution is not None:
+        console.print(f"resolution: [bold]{result.resolution}[/]")
+    elif observation.tests is not None:
+        # The lists above are what the log showed; the score did not come from them.
+        console.print("resolution: none (the tests are not what decided the score)")
     colour = {"resolved": "green", "unresolved": "yellow", "invalid": "red"}[result.outcome]
     console.print(
         f"score: [bold {colour}]{result.outcome}[/] ({result.reason}"
