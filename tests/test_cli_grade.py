@@ -224,3 +224,21 @@ def test_the_resolution_of_an_unscorable_log_is_the_scores_none_not_the_parsed_l
     text = evalrepro("grade", "--instance", str(dataset), "--log", str(log))
     assert "RESOLVED_FULL" not in text.stdout
     assert "score: invalid (log_unparseable" in " ".join(text.stdout.split())
+
+
+def test_a_plain_pytest_log_without_markers_is_graded_whole_and_says_so(graded_files, tmp_path):
+    files = graded_files
+    plain = tmp_path / "pytest.log"
+    plain.write_text(PYTEST_LOG.text)
+    done = grade(files, "--instance-id", "demo__pf-1", "--json", log=plain)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["score"]["outcome"] == "resolved"
+    assert result["observation"]["whole_log"] is True
+    assert "whole log" in result["observation"]["parser_detail"]
+    text = grade(files, "--instance-id", "demo__pf-1", log=plain)
+    assert "no markers: the whole log was read" in " ".join(text.stdout.split())
+    strict = json.loads(
+        grade(files, "--instance-id", "demo__pf-1", "--json", "--strict", log=plain).stdout
+    )
+    assert strict["score"]["reason"] == "log_unparseable"

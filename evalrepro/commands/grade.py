@@ -39,7 +39,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         type=Path,
         required=True,
         metavar="FILE",
-        help="the eval log (test_output.txt) with start/end markers",
+        help="the eval log (test_output.txt) with start/end markers, or a runner's own "
+        "output with no marker and no '>>>>>' line at all: read whole (not with --strict)",
     )
     grade.add_argument("--instance-id", metavar="ID")
     parser_argument(grade, "override the instance's parser")
@@ -55,8 +56,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def main(args: argparse.Namespace) -> int:
     sample = _pick_sample(args.instance, args.instance_id)
     parser = _pick_parser(sample, args.parser)
+    # A plain log (no marker, no harness line) is read whole, and the Observation says
+    # so: it is the user's own log, not a harness's cut short (regrade never does this).
     observation = observe(
-        _read_log(args.log), sample, parser, rules="strict" if args.strict else "swebench"
+        _read_log(args.log),
+        sample,
+        parser,
+        rules="strict" if args.strict else "swebench",
+        plain="whole_log",
     )
     result = score(observation)
     if args.json:
