@@ -195,6 +195,11 @@ def regrade(
         resolved=outcome.results.resolved,
         compared=compared,
         differences=differences,
+        no_patch=sorted(
+            line.instance_id
+            for line in outcome.results.trials
+            if not (logs_dir / line.instance_id / "patch.diff").exists()
+        ),
     )
     atomic.write_text(outcome.run_dir / "regrade.json", summary.model_dump_json(indent=2) + "\n")
     return summary

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from swebench.harness.grading import get_eval_report
+from swebench.harness.reporting import make_run_report
 
 from evalrepro.records.trial import read_trial_result
 from tests.reference import reference_spec
@@ -25,6 +26,7 @@ from tests.test_swebench_layout import LOGS, PLANNED, Planned, instance
 
 HONEST = [p for p in PLANNED if p.honest and p.sample_index == 0]
 MODEL = "org/model-x"
+MODEL_DIR = MODEL.replace("/", "__")
 RUN_ID = "corpus-run"
 
 
@@ -212,3 +214,56 @@ def test_a_regrade_bundles_and_verifies_but_has_nothing_to_reproduce(regraded, t
     again = evalrepro("reproduce", bundle, "--run-dir", tmp_path / "again")
     assert again.returncode == 2 and "no environment to run" in again.stderr
     assert again.stderr.count("\n") == 1
+
+
+def test_logs_without_patches_are_graded_from_the_log_and_never_called_empty(
+    tree, tmp_path, monkeypatch
+):
+    """swebench runs no empty patch (it lists it in empty_patch_ids and writes no log), so
+    a log is the sign of a patch that was not empty: one whose folder kept no patch.diff
+    is graded from its log, its patch unknown (no patch.diff in the trial or the layout),
+    and the SWE-bench summary lists it by its verdict, as swebench's own
+    make_run_report does, fed the predictions the logs came from."""
+    logs, dataset, theirs, _ = tree
+    bare = tmp_path / "logs"
+    shutil.copytree(logs, bare)
+    for patch in bare.glob("*/patch.diff"):
+        patch.unlink()
+    run_dir = tmp_path / "r"
+    done = evalrepro("regrade", bare, "--dataset", dataset, "--run-dir", run_dir,
+                     "--model", MODEL, "--run-id", RUN_ID)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    results = _results(run_dir)
+    for instance_id, result in results.items():
+        assert (result.score.outcome == "resolved") == theirs[instance_id], instance_id
+        observation = result.attempts[-1].observation
+        assert observation.patch_status is None and observation.patch_problem is None
+        assert not any(a.path.endswith("patch.diff") for a in result.attempts[-1].artifacts)
+    resolved = sorted(i for i, r in results.items() if r.score.outcome == "resolved")
+    assert resolved and len(resolved) < len(results)
+    summary = json.loads((run_dir / "regrade.json").read_text())
+    assert summary["no_patch"] == sorted(results)
+    assert f"{len(results)} logs without a patch.diff" in done.stdout
+
+    ours = json.loads((run_dir / "swebench" / f"{MODEL_DIR}.{RUN_ID}.json").read_text())
+    assert ours["empty_patch_ids"] == []
+    assert ours["resolved_ids"] == resolved
+    kept = run_dir / "swebench" / "logs" / "run_evaluation" / RUN_ID / MODEL_DIR
+    assert not list(kept.glob("*/patch.diff")) and len(list(kept.glob("*/report.json")))
+
+    predictions = {
+        p.instance_id: {
+            "instance_id": p.instance_id,
+            "model_name_or_path": MODEL,
+            "model_patch": p.patch,
+        }
+        for p in HONEST
+    }
+    monkeypatch.chdir(run_dir / "swebench")
+    theirs_path = make_run_report(
+        predictions, [{"instance_id": i} for i in predictions], RUN_ID,
+        report_dir=str(tmp_path / "theirs"),
+    )  # fmt: skip
+    swebench = json.loads(Path(theirs_path).read_text())
+    for key in ("empty_patch_ids", "resolved_ids", "unresolved_ids", "error_ids"):
+        assert swebench[key] == ours[key], key

@@ -64,6 +64,12 @@ def main(args: argparse.Namespace) -> int:
         f"(run {escape(summary.run_id)}): {summary.resolved} resolved",
         highlight=False,
     )
+    if summary.no_patch:
+        out.print(
+            f"{len(summary.no_patch)} logs without a patch.diff: graded from the log, "
+            "the patch unknown (not an empty patch)",
+            highlight=False,
+        )
     if summary.compared:
         agree = summary.compared - len(summary.differences)
         out.print(f"swebench's report.json: {agree} of {summary.compared} agree", highlight=False)

@@ -22,10 +22,12 @@ Our verdict, said in swebench's terms (``score.Outcome`` and its reason decide):
 * invalid -> no ``report.json``: what swebench's harness leaves for an instance whose
   evaluation errored (timeout, broken environment), so ``make_run_report`` counts it
   in ``error_ids``; the test output and patch are still there for a reader;
-* an empty patch (``""`` or none, swebench's rule) -> nothing at all: swebench never runs
-  one, and lists it in ``empty_patch_ids``; a trial without a result yet -> nothing
-  (an error, as a crashed instance is there); an instance without a prediction ->
-  ``incomplete_ids``.
+* an empty patch (``""`` or none, swebench's rule; the final attempt's ``patch.diff``
+  when there is one, else the plan's) -> nothing at all: swebench never runs one, and
+  lists it in ``empty_patch_ids``; a patch nobody kept (a regraded log whose folder held
+  no ``patch.diff``: swebench ran a patch, its log says so) -> its verdict, without a
+  ``patch.diff``; a trial without a result yet -> nothing (an error, as a crashed
+  instance is there); an instance without a prediction -> ``incomplete_ids``.
 
 The run report lists what ``make_run_report`` computes from that tree (it is tested
 against it: same ids). Only its advisory classification of failures (swebench #586:
@@ -111,11 +113,11 @@ class Verdicts:
             if prediction is None:
                 self.ids["incomplete"].add(instance_id)
                 continue
-            if prediction.patch_digest == _EMPTY_PATCH:
-                self.ids["empty"].add(instance_id)
-                continue
             trial = trials.get(instance_id)
             result = results.get(trial.trial_id) if trial is not None else None
+            if _empty_patch(prediction.patch_digest, result):
+                self.ids["empty"].add(instance_id)
+                continue
             if result is None:
                 self.ids["error"].add(instance_id)
                 continue
@@ -250,6 +252,24 @@ def run_report(
         "error_ids": sorted(ids["error"]),
         "schema_version": RUN_REPORT_SCHEMA_VERSION,
     }
+
+
+def _empty_patch(locked_digest: str, result: TrialResult | None) -> bool:
+    """Whether swebench would call the instance's patch empty (``""`` or none).
+
+    The patch is the one the final attempt recorded (``patch.diff``), when there is a
+    result: a patch made in the run (an agent's) is not in the plan. An attempt without
+    a ``patch.diff`` had no patch to show: an agent that left no diff is an empty answer;
+    a foreign log whose folder kept no patch is not: swebench never runs an empty patch,
+    so a log is the sign of one that was not, and its verdict is the log's. Without a
+    result, the plan's patch decides.
+    """
+    if result is None:
+        return locked_digest == _EMPTY_PATCH
+    recorded = _artifact(result.attempts[-1], "patch.diff")
+    if recorded is not None:
+        return recorded.sha256 == _EMPTY_PATCH
+    return result.score.reason == "agent_no_diff"
 
 
 def _tier(reason: str) -> str | None:
