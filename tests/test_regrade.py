@@ -267,3 +267,126 @@ def test_logs_without_patches_are_graded_from_the_log_and_never_called_empty(
     swebench = json.loads(Path(theirs_path).read_text())
     for key in ("empty_patch_ids", "resolved_ids", "unresolved_ids", "error_ids"):
         assert swebench[key] == ours[key], key
+
+
+def _mixed_projects(root: Path, *, own_parsers: bool = False) -> tuple[Path, list[dict]]:
+    """A logs folder of a pytest project and a unittest project (native ids, real logs of
+    ``tests/corpus``), and their instances (each naming its parser when ``own_parsers``)."""
+    from tests.corpus import load_corpus
+
+    logs = root / "logs" / "run_evaluation" / "mixed" / "model"
+    cases = {
+        ("demo__pyt-1", "demo/pyt", "pytest_full"): next(
+            log for log in load_corpus("pytest") if log.case == "pass_fail"
+        ),
+        ("demo__unit-1", "demo/unit", "unittest"): next(
+            log for log in load_corpus("unittest") if log.case == "passing_verbose"
+        ),
+    }
+    rows = []
+    for (instance_id, repo, parser), log in cases.items():
+        assert log.truth is not None
+        passed = sorted(t for t, s in log.truth.items() if s == "PASSED")
+        folder = logs / instance_id
+        folder.mkdir(parents=True)
+        (folder / "test_output.txt").write_text(
+            ">>>>> Start Test Output\n" + log.text + "\n>>>>> End Test Output\n"
+        )
+        (folder / "patch.diff").write_text(HONEST[0].patch)
+        rows.append(
+            {
+                "instance_id": instance_id,
+                "repo": repo,
+                "version": "1.0",
+                "base_commit": "abc",
+                "test_patch": "",
+                "FAIL_TO_PASS": passed[:1],
+                "PASS_TO_PASS": passed[1:],
+                **({"log_parser": parser} if own_parsers else {}),
+            }
+        )
+    return logs, rows
+
+
+def test_a_folder_of_pytest_and_unittest_projects_regrades_in_one_call_by_the_specs(tmp_path):
+    logs, rows = _mixed_projects(tmp_path)
+    (tmp_path / "instances.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    config = tmp_path / "mixed.yaml"
+    config.write_text(
+        "name: mixed\ninstances: instances.jsonl\ntest_ids: native\nspecs:\n"
+        "  demo/pyt:\n    '1.0': {test_cmd: pytest -rA -v, parser: pytest_full}\n"
+        "  demo/unit:\n    '1.0': {test_cmd: python -m unittest -v, parser: unittest}\n"
+    )
+    run_dir = tmp_path / "r"
+    done = evalrepro("regrade", logs, "--dataset", config, "--run-dir", run_dir)
+    assert done.returncode == 0, done.stderr
+    results = _results(run_dir)
+    parsers = {i: r.attempts[-1].observation.parser for i, r in results.items()}
+    assert parsers == {"demo__pyt-1": "pytest_full", "demo__unit-1": "unittest"}
+    assert {i: r.score.outcome for i, r in results.items()} == {
+        "demo__pyt-1": "resolved",
+        "demo__unit-1": "resolved",
+    }
+    lock = json.loads((run_dir / "lockfile.lock.json").read_text())
+    assert lock["dataset"]["name"] == "mixed" and lock["dataset"]["test_ids"] == "native"
+
+    # Without the specs, the instances name no parser and are no SWE-bench repo's.
+    bare = evalrepro("regrade", logs, "--dataset", tmp_path / "instances.jsonl",
+                     "--run-dir", tmp_path / "r2")  # fmt: skip
+    assert bare.returncode == 2 and len(bare.stderr.splitlines()) == 1
+    assert "names no log parser" in bare.stderr
+
+
+def test_each_instances_own_parser_field_is_read_and_never_silently_overridden(tmp_path):
+    logs, rows = _mixed_projects(tmp_path, own_parsers=True)
+    dataset = tmp_path / "instances.jsonl"
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run_dir = tmp_path / "r"
+    done = evalrepro("regrade", logs, "--dataset", dataset, "--run-dir", run_dir)
+    assert done.returncode == 0, done.stderr
+    assert {r.attempts[-1].observation.parser for r in _results(run_dir).values()} == {
+        "pytest_full",
+        "unittest",
+    }
+    # The run reads an instance's own field first: a --parser that differs would be
+    # ignored for it, so it is refused, naming the instance.
+    refused = evalrepro("regrade", logs, "--dataset", dataset, "--parser", "pytest_full",
+                        "--run-dir", tmp_path / "r2")  # fmt: skip
+    assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1
+    assert "demo__unit-1" in refused.stderr and "cannot override" in refused.stderr
+    assert not (tmp_path / "r2").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("- a\n- b\n", "not a dataset config"),
+        ("name: x\ninstances: instances.jsonl\n", "test_ids"),
+        ("name: [unclosed\n", "not a dataset config"),
+    ],
+)
+def test_a_dataset_config_that_is_not_one_is_one_line(tmp_path, text, message):
+    from evalrepro.errors import UserError
+    from evalrepro.regrade import regrade_config
+
+    logs, rows = _mixed_projects(tmp_path)
+    (tmp_path / "instances.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    config = tmp_path / "bad.yaml"
+    config.write_text(text)
+    with pytest.raises(UserError) as error:
+        regrade_config(logs, config)
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_parsers_of_two_families_are_refused_naming_both_instances(tmp_path):
+    from evalrepro.errors import UserError
+    from evalrepro.regrade import regrade_config
+
+    logs, rows = _mixed_projects(tmp_path, own_parsers=True)
+    rows[0]["log_parser"] = "pytest"  # swebench's family, beside the native unittest
+    dataset = tmp_path / "instances.jsonl"
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(UserError) as error:
+        regrade_config(logs, dataset)
+    assert "demo__pyt-1" in str(error.value) and "demo__unit-1" in str(error.value)
+    assert "one family" in str(error.value)
