@@ -558,3 +558,31 @@ def test_a_run_whose_target_name_renames_its_predictions_lays_out_by_their_model
     assert [p.name for p in layout.glob("*.json")] == ["model_a.run.json"]
     (model_dir,) = (layout / "logs" / "run_evaluation" / "run").iterdir()
     assert model_dir.name == "model_a"
+
+
+def test_a_patch_made_in_the_run_is_the_one_its_attempt_recorded_not_the_plans(run):
+    """An agent's predictions are locked without a patch (the empty digest): its trials
+    are listed by the patch their attempt recorded, never as empty patches for it."""
+    run_dir, lockfile, results, _ = run
+    unplanned = lockfile.model_copy(
+        update={
+            "target": lockfile.target.model_copy(
+                update={
+                    "kind": "agent",
+                    "predictions": [
+                        p.model_copy(update={"patch_digest": sha256_bytes(b"")})
+                        for p in lockfile.target.predictions
+                    ],
+                }
+            )
+        }
+    )
+    path = write_swebench_layout(run_dir, unplanned, results, run_id=RUN_ID, model=MODEL)
+    again = json.loads(path.read_text(encoding="utf-8"))
+    assert again["empty_patch_ids"] == ["corpus__pytest-skip_xfail"]  # its patch.diff: ""
+    assert "corpus__pytest-param_ids" in again["error_ids"]  # not run yet: no patch known
+    assert again["resolved_ids"] == [
+        "corpus__django-passing",
+        "corpus__mocha-min_passing",
+        "corpus__pytest-tb_no",
+    ]

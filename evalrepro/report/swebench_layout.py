@@ -28,7 +28,8 @@ Our verdict, said in swebench's terms (``score.Outcome`` and its reason decide):
   evaluation errored (timeout, broken environment), so ``make_run_report`` counts it
   in ``error_ids``; the test output and patch are still there for a reader;
 * an empty patch (``""`` or none, swebench's rule; the final attempt's ``patch.diff``
-  when there is one, else the plan's) -> nothing at all: swebench never runs one, and
+  when there is one, else the plan's; an agent that left none) -> nothing at all:
+  swebench never runs one, and
   lists it in ``empty_patch_ids``; a patch nobody kept (a regraded log whose folder held
   no ``patch.diff``: swebench ran a patch, its log says so) -> its verdict, without a
   ``patch.diff``; a trial without a result yet -> nothing (an error, as a crashed
@@ -83,6 +84,8 @@ _EMPTY_PATCH = sha256_bytes(b"")
 #: Our reasons for an invalid trial, in swebench's failure tiers (see the docstring).
 _ENVIRONMENT_REASONS = frozenset({"infrastructure_error"})
 _PATCH_REASONS = frozenset({"suspect_patch", "test_infrastructure_changed", "runner_exit_abnormal"})
+#: An agent's trial that left no patch to test (its own answer: an empty one).
+_AGENT_NO_PATCH = frozenset({"agent_no_diff", "agent_budget_exhausted", "agent_error"})
 #: Reasons that come from graded tests: swebench's "found" (its patch applied).
 _GRADED_REASONS = frozenset(TEST_REASONS)
 #: Files written at once: each is fsynced, and the disk commits concurrent fsyncs
@@ -125,7 +128,9 @@ class Verdicts:
                 continue
             trial = trials.get(instance_id)
             result = results.get(trial.trial_id) if trial is not None else None
-            if _empty_patch(prediction.patch_digest, result):
+            # An agent's patch is made in its trial: none is in the plan.
+            planned = None if lockfile.target.kind == "agent" else prediction.patch_digest
+            if _empty_patch(planned, result):
                 self.ids["empty"].add(instance_id)
                 continue
             if result is None:
@@ -281,22 +286,23 @@ def run_report(
     }
 
 
-def _empty_patch(locked_digest: str, result: TrialResult | None) -> bool:
+def _empty_patch(locked_digest: str | None, result: TrialResult | None) -> bool:
     """Whether swebench would call the instance's patch empty (``""`` or none).
 
     The patch is the one the final attempt recorded (``patch.diff``), when there is a
     result: a patch made in the run (an agent's) is not in the plan. An attempt without
-    a ``patch.diff`` had no patch to show: an agent that left no diff is an empty answer;
-    a foreign log whose folder kept no patch is not: swebench never runs an empty patch,
-    so a log is the sign of one that was not, and its verdict is the log's. Without a
-    result, the plan's patch decides.
+    a ``patch.diff`` had no patch to show: an agent that left none (no diff, its budget
+    or itself gave out) gave an empty answer; a foreign log whose folder kept no patch
+    did not: swebench never runs an empty patch, so a log is the sign of one that was
+    not, and its verdict is the log's. Without a result, the plan's patch decides
+    (``locked_digest``; None: the plan holds none, as for an agent).
     """
     if result is None:
         return locked_digest == _EMPTY_PATCH
     recorded = _artifact(result.attempts[-1], "patch.diff")
     if recorded is not None:
         return recorded.sha256 == _EMPTY_PATCH
-    return result.score.reason == "agent_no_diff"
+    return result.score.reason in _AGENT_NO_PATCH
 
 
 def _tier(reason: str) -> str | None:
