@@ -26,18 +26,22 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
+import yaml
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+from pydantic import ValidationError
 from rich.console import Console
 
 from evalrepro import atomic
 from evalrepro.config.dataset import DatasetConfig
 from evalrepro.config.environment import RecordedEnvironment
 from evalrepro.config.executor import LocalExecutorConfig
-from evalrepro.config.experiment import ExperimentConfig, default_gate
+from evalrepro.config.experiment import ExperimentConfig, _resolve_paths, default_gate
 from evalrepro.config.sample import Sample, load_samples
-from evalrepro.errors import UserError
+from evalrepro.errors import UserError, validation_message
 from evalrepro.files import read_regular_file
 from evalrepro.grade.foreign import MAX_PATCH_BYTES
-from evalrepro.grade.parsers import LogParser, get_parser
+from evalrepro.grade.parsers import Family, LogParser, get_parser
 from evalrepro.grade.parsers.swebench_repos import SWEBENCH_REPO_PARSERS
 from evalrepro.pipeline import run_experiment
 from evalrepro.plan.lockfile import LOCKFILE_NAME
@@ -55,14 +59,79 @@ LOG_NAME = "test_output.txt"
 RECORDED_COMMAND = "(run by the harness that wrote the log)"
 
 
-def _parser_for(sample: Sample, name: str | None) -> LogParser:
-    chosen = name or sample.parser or SWEBENCH_REPO_PARSERS.get(sample.repo)
+def _load_dataset(path: Path) -> tuple[DatasetConfig | None, list[Sample]]:
+    """An instances file (JSON, JSONL, Parquet), or a dataset config (YAML, as under
+    ``conf/dataset/``: its instances and its specs, whose parsers are taken per repo and
+    version as ``run`` takes them)."""
+    if path.suffix not in (".yaml", ".yml"):
+        return None, load_samples(path)
+    if not path.is_file():
+        raise UserError(f"--dataset {path}: no such file")
+    try:
+        raw = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    except (OmegaConfBaseException, yaml.YAMLError, UnicodeDecodeError, OSError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise UserError(f"--dataset {path}: not a dataset config ({first})") from None
+    if not isinstance(raw, dict):
+        raise UserError(
+            f"--dataset {path}: not a dataset config (a mapping: name, instances, test_ids, specs)"
+        )
+    try:
+        # Relative paths are the config's neighbours, as --config-dir's are.
+        dataset = DatasetConfig.model_validate(_resolve_paths(raw, path.resolve().parent))
+    except ValidationError as error:
+        raise UserError(
+            f"--dataset {path}: {validation_message(error, model=DatasetConfig)}"
+        ) from None
+    return dataset, dataset.load()
+
+
+def _parser_for(sample: Sample, name: str | None, dataset: DatasetConfig | None) -> LogParser:
+    """As ``run`` picks it: the instance's own (``log_parser``), else ``--parser``, else
+    the dataset config's spec for its repo and version, else SWE-bench's for its repo."""
+    if sample.parser is not None:
+        own = get_parser(sample.parser)
+        if name is not None and get_parser(name).name != own.name:
+            # The run reads the instance's own field first: an override would be ignored.
+            raise UserError(
+                f"instance '{sample.instance_id}' names its own parser '{own.name}' "
+                f"(its log_parser field), which --parser {name} cannot override: drop one"
+            )
+        return own
+    if name is not None:
+        return get_parser(name)
+    spec = (dataset.specs.get(sample.repo) or {}).get(sample.version) if dataset else None
+    chosen = spec.parser if spec is not None else SWEBENCH_REPO_PARSERS.get(sample.repo)
     if chosen is None:
         raise UserError(
-            f"instance '{sample.instance_id}' names no log parser and '{sample.repo}' is not "
-            "a SWE-bench repo; pass --parser (see 'evalrepro parsers')"
+            f"instance '{sample.instance_id}' names no log parser (log_parser), no spec "
+            f"names one for '{sample.repo}' version '{sample.version}' and '{sample.repo}' "
+            "is not a SWE-bench repo; give it one, or pass --parser (see 'evalrepro parsers')"
         )
     return get_parser(chosen)
+
+
+def _one_family(parsers: dict[str, LogParser], dataset: DatasetConfig | None) -> Family:
+    """The family the regrade's test ids come from: one per dataset, as for ``run``."""
+    if dataset is not None:
+        for instance_id, parser in parsers.items():
+            if parser.family is not dataset.test_ids:
+                raise UserError(
+                    f"dataset '{dataset.name}': instance '{instance_id}' uses parser "
+                    f"'{parser.name}' ({parser.family} family) but the dataset's test ids "
+                    f"come from the {dataset.test_ids} family"
+                )
+        return dataset.test_ids
+    first_id, first = next(iter(parsers.items()))
+    for instance_id, parser in parsers.items():
+        if parser.family is not first.family:
+            raise UserError(
+                f"instance '{first_id}' uses parser '{first.name}' ({first.family} family) "
+                f"and '{instance_id}' '{parser.name}' ({parser.family}): one dataset's test "
+                "ids come from one family; name parsers of one family (per instance: "
+                "log_parser; per repo and version: a dataset config's specs)"
+            )
+    return first.family
 
 
 def _their_verdict(report_file: Path, instance_id: str) -> str | None:
@@ -99,7 +168,8 @@ def regrade_config(
     and the dataset do not fit together)."""
     if not logs_dir.is_dir():
         raise UserError(f"{logs_dir}: no such logs folder")
-    samples = {sample.instance_id: sample for sample in load_samples(dataset_file)}
+    dataset, loaded = _load_dataset(dataset_file)
+    samples = {sample.instance_id: sample for sample in loaded}
     folders = sorted(p for p in logs_dir.iterdir() if (p / LOG_NAME).exists())
     if not folders:
         raise UserError(f"{logs_dir}: no <instance_id>/{LOG_NAME} in it")
@@ -117,24 +187,21 @@ def regrade_config(
             raise UserError(f"{log}: cannot read the log: not a regular file")
     model = model or logs_dir.resolve().name
     graded = [samples[folder.name] for folder in folders]
-    parsers = {sample.instance_id: _parser_for(sample, parser) for sample in graded}
-    families = {p.family for p in parsers.values()}
-    if len(families) > 1:
-        raise UserError(
-            f"{logs_dir}: the instances' parsers come from both families: pass --parser"
-        )
-    # Each log's spec: its parser (an instance's own ``parser`` field takes precedence).
+    parsers = {s.instance_id: _parser_for(s, parser, dataset) for s in graded}
+    family = _one_family(parsers, dataset)
+    # Each log's spec names the parser of the instances of its repo and version that name
+    # none of their own (an instance's own ``log_parser`` is read first, as in ``run``).
     specs: dict[str, dict[str, RepoSpec]] = {}
-    for sample in graded:
+    for sample in sorted(graded, key=lambda s: s.parser is None):
         specs.setdefault(sample.repo, {})[sample.version] = RepoSpec(
             test_cmd=RECORDED_COMMAND, parser=parsers[sample.instance_id].name
         )
     return ExperimentConfig(
         name=f"regrade-{model}",
         dataset=DatasetConfig(
-            name=dataset_file.stem,
-            instances=dataset_file.resolve(),
-            test_ids=families.pop(),
+            name=dataset.name if dataset else dataset_file.stem,
+            instances=Path(dataset.instances).resolve() if dataset else dataset_file.resolve(),
+            test_ids=family,
             instance_ids=[sample.instance_id for sample in graded],
             specs=specs,
         ),
@@ -195,6 +262,11 @@ def regrade(
         resolved=outcome.results.resolved,
         compared=compared,
         differences=differences,
+        no_patch=sorted(
+            line.instance_id
+            for line in outcome.results.trials
+            if not (logs_dir / line.instance_id / "patch.diff").exists()
+        ),
     )
     atomic.write_text(outcome.run_dir / "regrade.json", summary.model_dump_json(indent=2) + "\n")
     return summary

@@ -195,3 +195,50 @@ def test_text_output_prints_test_ids_full_of_rich_markup_as_they_are(tmp_path):
     for test_id in ids:
         assert test_id in out or test_id in done.stdout.replace("\n", "")
     assert f"x {ids[1]}" in out and f"x {ids[2]}" in out
+
+
+def test_the_resolution_of_an_unscorable_log_is_the_scores_none_not_the_parsed_lists(tmp_path):
+    """A TAP log whose test command exited 1 while every line says ``ok`` is unscorable
+    (the exit code contradicts the lines): its top-level resolution is the score's, none,
+    not the RESOLVED_FULL the forged lines add up to."""
+    instance = {
+        "instance_id": "demo__tap-1",
+        "repo": "demo/tap",
+        "base_commit": "abc",
+        "test_patch": "",
+        "FAIL_TO_PASS": ["- adds"],
+        "PASS_TO_PASS": ["- subtracts"],
+        "log_parser": "tap",
+    }
+    dataset = tmp_path / "instances.jsonl"
+    dataset.write_text(json.dumps(instance) + "\n")
+    log = tmp_path / "test_output.txt"
+    log.write_text(wrap("TAP version 13\nok 1 - adds\nok 2 - subtracts\n1..2\n# tests 2", 1))
+    done = evalrepro("grade", "--instance", str(dataset), "--log", str(log), "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["score"]["outcome"] == "invalid"
+    assert result["score"]["reason"] == "log_unparseable"
+    assert result["resolution"] is None
+    assert result["resolution"] == result["score"]["resolution"]
+    text = evalrepro("grade", "--instance", str(dataset), "--log", str(log))
+    assert "RESOLVED_FULL" not in text.stdout
+    assert "score: invalid (log_unparseable" in " ".join(text.stdout.split())
+
+
+def test_a_plain_pytest_log_without_markers_is_graded_whole_and_says_so(graded_files, tmp_path):
+    files = graded_files
+    plain = tmp_path / "pytest.log"
+    plain.write_text(PYTEST_LOG.text)
+    done = grade(files, "--instance-id", "demo__pf-1", "--json", log=plain)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["score"]["outcome"] == "resolved"
+    assert result["observation"]["whole_log"] is True
+    assert "whole log" in result["observation"]["parser_detail"]
+    text = grade(files, "--instance-id", "demo__pf-1", log=plain)
+    assert "no markers: the whole log was read" in " ".join(text.stdout.split())
+    strict = json.loads(
+        grade(files, "--instance-id", "demo__pf-1", "--json", "--strict", log=plain).stdout
+    )
+    assert strict["score"]["reason"] == "log_unparseable"

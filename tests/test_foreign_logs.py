@@ -114,3 +114,37 @@ def test_a_supervised_attempts_observation_names_no_log_rules():
     from evalrepro.records.observation import Observation
 
     assert Observation.model_fields["log_rules"].default is None
+
+
+PLAIN = f"============ test session starts ============\nPASSED {FIXED}\n===== 1 passed ====="
+
+
+def test_a_plain_log_is_read_whole_only_when_the_caller_says_so_and_says_it_was():
+    # grade --log of a runner's own output: no marker framed anything; the record says
+    # so. Everyone else (regrade: swebench's rule) finds no markers in it.
+    whole = observe(PLAIN, sample(), get_parser("pytest"), plain="whole_log")
+    assert whole.whole_log and whole.parser_status is ParserStatus.OK
+    assert "whole log" in whole.parser_detail
+    assert score(whole).outcome is Outcome.RESOLVED
+    refused = observe(PLAIN, sample(), get_parser("pytest"))
+    assert not refused.whole_log and refused.parser_status is ParserStatus.NO_MARKERS
+    strict = observe(PLAIN, sample(), get_parser("pytest"), rules="strict", plain="whole_log")
+    assert not strict.whole_log and strict.parser_status is ParserStatus.NO_MARKERS
+
+
+@pytest.mark.parametrize(
+    "cut",
+    [
+        # a harness's log cut short: its start marker, never its end
+        f"+ : '>>>>> Start Test Output'\nPASSED {FIXED}\n",
+        # no marker, but the exit code line of an eval script
+        f"PASSED {FIXED}\n>>>>> Test Exit Code: 1\n",
+        # no marker, but the eval script's line for the patch it applied
+        f">>>>> Applied Patch (git)\nPASSED {FIXED}\n",
+    ],
+)
+def test_a_harness_log_without_its_markers_is_never_read_whole(cut):
+    observation = observe(cut, sample(), get_parser("pytest"), plain="whole_log")
+    assert not observation.whole_log
+    assert observation.parser_status is ParserStatus.NO_MARKERS
+    assert score(observation).outcome is Outcome.INVALID

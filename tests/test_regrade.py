@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from swebench.harness.grading import get_eval_report
+from swebench.harness.reporting import make_run_report
 
 from evalrepro.records.trial import read_trial_result
 from tests.reference import reference_spec
@@ -25,6 +26,7 @@ from tests.test_swebench_layout import LOGS, PLANNED, Planned, instance
 
 HONEST = [p for p in PLANNED if p.honest and p.sample_index == 0]
 MODEL = "org/model-x"
+MODEL_DIR = MODEL.replace("/", "__")
 RUN_ID = "corpus-run"
 
 
@@ -212,3 +214,179 @@ def test_a_regrade_bundles_and_verifies_but_has_nothing_to_reproduce(regraded, t
     again = evalrepro("reproduce", bundle, "--run-dir", tmp_path / "again")
     assert again.returncode == 2 and "no environment to run" in again.stderr
     assert again.stderr.count("\n") == 1
+
+
+def test_logs_without_patches_are_graded_from_the_log_and_never_called_empty(
+    tree, tmp_path, monkeypatch
+):
+    """swebench runs no empty patch (it lists it in empty_patch_ids and writes no log), so
+    a log is the sign of a patch that was not empty: one whose folder kept no patch.diff
+    is graded from its log, its patch unknown (no patch.diff in the trial or the layout),
+    and the SWE-bench summary lists it by its verdict, as swebench's own
+    make_run_report does, fed the predictions the logs came from."""
+    logs, dataset, theirs, _ = tree
+    bare = tmp_path / "logs"
+    shutil.copytree(logs, bare)
+    for patch in bare.glob("*/patch.diff"):
+        patch.unlink()
+    run_dir = tmp_path / "r"
+    done = evalrepro("regrade", bare, "--dataset", dataset, "--run-dir", run_dir,
+                     "--model", MODEL, "--run-id", RUN_ID)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    results = _results(run_dir)
+    for instance_id, result in results.items():
+        assert (result.score.outcome == "resolved") == theirs[instance_id], instance_id
+        observation = result.attempts[-1].observation
+        assert observation.patch_status is None and observation.patch_problem is None
+        assert not any(a.path.endswith("patch.diff") for a in result.attempts[-1].artifacts)
+    resolved = sorted(i for i, r in results.items() if r.score.outcome == "resolved")
+    assert resolved and len(resolved) < len(results)
+    summary = json.loads((run_dir / "regrade.json").read_text())
+    assert summary["no_patch"] == sorted(results)
+    assert f"{len(results)} logs without a patch.diff" in done.stdout
+
+    ours = json.loads((run_dir / "swebench" / f"{MODEL_DIR}.{RUN_ID}.json").read_text())
+    assert ours["empty_patch_ids"] == []
+    assert ours["resolved_ids"] == resolved
+    kept = run_dir / "swebench" / "logs" / "run_evaluation" / RUN_ID / MODEL_DIR
+    assert not list(kept.glob("*/patch.diff")) and len(list(kept.glob("*/report.json")))
+
+    predictions = {
+        p.instance_id: {
+            "instance_id": p.instance_id,
+            "model_name_or_path": MODEL,
+            "model_patch": p.patch,
+        }
+        for p in HONEST
+    }
+    monkeypatch.chdir(run_dir / "swebench")
+    theirs_path = make_run_report(
+        predictions, [{"instance_id": i} for i in predictions], RUN_ID,
+        report_dir=str(tmp_path / "theirs"),
+    )  # fmt: skip
+    swebench = json.loads(Path(theirs_path).read_text())
+    for key in ("empty_patch_ids", "resolved_ids", "unresolved_ids", "error_ids"):
+        assert swebench[key] == ours[key], key
+
+
+def _mixed_projects(root: Path, *, own_parsers: bool = False) -> tuple[Path, list[dict]]:
+    """A logs folder of a pytest project and a unittest project (native ids, real logs of
+    ``tests/corpus``), and their instances (each naming its parser when ``own_parsers``)."""
+    from tests.corpus import load_corpus
+
+    logs = root / "logs" / "run_evaluation" / "mixed" / "model"
+    cases = {
+        ("demo__pyt-1", "demo/pyt", "pytest_full"): next(
+            log for log in load_corpus("pytest") if log.case == "pass_fail"
+        ),
+        ("demo__unit-1", "demo/unit", "unittest"): next(
+            log for log in load_corpus("unittest") if log.case == "passing_verbose"
+        ),
+    }
+    rows = []
+    for (instance_id, repo, parser), log in cases.items():
+        assert log.truth is not None
+        passed = sorted(t for t, s in log.truth.items() if s == "PASSED")
+        folder = logs / instance_id
+        folder.mkdir(parents=True)
+        (folder / "test_output.txt").write_text(
+            ">>>>> Start Test Output\n" + log.text + "\n>>>>> End Test Output\n"
+        )
+        (folder / "patch.diff").write_text(HONEST[0].patch)
+        rows.append(
+            {
+                "instance_id": instance_id,
+                "repo": repo,
+                "version": "1.0",
+                "base_commit": "abc",
+                "test_patch": "",
+                "FAIL_TO_PASS": passed[:1],
+                "PASS_TO_PASS": passed[1:],
+                **({"log_parser": parser} if own_parsers else {}),
+            }
+        )
+    return logs, rows
+
+
+def test_a_folder_of_pytest_and_unittest_projects_regrades_in_one_call_by_the_specs(tmp_path):
+    logs, rows = _mixed_projects(tmp_path)
+    (tmp_path / "instances.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    config = tmp_path / "mixed.yaml"
+    config.write_text(
+        "name: mixed\ninstances: instances.jsonl\ntest_ids: native\nspecs:\n"
+        "  demo/pyt:\n    '1.0': {test_cmd: pytest -rA -v, parser: pytest_full}\n"
+        "  demo/unit:\n    '1.0': {test_cmd: python -m unittest -v, parser: unittest}\n"
+    )
+    run_dir = tmp_path / "r"
+    done = evalrepro("regrade", logs, "--dataset", config, "--run-dir", run_dir)
+    assert done.returncode == 0, done.stderr
+    results = _results(run_dir)
+    parsers = {i: r.attempts[-1].observation.parser for i, r in results.items()}
+    assert parsers == {"demo__pyt-1": "pytest_full", "demo__unit-1": "unittest"}
+    assert {i: r.score.outcome for i, r in results.items()} == {
+        "demo__pyt-1": "resolved",
+        "demo__unit-1": "resolved",
+    }
+    lock = json.loads((run_dir / "lockfile.lock.json").read_text())
+    assert lock["dataset"]["name"] == "mixed" and lock["dataset"]["test_ids"] == "native"
+
+    # Without the specs, the instances name no parser and are no SWE-bench repo's.
+    bare = evalrepro("regrade", logs, "--dataset", tmp_path / "instances.jsonl",
+                     "--run-dir", tmp_path / "r2")  # fmt: skip
+    assert bare.returncode == 2 and len(bare.stderr.splitlines()) == 1
+    assert "names no log parser" in bare.stderr
+
+
+def test_each_instances_own_parser_field_is_read_and_never_silently_overridden(tmp_path):
+    logs, rows = _mixed_projects(tmp_path, own_parsers=True)
+    dataset = tmp_path / "instances.jsonl"
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run_dir = tmp_path / "r"
+    done = evalrepro("regrade", logs, "--dataset", dataset, "--run-dir", run_dir)
+    assert done.returncode == 0, done.stderr
+    assert {r.attempts[-1].observation.parser for r in _results(run_dir).values()} == {
+        "pytest_full",
+        "unittest",
+    }
+    # The run reads an instance's own field first: a --parser that differs would be
+    # ignored for it, so it is refused, naming the instance.
+    refused = evalrepro("regrade", logs, "--dataset", dataset, "--parser", "pytest_full",
+                        "--run-dir", tmp_path / "r2")  # fmt: skip
+    assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1
+    assert "demo__unit-1" in refused.stderr and "cannot override" in refused.stderr
+    assert not (tmp_path / "r2").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("- a\n- b\n", "not a dataset config"),
+        ("name: x\ninstances: instances.jsonl\n", "test_ids"),
+        ("name: [unclosed\n", "not a dataset config"),
+    ],
+)
+def test_a_dataset_config_that_is_not_one_is_one_line(tmp_path, text, message):
+    from evalrepro.errors import UserError
+    from evalrepro.regrade import regrade_config
+
+    logs, rows = _mixed_projects(tmp_path)
+    (tmp_path / "instances.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    config = tmp_path / "bad.yaml"
+    config.write_text(text)
+    with pytest.raises(UserError) as error:
+        regrade_config(logs, config)
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_parsers_of_two_families_are_refused_naming_both_instances(tmp_path):
+    from evalrepro.errors import UserError
+    from evalrepro.regrade import regrade_config
+
+    logs, rows = _mixed_projects(tmp_path, own_parsers=True)
+    rows[0]["log_parser"] = "pytest"  # swebench's family, beside the native unittest
+    dataset = tmp_path / "instances.jsonl"
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(UserError) as error:
+        regrade_config(logs, dataset)
+    assert "demo__pyt-1" in str(error.value) and "demo__unit-1" in str(error.value)
+    assert "one family" in str(error.value)

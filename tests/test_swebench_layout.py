@@ -476,3 +476,113 @@ def test_a_run_id_that_is_no_folder_name_is_a_user_error(run, run_id):
     run_dir, lockfile, results, _ = run
     with pytest.raises(UserError, match="cannot be a folder name"):
         write_swebench_layout(run_dir, lockfile, results, run_id=run_id, model=MODEL)
+
+
+def test_the_layout_is_named_by_the_predictions_model_not_the_targets_name(tmp_path, monkeypatch):
+    """A ``target.name`` renames the target in evalrepro's reports; swebench names its
+    folders and its run report by the predictions' ``model_name_or_path``. So a SWE-bench
+    user's own make_run_report, fed the predictions file, finds our tree where it looks."""
+    run_dir = tmp_path / "run"
+    lockfile, results = build_run(run_dir)
+    # What the plan locks for a predictions target whose target.name is "my-renamed-run".
+    renamed = lockfile.model_copy(
+        update={
+            "target": lockfile.target.model_copy(
+                update={
+                    "target_id": "my-renamed-run",
+                    "predictions": [
+                        p.model_copy(update={"model_name_or_path": MODEL})
+                        for p in lockfile.target.predictions
+                    ],
+                }
+            )
+        }
+    )
+    # An earlier layout under the target's name is stale: it goes.
+    stale = run_dir / "swebench" / f"my-renamed-run.{RUN_ID}.json"
+    write_swebench_layout(run_dir, lockfile, results, run_id=RUN_ID, model="my-renamed-run")
+    stale.write_text("{}")
+    report_path = write_swebench_layout(
+        run_dir, renamed, results, run_id=RUN_ID, model="my-renamed-run"
+    )
+    assert report_path == run_dir / "swebench" / f"{MODEL_DIR}.{RUN_ID}.json"
+    assert not stale.exists()
+    runs = run_dir / "swebench" / "logs" / "run_evaluation" / RUN_ID
+    assert [p.name for p in runs.iterdir()] == [MODEL_DIR]
+
+    monkeypatch.chdir(run_dir / "swebench")
+    dataset = [{"instance_id": i} for i in dict.fromkeys([p.instance_id for p in PLANNED])]
+    dataset.append({"instance_id": UNPREDICTED})
+    theirs_path = make_run_report(
+        swebench_predictions(), dataset, RUN_ID, client=None, report_dir=str(tmp_path / "theirs")
+    )
+    theirs = json.loads(Path(theirs_path).read_text(encoding="utf-8"))
+    ours = json.loads(report_path.read_text(encoding="utf-8"))
+    assert Path(theirs_path).name == report_path.name
+    assert {k: v for k, v in ours.items() if k not in ADVISORY} == {
+        k: v for k, v in theirs.items() if k not in ADVISORY
+    }
+    assert ours["resolved_ids"] and ours["unresolved_ids"]
+
+
+def test_a_locked_prediction_names_its_model_only_when_the_target_renames_it():
+    # Left out otherwise: lockfiles without it, and their target digests, are unchanged.
+    plain = LockedPrediction(instance_id="a", sample_index=0, patch_digest="sha256:0")
+    assert "model_name_or_path" not in plain.model_dump(mode="json")
+    named = plain.model_copy(update={"model_name_or_path": MODEL})
+    assert named.model_dump(mode="json")["model_name_or_path"] == MODEL
+    assert LockedPrediction.model_validate(named.model_dump(mode="json")) == named
+
+
+def test_a_run_whose_target_name_renames_its_predictions_lays_out_by_their_model(tmp_path):
+    """End to end (the fake environment): the plan locks the predictions' own model when
+    ``target.name`` differs, the layout and its run report are named by it; the target's
+    name stays evalrepro's (results, trial ids)."""
+    import io
+
+    from rich.console import Console
+
+    from evalrepro.config.experiment import compose
+    from evalrepro.pipeline import run_experiment
+    from evalrepro.plan.lockfile import read_lockfile
+
+    config = compose(["+experiment=model_a", "environment=fake", "target.name=renamed"])
+    outcome = run_experiment(
+        config, Console(file=io.StringIO()), run_dir=tmp_path / "run",
+        cache_dir=tmp_path / "cache",
+    )  # fmt: skip
+    assert outcome.results.target_id == "renamed"
+    lockfile = read_lockfile(tmp_path / "run")
+    assert {p.model_name_or_path for p in lockfile.target.predictions} == {"model_a"}
+    layout = tmp_path / "run" / "swebench"
+    assert [p.name for p in layout.glob("*.json")] == ["model_a.run.json"]
+    (model_dir,) = (layout / "logs" / "run_evaluation" / "run").iterdir()
+    assert model_dir.name == "model_a"
+
+
+def test_a_patch_made_in_the_run_is_the_one_its_attempt_recorded_not_the_plans(run):
+    """An agent's predictions are locked without a patch (the empty digest): its trials
+    are listed by the patch their attempt recorded, never as empty patches for it."""
+    run_dir, lockfile, results, _ = run
+    unplanned = lockfile.model_copy(
+        update={
+            "target": lockfile.target.model_copy(
+                update={
+                    "kind": "agent",
+                    "predictions": [
+                        p.model_copy(update={"patch_digest": sha256_bytes(b"")})
+                        for p in lockfile.target.predictions
+                    ],
+                }
+            )
+        }
+    )
+    path = write_swebench_layout(run_dir, unplanned, results, run_id=RUN_ID, model=MODEL)
+    again = json.loads(path.read_text(encoding="utf-8"))
+    assert again["empty_patch_ids"] == ["corpus__pytest-skip_xfail"]  # its patch.diff: ""
+    assert "corpus__pytest-param_ids" in again["error_ids"]  # not run yet: no patch known
+    assert again["resolved_ids"] == [
+        "corpus__django-passing",
+        "corpus__mocha-min_passing",
+        "corpus__pytest-tb_no",
+    ]

@@ -39,7 +39,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         type=Path,
         required=True,
         metavar="FILE",
-        help="the eval log (test_output.txt) with start/end markers",
+        help="the eval log (test_output.txt) with start/end markers, or a runner's own "
+        "output with no marker and no '>>>>>' line at all: read whole (not with --strict)",
     )
     grade.add_argument("--instance-id", metavar="ID")
     parser_argument(grade, "override the instance's parser")
@@ -55,8 +56,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def main(args: argparse.Namespace) -> int:
     sample = _pick_sample(args.instance, args.instance_id)
     parser = _pick_parser(sample, args.parser)
+    # A plain log (no marker, no harness line) is read whole, and the Observation says
+    # so: it is the user's own log, not a harness's cut short (regrade never does this).
     observation = observe(
-        _read_log(args.log), sample, parser, rules="strict" if args.strict else "swebench"
+        _read_log(args.log),
+        sample,
+        parser,
+        rules="strict" if args.strict else "swebench",
+        plain="whole_log",
     )
     result = score(observation)
     if args.json:
@@ -105,7 +112,9 @@ def grade_payload(observation: Observation, result: Score) -> dict:
         "status_map": observation.status_map,
         "fail_to_pass": tests.fail_to_pass.model_dump() if tests else empty,
         "pass_to_pass": tests.pass_to_pass.model_dump() if tests else empty,
-        "resolution": str(tests.resolution) if tests else None,
+        # The score's: one truth. The tests' own report (``observation.tests``) still
+        # holds what the lists came to when the log was not scorable.
+        "resolution": str(result.resolution) if result.resolution is not None else None,
         "score": result.model_dump(mode="json", exclude={"record", "schema_version"}),
         "observation": observation.model_dump(mode="json"),
     }
@@ -132,7 +141,11 @@ def _print_grade(console: Console, observation: Observation, result: Score) -> N
             ("PASS_TO_PASS", observation.tests.pass_to_pass),
         ):
             _print_group(console, label, group)
-        console.print(f"resolution: [bold]{observation.tests.resolution}[/]")
+    if result.resolution is not None:
+        console.print(f"resolution: [bold]{result.resolution}[/]")
+    elif observation.tests is not None:
+        # The lists above are what the log showed; the score did not come from them.
+        console.print("resolution: none (the tests are not what decided the score)")
     colour = {"resolved": "green", "unresolved": "yellow", "invalid": "red"}[result.outcome]
     console.print(
         f"score: [bold {colour}]{result.outcome}[/] ({result.reason}"

@@ -27,9 +27,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         type=Path,
         required=True,
         metavar="FILE",
-        help="the instances (JSONL, JSON, Parquet)",
+        help="the instances (JSONL, JSON, Parquet), or a dataset config (YAML) whose specs "
+        "name the parser per repo and version",
     )
-    parser_argument(regrade, "override the instances' parsers")
+    parser_argument(
+        regrade,
+        "the parser of every instance that names none of its own (log_parser), before the "
+        "dataset config's specs and SWE-bench's parser for the repo",
+    )
     run_dir_argument(regrade, "default: runs/regrade-<model>-<time>")
     regrade.add_argument("--model", help="default: the logs folder's name (SWE-bench's <model>)")
     regrade.add_argument("--run-id", help="default: the logs folder's parent's name")
@@ -64,6 +69,12 @@ def main(args: argparse.Namespace) -> int:
         f"(run {escape(summary.run_id)}): {summary.resolved} resolved",
         highlight=False,
     )
+    if summary.no_patch:
+        out.print(
+            f"{len(summary.no_patch)} logs without a patch.diff: graded from the log, "
+            "the patch unknown (not an empty patch)",
+            highlight=False,
+        )
     if summary.compared:
         agree = summary.compared - len(summary.differences)
         out.print(f"swebench's report.json: {agree} of {summary.compared} agree", highlight=False)

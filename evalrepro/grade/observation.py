@@ -20,6 +20,8 @@ Either way the region is parsed (``parsers``) and each listed test judged
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+from typing import Literal
 
 from evalrepro.config.sample import Sample
 from evalrepro.grade.grading import tests_report
@@ -29,6 +31,7 @@ from evalrepro.grade.testlog import (
     LogRules,
     RegionStatus,
     TestLog,
+    plain_log,
     read_test_log,
     suite_ran_shown,
 )
@@ -64,6 +67,7 @@ def observe(
     patch_method: str | None = None,
     execution_status: ExecutionStatus = ExecutionStatus.COMPLETED,
     infrastructure_error: str | None = None,
+    plain: Literal["refuse", "whole_log"] = "refuse",
 ) -> Observation:
     """The Observation of a bare log, read by ``rules`` (``testlog``).
 
@@ -76,7 +80,15 @@ def observe(
     (a mismatch is ``untrusted``) and gives its own evidence that the suite ran.
     ``"strict"`` is the distrusting reading: whole-line markers, one region, no
     fallback to the whole log, duplicate markers unscorable.
+
+    ``plain``: what a log with no markers and no harness line at all (``testlog.plain_log``:
+    a runner's own output) is. ``refuse`` (swebench's rule, and every log a harness
+    wrote): unscorable, no markers. ``whole_log`` (``grade --log`` of a plain log, read
+    by swebench's rules): all of it is the test output, and the Observation says so
+    (``whole_log``). Under the strict rules it is always refused.
     """
+    if plain == "whole_log" and rules == "swebench" and plain_log(log_text):
+        return _observe_whole(log_text, sample, parser, execution_status, infrastructure_error)
     log = read_test_log(log_text, rules)
     if HarnessEvent.TESTS_TIMED_OUT in log.events or log.harness_timeout:
         execution_status = ExecutionStatus.TIMEOUT
@@ -118,6 +130,38 @@ def observe(
     if rules == "strict":
         return Observation(**common, **_parsed(log.region, log.exit_code, sample, parser))
     return Observation(**common, **_parsed_as_swebench(log, sample, parser))
+
+
+def _observe_whole(
+    log_text: str,
+    sample: Sample,
+    parser: LogParser,
+    execution_status: ExecutionStatus,
+    infrastructure_error: str | None,
+) -> Observation:
+    """A plain log, all of it the test output: no region, no exit code, no harness line
+    to read; the parser's own evidence (and swebench's, for its parsers) that the suite
+    ran still decides whether an empty map is a result."""
+    log = read_test_log(log_text, "swebench")
+    if log.harness_timeout:
+        execution_status = ExecutionStatus.TIMEOUT
+    # No marker and no exit code line (plain_log): the region is all of it.
+    whole = replace(log, region=log.text, region_status=RegionStatus.OK)
+    parsed = _parsed_as_swebench(whole, sample, parser)
+    said = "no markers: the whole log was read as the test output"
+    if parsed["parser_status"] is not ParserStatus.OK:
+        said = f"{said}; {parsed['parser_detail']}"
+    parsed["parser_detail"] = said
+    return Observation(
+        instance_id=sample.instance_id,
+        source="log",
+        log_rules="swebench",
+        whole_log=True,
+        execution_status=execution_status,
+        infrastructure_error=infrastructure_error,
+        parser=parser.name,
+        **parsed,
+    )
 
 
 def _parsed_as_swebench(log: TestLog, sample: Sample, parser: LogParser) -> dict:

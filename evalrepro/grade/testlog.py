@@ -124,6 +124,13 @@ def read_test_log(text: str, rules: LogRules = "strict") -> TestLog:
     raise ValueError(f"unknown log rules {rules!r}: 'swebench' or 'strict'")
 
 
+def plain_log(text: str) -> bool:
+    """No marker, no exit code, no harness line, nothing an eval script prints (every
+    such line starts with ``>>>>>``): a runner's own output, not a harness's log cut
+    short. Such a log may be read whole as the test output, if its reader says so."""
+    return ">>>>>" not in text
+
+
 def suite_ran_shown(text: str) -> bool:
     """swebench 5.0.2's evidence that the suite ran (``SUITE_RAN``), searched in ``text``."""
     return _SUITE_RAN.search(text) is not None

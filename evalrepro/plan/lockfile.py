@@ -92,6 +92,12 @@ def build_lockfile(config: ExperimentConfig, plan: Plan) -> Lockfile:
             instance_id=p.sample.instance_id,
             sample_index=p.prediction.sample_index,
             patch_digest=p.prediction.patch_digest,
+            # SWE-bench's layout is named by it; the target's id is everywhere else.
+            model_name_or_path=(
+                p.prediction.model_name_or_path
+                if p.prediction.model_name_or_path != plan.target_id
+                else None
+            ),
         )
         for p in trials
     ]

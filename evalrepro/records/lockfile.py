@@ -10,7 +10,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from omegaconf import OmegaConf
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 from evalrepro import atomic
 from evalrepro.config.environment import Limits
@@ -19,7 +25,7 @@ from evalrepro.config.gate import Gate
 from evalrepro.config.identity import environment_digest
 from evalrepro.digest import sha256_json
 from evalrepro.errors import UserError, validation_message
-from evalrepro.records.base import Record
+from evalrepro.records.base import Record, unchanged
 from evalrepro.records.image import BuildFailure, ImageRecord, PinnedInput
 from evalrepro.records.trial import TrialKey
 
@@ -59,6 +65,18 @@ class LockedPrediction(_Frozen):
     sample_index: int
     #: sha256 over the patch's bytes ("" for a missing or empty patch).
     patch_digest: str
+    #: The prediction's own ``model_name_or_path`` when it is not the target's id (a
+    #: ``target.name`` renames it in evalrepro's reports): SWE-bench's layout is named
+    #: by it, as swebench names its folders. Left out when None, so a lockfile (and its
+    #: target digest) without one is what it was.
+    model_name_or_path: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_default_name(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if self.model_name_or_path is None:
+            data.pop("model_name_or_path", None)
+        return data
 
 
 class LockedTarget(_Frozen):
@@ -141,9 +159,10 @@ def _executor_settings_moved(data: dict[str, Any]) -> dict[str, Any]:
 class Lockfile(Record):
     record: Literal["Lockfile"] = "Lockfile"
     #: 2: images are builder-owned records with their pinned inputs; 3: trial keys hold
-    #: the target's digest, the executor's settings are not the environment's.
-    schema_version: int = 3
-    migrations = {2: _executor_settings_moved}
+    #: the target's digest, the executor's settings are not the environment's; 4: a
+    #: prediction may name its own model (``LockedPrediction.model_name_or_path``).
+    schema_version: int = 4
+    migrations = {2: _executor_settings_moved, 3: unchanged}
     experiment: str
     harness: Harness
     #: The resolved config; paths inside evalrepro's package are written ${pkg:...}.

@@ -97,14 +97,18 @@ class _Frozen(BaseModel):
 class Observation(Record):
     record: Literal["Observation"] = "Observation"
     #: 3: the canaries' checks; 4: the fresh runs'; 5: the agent phase's end; 6: the
-    #: re-runs of failing tests.
-    schema_version: int = 6
-    migrations = {2: unchanged, 3: unchanged, 4: unchanged, 5: unchanged}
+    #: re-runs of failing tests; 7: ``whole_log``.
+    schema_version: int = 7
+    migrations = {2: unchanged, 3: unchanged, 4: unchanged, 5: unchanged, 6: unchanged}
     instance_id: str
     #: Where the facts come from: evalrepro's supervisor, or a bare log.
     source: Literal["supervisor", "log"] = "log"
     #: The rules that read a bare log (``testlog``); None for the supervisor's byte range.
     log_rules: Literal["swebench", "strict"] | None = None
+    #: A bare log with no markers and no harness line at all (a plain runner log given
+    #: to ``grade --log``) was read whole as the test output: nothing framed a region,
+    #: whatever printed to it printed into what was graded.
+    whole_log: bool = False
     #: None when unknown (grading a bare log whose patch step was not recorded).
     patch_status: PatchStatus | None = None
     patch_method: str | None = None

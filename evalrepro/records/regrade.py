@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from evalrepro.records.base import Record
+from evalrepro.records.base import Record, unchanged
 
 
 class RegradeDifference(BaseModel):
@@ -23,6 +23,9 @@ class RegradeDifference(BaseModel):
 
 class RegradeSummary(Record):
     record: Literal["RegradeSummary"] = "RegradeSummary"
+    #: 2: ``no_patch``.
+    schema_version: int = 2
+    migrations = {1: unchanged}
     logs: str
     dataset: str
     model: str
@@ -32,3 +35,6 @@ class RegradeSummary(Record):
     #: Instances whose folder held a report.json of swebench's.
     compared: int
     differences: list[RegradeDifference]
+    #: Instances whose folder kept no patch.diff: graded from the log, the patch unknown
+    #: (never an empty patch: swebench writes no log for one).
+    no_patch: list[str] = []

@@ -11,7 +11,12 @@ directory::
         patch.diff         the final attempt's, byte for byte
       <model>.<run_id>.json   the run report, every key of ``make_run_report``
 
-``<model>`` is the model name with "/" replaced by "__", as swebench names it.
+``<model>`` is the prediction's ``model_name_or_path`` with "/" replaced by "__", as
+swebench names it (``run_instance`` and ``make_run_report``), and the run report is
+named by the first prediction's (swebench: the first in its predictions file; here, in
+the instances' order). A ``target.name`` that renames the predictions names the target
+in evalrepro's trial ids, results and reports, never here: a SWE-bench user's own
+``make_run_report``, fed the predictions file, looks where the predictions say.
 
 Our verdict, said in swebench's terms (``score.Outcome`` and its reason decide):
 
@@ -22,10 +27,13 @@ Our verdict, said in swebench's terms (``score.Outcome`` and its reason decide):
 * invalid -> no ``report.json``: what swebench's harness leaves for an instance whose
   evaluation errored (timeout, broken environment), so ``make_run_report`` counts it
   in ``error_ids``; the test output and patch are still there for a reader;
-* an empty patch (``""`` or none, swebench's rule) -> nothing at all: swebench never runs
-  one, and lists it in ``empty_patch_ids``; a trial without a result yet -> nothing
-  (an error, as a crashed instance is there); an instance without a prediction ->
-  ``incomplete_ids``.
+* an empty patch (``""`` or none, swebench's rule; the final attempt's ``patch.diff``
+  when there is one, else the plan's; an agent that left none) -> nothing at all:
+  swebench never runs one, and
+  lists it in ``empty_patch_ids``; a patch nobody kept (a regraded log whose folder held
+  no ``patch.diff``: swebench ran a patch, its log says so) -> its verdict, without a
+  ``patch.diff``; a trial without a result yet -> nothing (an error, as a crashed
+  instance is there); an instance without a prediction -> ``incomplete_ids``.
 
 The run report lists what ``make_run_report`` computes from that tree (it is tested
 against it: same ids). Only its advisory classification of failures (swebench #586:
@@ -76,6 +84,8 @@ _EMPTY_PATCH = sha256_bytes(b"")
 #: Our reasons for an invalid trial, in swebench's failure tiers (see the docstring).
 _ENVIRONMENT_REASONS = frozenset({"infrastructure_error"})
 _PATCH_REASONS = frozenset({"suspect_patch", "test_infrastructure_changed", "runner_exit_abnormal"})
+#: An agent's trial that left no patch to test (its own answer: an empty one).
+_AGENT_NO_PATCH = frozenset({"agent_no_diff", "agent_budget_exhausted", "agent_error"})
 #: Reasons that come from graded tests: swebench's "found" (its patch applied).
 _GRADED_REASONS = frozenset(TEST_REASONS)
 #: Files written at once: each is fsynced, and the disk commits concurrent fsyncs
@@ -95,6 +105,11 @@ class Verdicts:
 
     def __init__(self, lockfile: Lockfile, results: dict[str, TrialResult]) -> None:
         predictions = {p.instance_id: p for p in lockfile.target.predictions if p.sample_index == 0}
+        #: instance id -> its prediction's model_name_or_path (swebench's folder name).
+        self.models = {
+            instance_id: prediction.model_name_or_path or lockfile.target.target_id
+            for instance_id, prediction in predictions.items()
+        }
         trials = {t.key.instance_id: t for t in lockfile.trials if t.key.sample_index == 0}
         self.dataset = [instance.instance_id for instance in lockfile.dataset.instances]
         self.submitted = sorted(predictions)
@@ -111,11 +126,13 @@ class Verdicts:
             if prediction is None:
                 self.ids["incomplete"].add(instance_id)
                 continue
-            if prediction.patch_digest == _EMPTY_PATCH:
-                self.ids["empty"].add(instance_id)
-                continue
             trial = trials.get(instance_id)
             result = results.get(trial.trial_id) if trial is not None else None
+            # An agent's patch is made in its trial: none is in the plan.
+            planned = None if lockfile.target.kind == "agent" else prediction.patch_digest
+            if _empty_patch(planned, result):
+                self.ids["empty"].add(instance_id)
+                continue
             if result is None:
                 self.ids["error"].add(instance_id)
                 continue
@@ -134,6 +151,12 @@ class Verdicts:
     def run_report(self) -> dict[str, Any]:
         return run_report(self.dataset, self.submitted, self.ids, self.tiers, self.reasons)
 
+    def report_model(self, default: str) -> str:
+        """The model the run report is named by: swebench takes its first prediction's
+        (in its predictions' order; here, the instances' order); ``default`` without
+        predictions."""
+        return next(iter(sorted(self.models.items())), ("", default))[1]
+
 
 def write_swebench_layout(
     run_dir: Path,
@@ -146,26 +169,32 @@ def write_swebench_layout(
 ) -> Path:
     """Write ``RUN/swebench/`` for the trials of ``lockfile`` (``results`` by trial id).
 
+    Each instance's folder is named by its prediction's ``model_name_or_path`` (the
+    lockfile's, else ``model``, the target's id), as swebench names it.
     ``intact``: the caller knows every artifact still has its digest (the run that just
     recorded or checked them), so they are not hashed again. Returns the run report's
     path, ``RUN/swebench/<model>.<run_id>.json``.
     """
-    model_dir = swebench_model_dir(model)
     _check_name(run_id, "run id")
-    _check_name(model_dir, "model name")
     root = run_dir / LAYOUT_DIR
-    instances_dir = root / RUN_EVALUATION / run_id / model_dir
+    runs_dir = root / RUN_EVALUATION / run_id
     verdicts = Verdicts(lockfile, results)
+    model_dirs = {
+        instance_id: swebench_model_dir(name) for instance_id, name in verdicts.models.items()
+    }
+    for name in {*model_dirs.values(), swebench_model_dir(model)}:
+        _check_name(name, "model name")
     # Everything is checked before anything is written: a refused artifact leaves the
     # previous tree as it was.
     copies: list[tuple[Path, Artifact]] = []
     reports: list[tuple[Path, dict[str, Any]]] = []
-    written: dict[str, set[str]] = {}
+    #: model folder -> instance id -> the names written there.
+    written: dict[str, dict[str, set[str]]] = {}
     for instance_id in verdicts.dataset:
         _check_name(instance_id, "instance id")
     for instance_id, result in verdicts.kept.items():
-        folder = instances_dir / instance_id
-        names = written.setdefault(instance_id, set())
+        folder = runs_dir / model_dirs[instance_id] / instance_id
+        names = written.setdefault(model_dirs[instance_id], {}).setdefault(instance_id, set())
         for name in COPIED_ARTIFACTS:
             artifact = _artifact(result.attempts[-1], name)
             if artifact is not None:
@@ -189,9 +218,14 @@ def write_swebench_layout(
         # list(): the first failed write raises here.
         list(pool.map(copy, copies))
         list(pool.map(write_report, reports))
-    _remove_stale(instances_dir, written)
+    for model_dir in {*model_dirs.values(), swebench_model_dir(model)}:
+        _remove_stale(runs_dir / model_dir, written.get(model_dir, {}))
 
-    path = root / f"{model_dir}.{run_id}.json"
+    path = root / f"{swebench_model_dir(verdicts.report_model(model))}.{run_id}.json"
+    # A run report an earlier call named otherwise (by the target's id) would mislead.
+    renamed = root / f"{swebench_model_dir(model)}.{run_id}.json"
+    if renamed != path and renamed.is_file():
+        renamed.unlink()
     # swebench prints json.dumps(report, indent=4) into the file: one final newline.
     atomic.write_text(path, json.dumps(verdicts.run_report(), indent=4) + "\n")
     return path
@@ -250,6 +284,25 @@ def run_report(
         "error_ids": sorted(ids["error"]),
         "schema_version": RUN_REPORT_SCHEMA_VERSION,
     }
+
+
+def _empty_patch(locked_digest: str | None, result: TrialResult | None) -> bool:
+    """Whether swebench would call the instance's patch empty (``""`` or none).
+
+    The patch is the one the final attempt recorded (``patch.diff``), when there is a
+    result: a patch made in the run (an agent's) is not in the plan. An attempt without
+    a ``patch.diff`` had no patch to show: an agent that left none (no diff, its budget
+    or itself gave out) gave an empty answer; a foreign log whose folder kept no patch
+    did not: swebench never runs an empty patch, so a log is the sign of one that was
+    not, and its verdict is the log's. Without a result, the plan's patch decides
+    (``locked_digest``; None: the plan holds none, as for an agent).
+    """
+    if result is None:
+        return locked_digest == _EMPTY_PATCH
+    recorded = _artifact(result.attempts[-1], "patch.diff")
+    if recorded is not None:
+        return recorded.sha256 == _EMPTY_PATCH
+    return result.score.reason in _AGENT_NO_PATCH
 
 
 def _tier(reason: str) -> str | None:
