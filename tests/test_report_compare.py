@@ -159,7 +159,7 @@ def test_compare_several_runs_pairs_each_with_the_first_and_notes_multiplicity(r
         "1000",
     )
     report = json.loads(done.stdout)
-    assert [p["b"] for p in report["pairs"]] == ["model_a (model_a)", "model_b (model_b)"]
+    assert [p["b"] for p in report["pairs"]] == ["model_a", "model_b"]
     assert "Bonferroni" in report["multiple_comparisons_note"]
 
 

@@ -18,6 +18,7 @@ from rich.table import Table
 from evalrepro import __version__
 from evalrepro.digest import sha256_bytes
 from evalrepro.plan.lockfile import LOCKFILE_NAME
+from evalrepro.records.compare import run_label
 from evalrepro.records.lockfile import Lockfile
 from evalrepro.records.metrics import RunMetrics
 from evalrepro.records.observation import ExecutionStatus, Observation
@@ -461,7 +462,7 @@ def print_run_report(console: Console, report: RunReport) -> None:
     m = report.metrics
     console.print(f"[dim]{escape(provenance_line(report.provenance))}[/]", highlight=False)
     console.print(
-        f"[bold]{escape(m.experiment)}[/] ({escape(m.target_id)}): {m.planned} planned trials: "
+        f"[bold]{escape(run_label(m.experiment, m.target_id))}[/]: {m.planned} planned trials: "
         f"[green]{m.resolved} resolved[/], [yellow]{m.unresolved} unresolved[/], "
         f"[red]{m.invalid} invalid[/]"
         + (f", [bold red]{m.missing} missing[/]" if m.missing else ""),

@@ -50,6 +50,7 @@ from evalrepro import atomic
 from evalrepro.errors import UserError
 from evalrepro.records.artifact import Artifact
 from evalrepro.records.base import Record, parse_record, read_record
+from evalrepro.records.compare import run_label
 from evalrepro.records.report import RunReport, TrialRow
 from evalrepro.records.rerun import RerunCheck
 from evalrepro.records.supervision import SupervisorReport, TrialProgram
@@ -958,7 +959,7 @@ def write_view(
     rows = report.trials
     names = [trial_page(row.folder) for row in rows]
     problems = relative_problems(report.evidence_problems, run_dir)
-    title = f"{report.provenance.experiment} ({report.provenance.target_id})"
+    title = run_label(report.provenance.experiment, report.provenance.target_id)
 
     counts = Counter(row.reason for row in rows)
     reasons = [reason for reason, _ in counts.most_common()]
