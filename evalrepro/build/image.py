@@ -65,8 +65,7 @@ from typing import ClassVar
 from evalrepro import atomic
 from evalrepro.build import layertar
 from evalrepro.build.base import Builder
-from evalrepro.build.containerfile import _setting
-from evalrepro.build.images import ImageChain, inputs_digest, layer_key
+from evalrepro.build.images import ImageChain, inputs_digest, layer_key, setting_input
 from evalrepro.build.tether import run_tethered
 from evalrepro.config.builders import AdapterConfig, PrebuiltImageConfig, parse_pinned_reference
 from evalrepro.config.environment import PodmanEnvironment
@@ -445,8 +444,8 @@ class PrebuiltImageBuilder(Builder):
             PinnedInput(
                 kind="recipe", name="normalisation", digest=sha256_json(layertar.NORMALISATION)
             ),
-            _setting("python_env", adapt.python_env),
-            _setting("user", TEST_USER),
+            setting_input("python_env", adapt.python_env),
+            setting_input("user", TEST_USER),
         ]
         key = layer_key(self.kind, ADAPTER, inputs, image.key)
         tag = f"localhost/evalrepro-{ADAPTER}:{key.removeprefix('sha256:')[:24]}"
