@@ -23,7 +23,7 @@ import pytest
 from rich.console import Console
 
 from evalrepro.build.image import CONTRACT_CHECK, PrebuiltImageBuilder
-from evalrepro.build.images import ImageChain
+from evalrepro.build.images import ImageChain, package_manifest_name
 from evalrepro.digest import sha256_bytes
 from evalrepro.errors import UserError
 from evalrepro.pipeline import lock_experiment
@@ -369,6 +369,10 @@ def test_trials_run_in_the_adapted_image_and_the_lockfile_pins_both_layers(
     assert adapter.image_digest == f"sha256:{runtime.image_id(adapter.tag)}"
     (trial,) = lockfile.trials
     assert trial.image_key == adapter.key
+    # The pulled image's package list is kept beside the results, as the base's.
+    manifest = tmp_path / "gold" / package_manifest_name(pulled.key)
+    assert sha256_bytes(manifest.read_bytes()) == pulled.package_manifest_digest
+    assert adapter.package_manifest_digest is None
 
     # A second lock finds both layers: nothing is pulled or built, the same images.
     console = Console(file=io.StringIO(), width=200)
@@ -391,6 +395,9 @@ def test_trials_run_in_the_adapted_image_and_the_lockfile_pins_both_layers(
     runtime.podman("tag", adapter.image_digest, other)
     try:
         runtime.podman("rmi", adapter.tag)
+        # (its contract is checked again, in that image)
+        for verdict in (cache_dir() / "images").glob(f"{adapter.image_digest[7:]}.check-*"):
+            verdict.unlink()
         chain = prepare_adapted(
             swebench_reference, locked=[image.record() for image in lockfile.environment.images]
         )
