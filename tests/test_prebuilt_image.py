@@ -221,7 +221,7 @@ def test_a_trial_runs_in_the_pulled_image_and_the_lockfile_pins_its_id(
 #: demo's calc-1 image turned into one made as SWE-bench's Dockerfiles make theirs. The
 #: repo cloned into /testbed by root and reset to the base commit, its remote removed;
 #: the tests' Python in an environment at conda's place, "activated" by a script; no
-#: harness store, no test user.
+#: harness store; uid 1000 is "nonroot" (SWE-bench's base adds it), there is no "tester".
 SWEBENCH_LIKE = """FROM {instance}
 RUN set -eu; export PATH=/usr/sbin:/usr/bin:/sbin:/bin; \\
     mkdir -p /opt/miniconda3/envs /opt/miniconda3/bin; \\
@@ -233,7 +233,8 @@ RUN set -eu; export PATH=/usr/sbin:/usr/bin:/sbin:/bin; \\
     git clone -q --no-local --no-checkout /opt/evalrepro/repo.git /testbed.new; \\
     git -C /testbed.new reset -q --hard {base}; git -C /testbed.new remote remove origin; \\
     rm -rf /testbed /opt/evalrepro; mv /testbed.new /testbed; \\
-    sed -i '/^tester:/d' /etc/passwd /etc/group /etc/shadow /etc/gshadow; rm -rf /home/tester
+    sed -i '/^tester:/d' /etc/passwd /etc/group /etc/shadow /etc/gshadow; rm -rf /home/tester; \\
+    useradd --create-home --uid 1000 --user-group nonroot
 WORKDIR /testbed
 """
 CONDA_ENV = "/opt/miniconda3/envs/testbed"
@@ -313,9 +314,15 @@ def test_the_adapter_layer_is_built_from_pins_on_the_pulled_image_and_found_agai
     done = runtime.podman(
         "run", "--rm", "--network", "none", adapter.image_digest, "/bin/sh", "-c",
         "stat -c %u /testbed /home/tester; readlink /opt/venv; stat -c %u /opt/evalrepro/repo.git;"
-        " git --git-dir /opt/evalrepro/repo.git cat-file -t HEAD; getent passwd 1000 | cut -d: -f1",
+        " git --git-dir /opt/evalrepro/repo.git cat-file -t HEAD; id -u tester; id -g tester",
     )  # fmt: skip
-    assert done.stdout.split() == ["1000", "1000", CONDA_ENV, "0", "commit", "tester"]
+    assert done.stdout.split() == ["1000", "1000", CONDA_ENV, "0", "commit", "1000", "1000"]
+    # An agent's sandbox names its user: tester is one, beside the image's own uid 1000.
+    done = runtime.podman(
+        "run", "--rm", "--network", "none", "--user", "tester", adapter.image_digest,
+        "/bin/sh", "-c", 'id -u; echo "$HOME"; getent passwd nonroot | cut -d: -f3',
+    )  # fmt: skip
+    assert done.stdout.split() == ["1000", "/home/tester", "1000"]
 
     # Found again, not rebuilt; a setting changed is another layer (another key).
     again = prepare_adapted(swebench_reference)

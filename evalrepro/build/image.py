@@ -24,8 +24,8 @@ conda env, no harness store) meet the contract:
 * the harness's store ``/opt/evalrepro/repo.git``: a bare copy of ``/testbed/.git``
   (``git clone --local --no-hardlinks``: the object files as they are), made before the
   test user may write there;
-* the test user (uid 1000, ``tester``, home ``/home/tester``) added if the image has no
-  uid 1000;
+* the test user ``tester`` (uid 1000, home ``/home/tester``), added beside the image's own
+  uid 1000 if it has one (SWE-bench's ``nonroot``): an agent's sandbox runs as ``tester``;
 * ``/testbed`` owned by the test user;
 * ``/opt/venv`` a link to the environment's prefix (``adapt.python_env``, SWE-bench's
   ``/opt/miniconda3/envs/testbed``): the test command's PATH has ``/opt/venv/bin`` first,

@@ -55,8 +55,8 @@ def parse_pinned_reference(reference: str) -> tuple[str, str] | None:
 class AdapterConfig(BaseModel):
     """A thin layer of evalrepro's on each pulled image, for images made the way
     SWE-bench's are (see ``evalrepro.build.image``): ``/testbed`` given to the test user,
-    the harness's git store copied from ``/testbed/.git``, the test user added if the
-    image has no uid 1000, and the Python environment the tests run in put first on the
+    the harness's git store copied from ``/testbed/.git``, the test user ``tester`` (uid
+    1000) added, and the Python environment the tests run in put first on the
     test command's PATH (as ``/opt/venv``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
