@@ -26,9 +26,10 @@ from evalrepro.build.image import CONTRACT_CHECK, PrebuiltImageBuilder
 from evalrepro.build.images import ImageChain, package_manifest_name
 from evalrepro.digest import sha256_bytes
 from evalrepro.errors import UserError
-from evalrepro.pipeline import lock_experiment
+from evalrepro.pipeline import lock_experiment, run_experiment
 from evalrepro.plan.lockfile import read_lockfile
 from evalrepro.plan.plan import build_plan
+from evalrepro.publish.verify import check_run
 from evalrepro.records.image import BuildFailure, PinnedInput
 from evalrepro.run.backend import Backend
 from evalrepro.run.rundir import RunDirectory
@@ -380,6 +381,16 @@ def test_trials_run_in_the_adapted_image_and_the_lockfile_pins_both_layers(
     manifest = tmp_path / "gold" / package_manifest_name(pulled.key)
     assert sha256_bytes(manifest.read_bytes()) == pulled.package_manifest_digest
     assert adapter.package_manifest_digest is None
+    assert check_run(tmp_path / "gold").problems == []
+    # Run again from the lockfile: the same plan, the same outcome.
+    outcome = run_experiment(
+        image_config(swebench_reference, *adapted()),
+        Console(file=io.StringIO(), width=200),
+        run_dir=tmp_path / "from-lock",
+        cache_dir=cache_dir(),
+        locked=lockfile,
+    )
+    assert [t.outcome for t in outcome.results.trials] == ["resolved"]
 
     # A second lock finds both layers: nothing is pulled or built, the same images.
     console = Console(file=io.StringIO(), width=200)
