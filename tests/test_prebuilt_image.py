@@ -251,12 +251,19 @@ WRONG_PATCH = (
 
 
 @pytest.fixture(scope="module")
-def swebench_reference(pushed, instance_tag):
+def swebench_reference(pushed, instance_tag, runtime):
     (sample,) = image_config("127.0.0.1:1/x@sha256:" + "a" * 64).dataset.load()
     containerfile = SWEBENCH_LIKE.format(
         instance=instance_tag, env=CONDA_ENV, base=sample.base_commit
     )
-    return pushed(containerfile, "swebench-like")
+    yield pushed(containerfile, "swebench-like")
+    # The adapter layers built on it go before it (pushed's own cleanup).
+    for tag in ADAPTED_TAGS:
+        runtime.podman("rmi", "--force", tag, check=False)
+
+
+#: The adapter layers this session made (removed with the image they were made on).
+ADAPTED_TAGS: set[str] = set()
 
 
 def adapted(*overrides: str) -> list[str]:
@@ -269,7 +276,10 @@ def prepare_adapted(reference: str, *overrides: str, locked=None):
     backend.check()
     (sample,) = config.dataset.load()
     spec = config.dataset.test_spec(sample)
-    return backend.builder.prepare([spec], {}, locked)[INSTANCE]
+    chain = backend.builder.prepare([spec], {}, locked)[INSTANCE]
+    if isinstance(chain, ImageChain):
+        ADAPTED_TAGS.add(chain.image.tag)
+    return chain
 
 
 @with_marks
