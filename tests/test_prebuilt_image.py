@@ -23,11 +23,13 @@ import pytest
 from rich.console import Console
 
 from evalrepro.build.image import CONTRACT_CHECK, PrebuiltImageBuilder
-from evalrepro.build.images import ImageChain
+from evalrepro.build.images import ImageChain, package_manifest_name
+from evalrepro.digest import sha256_bytes
 from evalrepro.errors import UserError
-from evalrepro.pipeline import lock_experiment
+from evalrepro.pipeline import lock_experiment, run_experiment
 from evalrepro.plan.lockfile import read_lockfile
 from evalrepro.plan.plan import build_plan
+from evalrepro.publish.verify import check_run
 from evalrepro.records.image import BuildFailure, PinnedInput
 from evalrepro.run.backend import Backend
 from evalrepro.run.rundir import RunDirectory
@@ -214,6 +216,225 @@ def test_a_trial_runs_in_the_pulled_image_and_the_lockfile_pins_its_id(
     assert image.image_digest == f"sha256:{inspect(runtime, demo_reference)['Id']}"
 
 
+# --- made the way SWE-bench's are, adapted ---------------------------------------------
+
+#: A SWE-bench instance image's layout, from Debian packages (no Docker Hub here): the
+#: demo's calc-1 image turned into one made as SWE-bench's Dockerfiles make theirs. The
+#: repo cloned into /testbed by root and reset to the base commit, its remote removed;
+#: the tests' Python in an environment at conda's place, "activated" by a script; no
+#: harness store; uid 1000 is "nonroot" (SWE-bench's base adds it), there is no "tester".
+SWEBENCH_LIKE = """FROM {instance}
+RUN set -eu; export PATH=/usr/sbin:/usr/bin:/sbin:/bin; \\
+    mkdir -p /opt/miniconda3/envs /opt/miniconda3/bin; \\
+    cp -a /opt/venv /opt/miniconda3/envs/testbed; rm -rf /opt/venv; \\
+    for f in /opt/miniconda3/envs/testbed/bin/* /opt/miniconda3/envs/testbed/pyvenv.cfg; do \\
+      if [ -f "$f" ] && [ ! -L "$f" ]; then sed -i 's|/opt/venv|{env}|g' "$f"; fi; \\
+    done; \\
+    echo 'export PATH={env}/bin:$PATH' > /opt/miniconda3/bin/activate; \\
+    git clone -q --no-local --no-checkout /opt/evalrepro/repo.git /testbed.new; \\
+    git -C /testbed.new reset -q --hard {base}; git -C /testbed.new remote remove origin; \\
+    rm -rf /testbed /opt/evalrepro; mv /testbed.new /testbed; \\
+    sed -i '/^tester:/d' /etc/passwd /etc/group /etc/shadow /etc/gshadow; rm -rf /home/tester; \\
+    useradd --create-home --uid 1000 --user-group nonroot
+WORKDIR /testbed
+"""
+CONDA_ENV = "/opt/miniconda3/envs/testbed"
+#: Not a fix of calc-1: a new file, the fail-to-pass test still fails.
+WRONG_PATCH = (
+    "diff --git a/calc/notes.py b/calc/notes.py\n"
+    "new file mode 100644\n"
+    "--- /dev/null\n"
+    "+++ b/calc/notes.py\n"
+    "@@ -0,0 +1 @@\n"
+    '+NOTE = "not a fix"\n'
+)
+
+
+@pytest.fixture(scope="module")
+def swebench_reference(pushed, instance_tag, runtime):
+    (sample,) = image_config("127.0.0.1:1/x@sha256:" + "a" * 64).dataset.load()
+    containerfile = SWEBENCH_LIKE.format(
+        instance=instance_tag, env=CONDA_ENV, base=sample.base_commit
+    )
+    yield pushed(containerfile, "swebench-like")
+    # The adapter layers built on it go before it (pushed's own cleanup).
+    for tag in ADAPTED_TAGS:
+        runtime.podman("rmi", "--force", tag, check=False)
+
+
+#: The adapter layers this session made (removed with the image they were made on).
+ADAPTED_TAGS: set[str] = set()
+
+
+def adapted(*overrides: str) -> list[str]:
+    return ["+environment.builder.adapt={}", *overrides]
+
+
+def prepare_adapted(reference: str, *overrides: str, locked=None):
+    config = image_config(reference, *adapted(*overrides))
+    backend = Backend.open(config.environment, cache_dir())
+    backend.check()
+    (sample,) = config.dataset.load()
+    spec = config.dataset.test_spec(sample)
+    chain = backend.builder.prepare([spec], {}, locked)[INSTANCE]
+    if isinstance(chain, ImageChain):
+        ADAPTED_TAGS.add(chain.image.tag)
+    return chain
+
+
+@with_marks
+def test_an_image_made_the_way_swebench_does_is_refused_as_it_is(swebench_reference, runtime):
+    failure, _ = prepare(swebench_reference)
+    assert isinstance(failure, BuildFailure)
+    assert "/testbed is owned by uid 0, not by the test user (uid 1000)" in failure.reason
+    assert "no /opt/evalrepro/repo.git" in failure.reason
+
+
+@with_marks
+def test_the_adapter_layer_is_built_from_pins_on_the_pulled_image_and_found_again(
+    swebench_reference, runtime
+):
+    chain = prepare_adapted(swebench_reference)
+    assert isinstance(chain, ImageChain), chain
+    pulled, adapter = chain.layers
+    repository, manifest_digest = swebench_reference.split("@")
+    assert pulled.layer == "image" and pulled.inputs == [
+        PinnedInput(
+            kind="image", name=repository, digest=manifest_digest, source=swebench_reference
+        )
+    ]
+    assert pulled.image_digest == f"sha256:{inspect(runtime, swebench_reference)['Id']}"
+    assert pulled.package_manifest_digest is not None  # the pulled image's dpkg list
+    # The adapter: a layer on the pulled image's key, its recipe and settings its inputs.
+    assert adapter.builder == "image" and adapter.layer == "adapt"
+    assert adapter.parent_key == pulled.key and adapter.tag.startswith("localhost/evalrepro-adapt:")
+    recipe = runtime.files / "Containerfile.adapt"
+    assert (
+        PinnedInput(
+            kind="recipe", name="Containerfile.adapt", digest=sha256_bytes(recipe.read_bytes())
+        )
+        in adapter.inputs
+    )
+    assert {(i.name, i.version) for i in adapter.inputs if i.kind == "setting"} >= {
+        ("python_env", CONDA_ENV)
+    }
+    assert adapter.image_digest == f"sha256:{runtime.image_id(adapter.tag)}"
+    assert inspect(runtime, adapter.tag)["Parent"] in ("", pulled.image_digest.split(":")[1])
+
+    # What the supervisor needs is there now, made by the layer.
+    done = runtime.podman(
+        "run", "--rm", "--network", "none", adapter.image_digest, "/bin/sh", "-c",
+        "stat -c %u /testbed /home/tester; readlink /opt/venv; stat -c %u /opt/evalrepro/repo.git;"
+        " git --git-dir /opt/evalrepro/repo.git cat-file -t HEAD; id -u tester; id -g tester",
+    )  # fmt: skip
+    assert done.stdout.split() == ["1000", "1000", CONDA_ENV, "0", "commit", "1000", "1000"]
+    # An agent's sandbox names its user: tester is one, beside the image's own uid 1000.
+    done = runtime.podman(
+        "run", "--rm", "--network", "none", "--user", "tester", adapter.image_digest,
+        "/bin/sh", "-c", 'id -u; echo "$HOME"; getent passwd nonroot | cut -d: -f3',
+    )  # fmt: skip
+    assert done.stdout.split() == ["1000", "/home/tester", "1000"]
+
+    # Found again, not rebuilt; a setting changed is another layer (another key).
+    again = prepare_adapted(swebench_reference)
+    assert isinstance(again, ImageChain) and not again.image.built
+    assert again.image.key == adapter.key and again.image.image_digest == adapter.image_digest
+    # Built again from the same pins: the same bytes, the same Id.
+    runtime.podman("rmi", adapter.tag)
+    rebuilt = prepare_adapted(swebench_reference)
+    assert isinstance(rebuilt, ImageChain) and rebuilt.image.built
+    assert rebuilt.image.image_digest == adapter.image_digest
+    elsewhere = prepare_adapted(
+        swebench_reference, "environment.builder.adapt.python_env=/opt/elsewhere"
+    )
+    assert isinstance(elsewhere, BuildFailure) and elsewhere.layer == "adapt"
+    assert elsewhere.key != adapter.key
+    assert elsewhere.reason.startswith(f"instance {INSTANCE}: building the adapter on ")
+    assert elsewhere.reason.endswith(" failed: no /opt/elsewhere/bin/python"), elsewhere.reason
+    assert [layer.key for layer in elsewhere.below] == [pulled.key]
+
+
+@with_marks
+def test_trials_run_in_the_adapted_image_and_the_lockfile_pins_both_layers(
+    swebench_reference, runtime, tmp_path
+):
+    results, text = run_demo(image_config(swebench_reference, *adapted()), tmp_path / "gold")
+    (line,) = results.trials
+    assert line.outcome == "resolved", text
+    predictions = tmp_path / "wrong.jsonl"
+    predictions.write_text(
+        json.dumps(
+            {"instance_id": INSTANCE, "model_name_or_path": "wrong", "model_patch": WRONG_PATCH}
+        )
+        + "\n"
+    )
+    results, text = run_demo(
+        image_config(
+            swebench_reference, *adapted(), "target=model_a", f"target.path={predictions}"
+        ),
+        tmp_path / "wrong",
+    )
+    (line,) = results.trials
+    assert line.outcome == "unresolved", text
+
+    lockfile = read_lockfile(RunDirectory(tmp_path / "gold").lockfile_path)
+    pulled, adapter = lockfile.environment.images
+    assert pulled.layer == "image" and adapter.layer == "adapt"
+    assert pulled.tag == swebench_reference
+    assert pulled.inputs[0].digest == swebench_reference.split("@")[1]
+    assert pulled.image_digest == f"sha256:{inspect(runtime, swebench_reference)['Id']}"
+    assert adapter.parent_key == pulled.key
+    assert adapter.image_digest == f"sha256:{runtime.image_id(adapter.tag)}"
+    (trial,) = lockfile.trials
+    assert trial.image_key == adapter.key
+    # The pulled image's package list is kept beside the results, as the base's.
+    manifest = tmp_path / "gold" / package_manifest_name(pulled.key)
+    assert sha256_bytes(manifest.read_bytes()) == pulled.package_manifest_digest
+    assert adapter.package_manifest_digest is None
+    assert check_run(tmp_path / "gold").problems == []
+    # Run again from the lockfile: the same plan, the same outcome.
+    outcome = run_experiment(
+        image_config(swebench_reference, *adapted()),
+        Console(file=io.StringIO(), width=200),
+        run_dir=tmp_path / "from-lock",
+        cache_dir=cache_dir(),
+        locked=lockfile,
+    )
+    assert [t.outcome for t in outcome.results.trials] == ["resolved"]
+
+    # A second lock finds both layers: nothing is pulled or built, the same images.
+    console = Console(file=io.StringIO(), width=200)
+    again = lock_experiment(
+        image_config(swebench_reference, *adapted()),
+        console,
+        output=tmp_path / "again.lock.json",
+        cache_dir=cache_dir(),
+    )
+    assert "images: 2 layers ready (0 built now, 2 reused)" in console.file.getvalue()
+    assert again.environment.images == lockfile.environment.images
+    # Run again from the lockfile: the locked layers are the ones found.
+    chain = prepare_adapted(
+        swebench_reference, locked=[image.record() for image in lockfile.environment.images]
+    )
+    assert isinstance(chain, ImageChain) and not chain.image.built
+    assert [r.image_digest for r in chain.layers] == [pulled.image_digest, adapter.image_digest]
+    # The locked layer under another name only (as a bundle loads it): found, not built.
+    other = f"localhost/evalrepro-imgtest-adapted:{adapter.key[7:19]}"
+    runtime.podman("tag", adapter.image_digest, other)
+    try:
+        runtime.podman("rmi", adapter.tag)
+        # (its contract is checked again, in that image)
+        for verdict in (cache_dir() / "images").glob(f"{adapter.image_digest[7:]}.check-*"):
+            verdict.unlink()
+        chain = prepare_adapted(
+            swebench_reference, locked=[image.record() for image in lockfile.environment.images]
+        )
+        assert isinstance(chain, ImageChain) and not chain.image.built
+        assert chain.image.image_digest == adapter.image_digest
+    finally:
+        runtime.podman("rmi", other, check=False)
+
+
 # --- refused ----------------------------------------------------------------------------
 
 
@@ -373,6 +594,19 @@ def test_a_reference_not_pinned_by_digest_is_a_one_line_config_error(reference):
         image_config(reference)
     message = str(refused.value)
     assert "\n" not in message and f"instance {INSTANCE}" in message and reference in message
+
+
+@pytest.mark.parametrize("python_env", ["opt/env", "/opt/env;rm -rf /", "/opt/../etc", "/opt/a b"])
+def test_an_adapter_python_env_not_a_plain_absolute_path_is_a_one_line_config_error(python_env):
+    # It goes into the adapter layer's build command.
+    with pytest.raises(UserError) as refused:
+        image_config(
+            "127.0.0.1:1/x@sha256:" + "a" * 64,
+            *adapted(f"environment.builder.adapt.python_env='{python_env}'"),
+        )
+    message = str(refused.value)
+    assert "\n" not in message and "environment.builder.adapt.python_env" in message
+    assert "is not a plain absolute path" in message
 
 
 def test_an_instance_without_an_image_is_a_one_line_error_naming_it():

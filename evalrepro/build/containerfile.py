@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import re
 import shutil
@@ -53,6 +52,7 @@ from evalrepro import atomic
 from evalrepro.build import debian, layertar, tether, wheels
 from evalrepro.build.base import Builder
 from evalrepro.build.images import ImageChain, inputs_digest, layer_key
+from evalrepro.build.images import setting_input as _setting
 from evalrepro.build.tether import run_tethered
 from evalrepro.config.environment import PodmanEnvironment
 from evalrepro.digest import sha256_bytes, sha256_json
@@ -597,12 +597,6 @@ class ContainerfileBuilder(Builder):
 def _building_tag(staging: Path) -> str:
     """The name an image has between its build and its rewrite (layertar)."""
     return f"localhost/evalrepro-building:{staging.name.lower()}"
-
-
-def _setting(name: str, value: object) -> PinnedInput:
-    """A build setting as an input: its value is its version, its digest canonical JSON."""
-    shown = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-    return PinnedInput(kind="setting", name=name, version=shown or "", digest=sha256_json(value))
 
 
 def _requirement_inputs(packages: Sequence[str]) -> list[PinnedInput]:

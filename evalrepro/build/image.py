@@ -10,9 +10,30 @@ Run again from a lockfile, an image whose Id is not the locked one is refused (a
 manifest list resolves to one image per platform: another architecture is another Id).
 An image already in the store under its pinned digest is not pulled again.
 
-There is no layer on top: the image is what the trial runs in, so it must already hold
-what the trial supervisor needs (``evalrepro.run.sandbox.supervisor``), and is checked for
-it once per image Id and base commit, in one container:
+Without ``adapt`` there is no layer on top: the image is what the trial runs in, so it
+must already hold what the trial supervisor needs (``evalrepro.run.sandbox.supervisor``).
+With ``adapt``, one layer of evalrepro's goes on each pulled image
+(``backends/podman/Containerfile.adapt``, built on the pulled image's Id, without network,
+its top layer normalised as the Containerfile builder's are: ``layertar``). Its key is
+over its recipe's bytes, the normalisation rule, the environment's prefix and the test
+user, and the pulled image's key (so over the manifest digest): a change to any of them
+is another layer, found by its tag ``localhost/evalrepro-adapt:<key>`` once built. It
+makes an image made the way SWE-bench's are (the repo cloned into ``/testbed`` by root, a
+conda env, no harness store) meet the contract:
+
+* the harness's store ``/opt/evalrepro/repo.git``: a bare copy of ``/testbed/.git``
+  (``git clone --local --no-hardlinks``: the object files as they are), made before the
+  test user may write there;
+* the test user ``tester`` (uid 1000, home ``/home/tester``), added beside the image's own
+  uid 1000 if it has one (SWE-bench's ``nonroot``): an agent's sandbox runs as ``tester``;
+* ``/testbed`` owned by the test user;
+* ``/opt/venv`` a link to the environment's prefix (``adapt.python_env``, SWE-bench's
+  ``/opt/miniconda3/envs/testbed``): the test command's PATH has ``/opt/venv/bin`` first,
+  which is what ``conda activate testbed`` does to PATH (the env's ``activate.d`` scripts
+  are not run). An image with an ``/opt/venv`` of its own is refused.
+
+The image (the adapted one, if adapted) is checked once per image Id and base commit, in
+one container:
 
 * ``/usr/bin/python3`` able to compile the supervisor, run as the container's root (no
   ``USER`` but root, no ``ENTRYPOINT``);
@@ -27,32 +48,46 @@ it once per image Id and base commit, in one container:
   standard library or the test framework, which the exit guard takes from outside the tree.
 
 An image of the Containerfile builder's instance layer meets this; SWE-bench's published
-images (tree owned by root, no harness store) do not as they are. The spec's packages
-and install command are not applied: the image was built with them.
+images (tree owned by root, no harness store) do not as they are, and do once adapted.
+The spec's packages and install command are not applied: the image was built with them.
+The pulled image's installed-package list (dpkg's) is kept as the chain's base's.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import ClassVar
 
 from evalrepro import atomic
+from evalrepro.build import layertar
 from evalrepro.build.base import Builder
-from evalrepro.build.images import ImageChain, inputs_digest, layer_key
-from evalrepro.config.builders import PrebuiltImageConfig, parse_pinned_reference
+from evalrepro.build.images import ImageChain, inputs_digest, layer_key, setting_input
+from evalrepro.build.tether import run_tethered
+from evalrepro.config.builders import AdapterConfig, PrebuiltImageConfig, parse_pinned_reference
 from evalrepro.config.environment import PodmanEnvironment
 from evalrepro.digest import sha256_bytes, sha256_json
 from evalrepro.errors import UserError
 from evalrepro.records.image import BuildFailure, ImageRecord, PinnedInput
 from evalrepro.records.supervision import TEST_USER
 from evalrepro.records.testspec import TestSpec
-from evalrepro.run.runtimes.podman import _RUNTIME_FAILURES, PodmanRuntime, _last_line
+from evalrepro.run.runtimes.podman import (
+    _RUNTIME_FAILURES,
+    PodmanError,
+    PodmanRuntime,
+    _last_line,
+)
 from evalrepro.run.sandbox import GIT_DIR, SUPERVISOR, SUPERVISOR_PATH, TESTBED
 from evalrepro.sources.checkout import LocalCheckout
 
 LAYER = "image"
+#: The layer ``adapt`` puts on a pulled image (``backends/podman/Containerfile.adapt``).
+ADAPTER = "adapt"
+#: How the adapter's recipe starts the line that says why it cannot adapt an image.
+_ADAPTER_SAYS = "evalrepro adapter: "
 #: Run in the image by its own ``/usr/bin/python3 -I -S`` (any Python 3 the supervisor
 #: itself could run on): prints one JSON object, the problems found and the dpkg list.
 CONTRACT_CHECK = """
@@ -172,6 +207,9 @@ class PrebuiltImageBuilder(Builder):
         assert isinstance(self.config.builder, PrebuiltImageConfig)
         self.settings: PrebuiltImageConfig = self.config.builder
         self._images: dict[str, ImageRecord | BuildFailure] = {}
+        #: The adapter layer on each pulled image, by the pulled image's key.
+        self._adapted: dict[str, ImageRecord | BuildFailure] = {}
+        self._normaliser = layertar.Normaliser(self.runtime, self.cache_dir / "layer-sizes")
 
     def prepare(
         self,
@@ -194,14 +232,23 @@ class PrebuiltImageBuilder(Builder):
             if reference not in self._images:
                 self._images[reference] = self._image(spec.instance_id, reference, pins)
             image = self._images[reference]
+            layers: list[ImageRecord] = []
+            if isinstance(image, ImageRecord) and self.settings.adapt is not None:
+                if image.key not in self._adapted:
+                    self._adapted[image.key] = self._adapt(image, self.settings.adapt, pins)
+                layers, image = [image], self._adapted[image.key]
+            result = image
             if isinstance(image, ImageRecord):
-                image = self._checked(spec, image)
-            if isinstance(image, BuildFailure):
-                chains[spec.instance_id] = image.model_copy(
-                    update={"reason": f"instance {spec.instance_id}: {image.reason}"}
+                result = self._checked(spec, [*layers, image])
+            if isinstance(result, BuildFailure):
+                chains[spec.instance_id] = result.model_copy(
+                    update={
+                        "reason": f"instance {spec.instance_id}: {result.reason}",
+                        "below": layers if result.layer == ADAPTER else [],
+                    }
                 )
             else:
-                chains[spec.instance_id] = ImageChain(layers=[image])
+                chains[spec.instance_id] = result
         return chains
 
     # --- pull ------------------------------------------------------------------------
@@ -288,8 +335,11 @@ class PrebuiltImageBuilder(Builder):
 
     # --- the supervisor's contract ----------------------------------------------------
 
-    def _checked(self, spec: TestSpec, image: ImageRecord) -> ImageRecord | BuildFailure:
-        """The image, if it holds what the supervisor needs for ``spec``; else a failure."""
+    def _checked(self, spec: TestSpec, layers: list[ImageRecord]) -> ImageChain | BuildFailure:
+        """The chain, if its image holds what the supervisor needs for ``spec``; else a
+        failure. The pulled image (the base) gets the package list (the adapter installs
+        none)."""
+        image = layers[-1]
         check_key = sha256_json(
             {
                 "check": CONTRACT_CHECK,
@@ -311,15 +361,15 @@ class PrebuiltImageBuilder(Builder):
             return self._failure(
                 image, f"{image.tag} cannot run trials: " + "; ".join(result["problems"])
             )
-        packages = self._manifest_file(image.image_digest)
+        base = layers[0]
+        packages = self._manifest_file(base.image_digest)
         if result["packages"] is not None and not packages.exists():
             lines = sorted(result["packages"].splitlines())
             atomic.write_text(packages, "\n".join(lines) + "\n")
-        if not packages.exists():
-            return image
-        return image.model_copy(
-            update={"package_manifest_digest": sha256_bytes(packages.read_bytes())}
-        )
+        if packages.exists():
+            digest = sha256_bytes(packages.read_bytes())
+            base = base.model_copy(update={"package_manifest_digest": digest})
+        return ImageChain(layers=[base, *layers[1:]])
 
     def _run_check(self, spec: TestSpec, image: ImageRecord) -> dict:
         found = self._inspect(image.tag) or {}
@@ -375,7 +425,122 @@ class PrebuiltImageBuilder(Builder):
         return {"problems": list(result.get("problems") or []), "packages": result.get("packages")}
 
     def _failure(self, image: ImageRecord, reason: str) -> BuildFailure:
-        return BuildFailure(builder=self.kind, layer=LAYER, key=image.key, reason=reason)
+        return BuildFailure(builder=self.kind, layer=image.layer, key=image.key, reason=reason)
+
+    # --- the adapter layer -----------------------------------------------------------
+
+    def _adapt(
+        self, image: ImageRecord, adapt: AdapterConfig, pins: dict[str, ImageRecord]
+    ) -> ImageRecord | BuildFailure:
+        """The adapter layer on the pulled ``image``: found by its key, else built."""
+        containerfile = self.runtime.files / f"Containerfile.{ADAPTER}"
+        inputs = [
+            PinnedInput(
+                kind="recipe",
+                name=containerfile.name,
+                digest=sha256_bytes(containerfile.read_bytes()),
+            ),
+            # Rewritten without overlayfs's attributes, as the Containerfile builder's layers.
+            PinnedInput(
+                kind="recipe", name="normalisation", digest=sha256_json(layertar.NORMALISATION)
+            ),
+            setting_input("python_env", adapt.python_env),
+            setting_input("user", TEST_USER),
+        ]
+        key = layer_key(self.kind, ADAPTER, inputs, image.key)
+        tag = f"localhost/evalrepro-{ADAPTER}:{key.removeprefix('sha256:')[:24]}"
+        log = self.cache_dir / "builds" / f"{ADAPTER}-{key.removeprefix('sha256:')}.log"
+        built, seconds = False, 0.0
+        try:
+            # A locked layer the store holds (under any name: a bundle's image) is that
+            # layer, given the layer's tag (the contract check runs the tag).
+            pinned = pins.get(key)
+            found = self.runtime.image_id(pinned.image_digest) if pinned else None
+            if found is not None:
+                self.runtime.podman("tag", found, tag)
+            found = found or self.runtime.image_id(tag)
+            if found is None:
+                started = time.monotonic()
+                self._build_adapter(containerfile, tag, image, adapt, log)
+                built, seconds = True, round(time.monotonic() - started, 3)
+                found = self.runtime.image_id(tag)
+                if found is None:
+                    raise ImageProblem(f"{tag} is missing right after its build", log)
+        except (ImageProblem, PodmanError) as problem:
+            return BuildFailure(
+                builder=self.kind,
+                layer=ADAPTER,
+                key=key,
+                reason=str(problem),
+                build_log=str(log) if log.exists() else None,
+                below=[image],
+            )
+        return ImageRecord(
+            builder=self.kind,
+            layer=ADAPTER,
+            key=key,
+            inputs_digest=inputs_digest(inputs),
+            inputs=inputs,
+            tag=tag,
+            parent_key=image.key,
+            image_digest=f"sha256:{found.removeprefix('sha256:')}",
+            built=built,
+            build_seconds=seconds,
+        )
+
+    def _build_adapter(
+        self, containerfile: Path, tag: str, image: ImageRecord, adapt: AdapterConfig, log: Path
+    ) -> None:
+        """``podman build`` the adapter on the pulled image's Id, without network, then
+        normalise its layer (layertar): the tag appears only on the finished image."""
+        log.parent.mkdir(parents=True, exist_ok=True)
+        # Not the Containerfile builder's staging folder: it removes folders it did not lock.
+        staging = self.cache_dir / "staging-adapt"
+        staging.mkdir(parents=True, exist_ok=True)
+        context = Path(tempfile.mkdtemp(prefix="adapt-", dir=staging))
+        built = f"localhost/evalrepro-building:{context.name.lower()}"
+        try:
+            shutil.copy(containerfile, context / "Containerfile")
+            (context / "normalise").mkdir()
+            command = [
+                "podman",
+                "build",
+                "--pull=never",
+                "--timestamp",
+                "0",
+                "--layers=false",
+                "--omit-history",
+                "--network",
+                "none",
+                "--file",
+                str(context / "Containerfile"),
+                "--tag",
+                built,
+                "--build-arg",
+                f"PARENT={image.image_digest}",
+                "--build-arg",
+                f"PYTHON_ENV={adapt.python_env}",
+                str(context),
+            ]
+            with log.open("wb") as out:
+                returncode = run_tethered(command, stdout=out, env=self.runtime.env)
+            if returncode != 0:
+                # The recipe's own word on what the image lacks, else podman's last line.
+                text = log.read_text(errors="replace")
+                said = [
+                    line.removeprefix(_ADAPTER_SAYS).strip()
+                    for line in text.splitlines()
+                    if line.startswith(_ADAPTER_SAYS)
+                ]
+                tail = said[-1][:500] if said else _last_line(text)
+                raise ImageProblem(f"building the adapter on {image.tag} failed: {tail}", log)
+            try:
+                self._normaliser.normalise(built, tag, context / "normalise", image.image_digest)
+            except (layertar.LayerError, PodmanError, OSError, ValueError, KeyError) as error:
+                self.runtime.podman("rmi", built, check=False)
+                raise ImageProblem(f"normalising {tag}: {error}", log) from error
+        finally:
+            self.runtime.remove_tree(context)
 
     # --- files -----------------------------------------------------------------------
 

@@ -10,6 +10,8 @@ difference between two images is named by the first input that differs.
 
 from __future__ import annotations
 
+import json
+
 from pydantic import BaseModel, ConfigDict
 
 from evalrepro.digest import sha256_json
@@ -31,6 +33,12 @@ def layer_key(builder: str, layer: str, inputs: list[PinnedInput], parent: str |
             "inputs": [i.identity() for i in inputs],
         }
     )
+
+
+def setting_input(name: str, value: object) -> PinnedInput:
+    """A build setting as an input: its value is its version, its digest canonical JSON."""
+    shown = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return PinnedInput(kind="setting", name=name, version=shown or "", digest=sha256_json(value))
 
 
 def inputs_digest(inputs: list[PinnedInput]) -> str:

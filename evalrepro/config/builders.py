@@ -52,12 +52,38 @@ def parse_pinned_reference(reference: str) -> tuple[str, str] | None:
     return (match["repository"], match["digest"]) if match else None
 
 
+class AdapterConfig(BaseModel):
+    """A thin layer of evalrepro's on each pulled image, for images made the way
+    SWE-bench's are (see ``evalrepro.build.image``): ``/testbed`` given to the test user,
+    the harness's git store copied from ``/testbed/.git``, the test user ``tester`` (uid
+    1000) added, and the Python environment the tests run in put first on the
+    test command's PATH (as ``/opt/venv``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: The prefix of the environment the tests run in (its ``bin/python``): SWE-bench's
+    #: conda env ``testbed``. Its ``bin`` comes first on the test command's PATH, as
+    #: ``conda activate testbed`` puts it (the env's activation scripts are not run).
+    python_env: str = "/opt/miniconda3/envs/testbed"
+
+    @field_validator("python_env")
+    @classmethod
+    def _plain_absolute_path(cls, value: str) -> str:
+        # It is written into a shell command of the layer's build: a plain path only.
+        if not re.fullmatch(r"(/[A-Za-z0-9._+-]+)+", value) or "/.." in value:
+            raise ValueError(
+                f"{value!r} is not a plain absolute path (letters, digits, . _ + - and /)"
+            )
+        return value
+
+
 class PrebuiltImageConfig(BaseModel):
     """Images someone else built, pulled by digest (e.g. SWE-bench's published images).
 
-    Each image is used as is: it must hold what the trial supervisor needs (see
-    ``evalrepro.build.image``): the tree at ``/testbed`` owned by uid 1000, the
+    Without ``adapt``, each image is used as is: it must hold what the trial supervisor
+    needs (see ``evalrepro.build.image``): the tree at ``/testbed`` owned by uid 1000, the
     harness's git store at ``/opt/evalrepro/repo.git``, ``/usr/bin/python3``, git, patch.
+    With ``adapt``, a layer of evalrepro's on each image makes it so.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -70,6 +96,10 @@ class PrebuiltImageConfig(BaseModel):
     images: dict[str, str] = Field(default_factory=dict)
     #: Verify TLS when pulling (a registry on 127.0.0.1 without TLS needs false).
     tls_verify: bool = True
+    #: The adapter layer for images made the way SWE-bench's are (root's ``/testbed``, no
+    #: harness store, a conda env): ``adapt: {}`` for SWE-bench's own layout. null: the
+    #: images are used as they are.
+    adapt: AdapterConfig | None = None
 
     @field_validator("images")
     @classmethod
