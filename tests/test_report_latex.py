@@ -388,7 +388,13 @@ def test_comparison_of_pass_at_k_gets_a_block_of_rows_per_k(comparison):
     assert "\\emph{Resolved}" in tex and "\\emph{pass@2}" in tex
     assert "\\emph{sample\\_rate}" not in tex  # pass@1 again, shown once
     assert tex.count("A, the baseline") == 2
-    assert f"{cells(by_k['pass@2'].difference, sign=True)} & --- & --- \\\\" in tex
+    # No McNemar for rates: the sign-flip test's p, marked.
+    flip = by_k["pass@2"].sign_flip
+    assert flip is not None and flip.resamples is None  # 12 instances: exact
+    assert (
+        f"{cells(by_k['pass@2'].difference, sign=True)} & --- & {flip.p_value:.3f}$^{{s}}$ \\\\"
+        in tex
+    )
 
 
 def test_a_forced_comparison_is_marked_not_comparable(comparison):

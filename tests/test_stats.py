@@ -634,6 +634,62 @@ def test_the_verdict_rule_holds_on_random_larger_tables_and_at_corrected_levels(
         check_verdict(stats.compare_outcomes(a, b, confidence=confidence))
 
 
+# --- rates: the sign-flip test behind the verdict ------------------------------------
+
+
+def test_on_0_1_outcomes_the_sign_flip_test_is_exact_mcnemar():
+    # Every table with up to 14 discordant pairs: the same p, whatever the concordant.
+    for discordant in range(15):
+        for b_only in range(discordant + 1):
+            a, b = table(3, b_only, discordant - b_only, 2)
+            flip = stats.sign_flip_test(a, b)
+            assert flip.nonzero == discordant and flip.resamples is None
+            assert flip.p_value == pytest.approx(stats.mcnemar_exact(a, b).p_value, abs=1e-12)
+
+
+def test_a_sample_apart_on_three_instances_is_not_a_difference():
+    # One sample in A (all resolved), two in B with one of two resolved on 3 of 12
+    # instances: the bootstrap interval over 12 instances excludes 0, but the 3
+    # differences have 8 sign patterns, 2 as extreme: p = 0.25, as McNemar's 3 / 0.
+    a = np.ones(12)
+    b = np.array([0.5, 0.5, 0.5] + [1.0] * 9)
+    result = stats.compare_outcomes(a, b, n_resamples=2000)
+    assert result.difference.high < 0  # the interval alone would claim A is better
+    assert result.sign_flip == stats.SignFlip(nonzero=3, p_value=0.25)
+    assert result.verdict().endswith(
+        "not distinguishable at this n (the interval excludes 0 but exact sign-flip p >= 0.05)"
+    )
+
+
+def test_with_many_differing_instances_the_sign_flip_test_draws_and_is_reproducible():
+    rng = np.random.default_rng(7)
+    a = rng.integers(0, 3, 200) / 2
+    b = np.clip(a + rng.choice([-0.5, 0.0, 0.5], 200, p=[0.2, 0.4, 0.4]), 0, 1)
+    flip = stats.sign_flip_test(a, b, n_resamples=4000, seed=3)
+    assert flip.nonzero > stats.EXACT_SIGN_FLIPS and flip.resamples == 4000
+    assert flip == stats.sign_flip_test(a, b, n_resamples=4000, seed=3)
+    # p = (1 + as extreme) / (1 + draws): never 0.
+    assert 1 / 4001 <= flip.p_value <= 1
+
+
+def test_for_rates_a_direction_needs_the_interval_and_the_sign_flip_test():
+    rng = np.random.default_rng(11)
+    for _ in range(60):
+        n = int(rng.integers(5, 40))
+        a = rng.integers(0, 3, n) / 2
+        b = np.clip(a + rng.choice([-0.5, 0.0, 0.5], n, p=[0.15, 0.5, 0.35]), 0, 1)
+        result = stats.compare_outcomes(a, b, n_resamples=999, seed=int(rng.integers(1000)))
+        if result.mcnemar is not None:
+            continue  # 0/1 by chance: McNemar's rule, tested above
+        claimed = re.search(r": ([AB]) is better at this n", result.verdict())
+        supported = (
+            result.difference.excludes_zero
+            and result.difference.method != "degenerate"
+            and result.sign_flip.p_value < 0.05
+        )
+        assert bool(claimed) == supported, result.verdict()
+
+
 DEMO_INSTANCES = sorted({instance for _, instance in EXPECTED})
 DEMO_REPOS = [instance.split("__")[1].rsplit("-", 1)[0] for instance in DEMO_INSTANCES]
 
@@ -864,8 +920,8 @@ def test_identical_rates_give_a_zero_width_interval_and_no_claim():
     result = stats.compare_outcomes(rates, rates, n_resamples=999)
     assert result.difference.method == "degenerate"
     assert result.verdict() == (
-        "B resolves as many as A (all 4 paired differences equal, no interval): "
-        "not distinguishable at this n"
+        "B resolves as many as A (all 4 paired differences equal, no interval; "
+        "exact sign-flip p=1): not distinguishable at this n"
     )
 
 

@@ -49,6 +49,27 @@ class McNemar(BaseModel):
     p_value: float
 
 
+class SignFlip(BaseModel):
+    """The paired sign-flip (permutation) test of per-instance differences in rates: with
+    no difference between the runs, each nonzero difference is as likely to be negative
+    as positive, so the observed |sum| is compared with those of every sign pattern. On
+    0/1 outcomes it is exact McNemar's test; it is what keeps a verdict on rates honest
+    at small n, where a bootstrap interval alone is too narrow."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: Instances whose rates differ between the runs (the rest carry no sign).
+    nonzero: int
+    p_value: float
+    #: None when all 2**nonzero sign patterns were counted (exact); else the number of
+    #: random patterns drawn (p = (1 + as extreme) / (1 + resamples)).
+    resamples: int | None = None
+
+    @property
+    def name(self) -> str:
+        return "exact sign-flip" if self.resamples is None else "sign-flip"
+
+
 class Comparison(BaseModel):
     """Run B against run A on the same n instances (B - A: positive means B resolves more)."""
 
@@ -67,6 +88,9 @@ class Comparison(BaseModel):
     #: True difference detectable with 80% power at alpha = 1 - confidence, two-sided.
     minimum_detectable_difference: float
     cluster: ClusterInterval | None = None
+    #: The test behind a verdict on rates (None for 0/1 outcomes, and in records made
+    #: before it, where the interval alone decided).
+    sign_flip: SignFlip | None = None
 
     def verdict(self) -> str:
         """One line, e.g. "B resolves 3.1 points more (95% CI -1.2 to 7.4; exact McNemar
@@ -77,33 +101,44 @@ class Comparison(BaseModel):
             detail = f"all {self.n} paired differences equal, no interval"
         else:
             detail = f"{level} CI {_points(d.low)} to {_points(d.high)}"
-        if self.mcnemar is not None:
-            detail += f"; exact McNemar p={_p_value(self.mcnemar.p_value)}"
+        test = self._test()
+        if test is not None:
+            detail += f"; {test[0]} p={_p_value(test[1])}"
         direction, why = self._decision()
         line = f"{_difference_phrase(d.estimate)} ({detail}): {_conclusion(direction)}"
         return f"{line} ({'; '.join(why)})" if why else line
 
+    def _test(self) -> tuple[str, float] | None:
+        """The test that must agree with the interval: exact McNemar for 0/1 outcomes,
+        the sign-flip test for rates; none in rate records made before it."""
+        if self.mcnemar is not None:
+            return "exact McNemar", self.mcnemar.p_value
+        if self.sign_flip is not None:
+            return self.sign_flip.name, self.sign_flip.p_value
+        return None
+
     def _decision(self) -> tuple[int, list[str]]:
         """+1 when B is better, -1 when A is, 0 when they cannot be told apart; and why
         not, when the methods disagree, plus the by-repo sensitivity when it differs."""
-        d, test = self.difference, self.mcnemar
+        d, test = self.difference, self._test()
         alpha = f"{1 - self.confidence:.3g}"
         why: list[str] = []
         if test is None:
-            # Rates: the bootstrap interval alone; a zero-width one has no test behind it.
+            # Rates in an older record: the bootstrap interval alone; a zero-width one has
+            # no test behind it.
             direction = 0 if d.method == "degenerate" else _interval_direction(d)
         else:
-            by_test = 0 if test.p_value >= 1 - self.confidence else _sign(d.estimate)
-            # A zero-width interval (only from records of earlier versions) is no
-            # evidence of its own: the exact test decides.
+            name, p_value = test
+            by_test = 0 if p_value >= 1 - self.confidence else _sign(d.estimate)
+            # A zero-width interval is no evidence of its own: the exact test decides.
             by_interval = by_test if d.method == "degenerate" else _interval_direction(d)
             direction = by_interval if by_interval == by_test else 0
             if by_interval and not by_test:
-                why.append(f"the interval excludes 0 but exact McNemar p >= {alpha}")
+                why.append(f"the interval excludes 0 but {name} p >= {alpha}")
             elif by_test and not by_interval:
-                why.append(f"exact McNemar p < {alpha} but the interval includes 0")
+                why.append(f"{name} p < {alpha} but the interval includes 0")
             elif by_interval != by_test:
-                why.append("the interval and the exact McNemar test point opposite ways")
+                why.append(f"the interval and the {name} test point opposite ways")
         c = self.cluster
         if c is None or c.method == "degenerate":
             return direction, why

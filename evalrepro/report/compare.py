@@ -336,6 +336,8 @@ def print_comparison_report(console: Console, report: ComparisonReport) -> None:
             table.add_row("discordant (share of resolved samples): A higher / B higher", counts)
         if c.mcnemar is not None:
             table.add_row("exact McNemar p", f"{c.mcnemar.p_value:.3g}")
+        elif c.sign_flip is not None:
+            table.add_row(f"{c.sign_flip.name} p", f"{c.sign_flip.p_value:.3g}")
         correlation = "undefined (a run is constant)"
         if c.correlation is not None:
             correlation = f"{c.correlation:.2f}"

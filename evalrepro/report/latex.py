@@ -174,6 +174,16 @@ def _method(method: str) -> str:
     return "Wilson score" if method == "wilson" else method
 
 
+def _p_cell(c: Comparison) -> str:
+    """The p of the test behind the verdict: exact McNemar's, or the sign-flip test's for
+    rates (marked so: the column is McNemar's)."""
+    if c.mcnemar is not None:
+        return _p_value(c.mcnemar.p_value)
+    if c.sign_flip is not None:
+        return f"{_p_value(c.sign_flip.p_value)}$^{{s}}$"
+    return "---"
+
+
 def _p_value(p: float) -> str:
     return "$<$0.001" if p < 0.001 else f"{p:.3f}"
 
@@ -535,7 +545,7 @@ def render_comparison_latex(report: ComparisonReport, *, label: str | None = Non
                 f"{_name_cell(pair.b, wrap=wrap)}{_mark(pair)}{n_cell(c)} & "
                 f"{_interval_cells(c.rate_b)} & "
                 f"{_interval_cells(c.difference, sign=True)} & {discordant} & "
-                f"{_p_value(test.p_value) if test else '---'} \\\\"
+                f"{_p_cell(c)} \\\\"
             )
     lines += ["\\bottomrule", "\\end{tabular}", *_note(_comparison_notes(report, blocks))]
     lines.append("\\end{table}")
@@ -572,7 +582,14 @@ def _comparison_caption(report: ComparisonReport, blocks: list[Block], levels: l
         f"B $-$ A in percentage points with its {difference}, the discordant instances "
         f"(resolved by A only, by B only"
         + ("; for shares of resolved samples, higher in A, in B" if shares else "")
-        + ") and the exact McNemar test; verdicts below."
+        + ") and the exact McNemar test"
+        + (
+            " ($^{s}$: for shares of resolved samples, the exact sign-flip test of the "
+            "per-instance differences)"
+            if any(c.sign_flip is not None for c in comparisons)
+            else ""
+        )
+        + "; verdicts below."
     )
     if len(levels) > 1:
         caption += f" Intervals at {_listing(levels)}."

@@ -37,6 +37,10 @@ Which method for what, and why (../shared/docs/semantics.md, "Metrics and gates"
 * The discordant pairs: the **exact McNemar test** (``mcnemar_exact``), a two-sided
   binomial test of the B-only count among the discordant pairs. Exact because discordant
   counts are often small, where the chi-square version is poor.
+* For rates, the **sign-flip test** (``sign_flip_test``): the paired permutation test of
+  the per-instance differences, exact up to 20 differing instances. On 0/1 outcomes it
+  is exact McNemar's test; on rates it keeps the verdict as cautious as McNemar keeps
+  it on outcomes, where a bootstrap interval over a dozen instances is too narrow.
 * How far apart two runs must be to be told apart: the **minimum detectable difference**
   of a paired design under the normal approximation (``minimum_detectable_difference``),
   and the analytic paired standard error (``paired_standard_error``), a check on the
@@ -52,10 +56,11 @@ result in one plain line, by one rule that cannot contradict the reported test: 
 outcomes a direction ("B is better" / "A is better") is claimed only when the interval
 excludes 0 **and** the exact McNemar p < alpha = 1 - confidence; otherwise "not
 distinguishable at this n", saying which of the two disagreed. (The exact test keeps its
-level at every n, so the verdict never claims more than it.) For rates the interval alone
-decides. The cluster bootstrap is a sensitivity line: with fewer than ``MIN_CLUSTERS``
-clusters it is only mentioned, never decides; with enough, a cluster interval that does
-not point the same way turns a claimed direction into "not distinguishable", saying why.
+level at every n, so the verdict never claims more than it.) For rates the same rule
+holds with the sign-flip test in McNemar's place. The cluster bootstrap is a sensitivity
+line: with fewer than ``MIN_CLUSTERS`` clusters it is only mentioned, never decides;
+with enough, a cluster interval that does not point the same way turns a claimed
+direction into "not distinguishable", saying why.
 
 Every random draw comes from ``numpy.random.default_rng(seed)``, and resamples are drawn
 in bounded batches of arrays (never a Python loop per resample), so a result is
@@ -77,6 +82,7 @@ from evalrepro.records.stats import (
     Comparison,
     Interval,
     McNemar,
+    SignFlip,
 )
 
 # scipy is imported inside the functions that use it: the models here (``Interval``) are
@@ -401,6 +407,49 @@ def mcnemar_exact(a: npt.ArrayLike, b: npt.ArrayLike) -> McNemar:
     return McNemar(a_only=a_only, b_only=b_only, p_value=min(p_value, 1.0))
 
 
+#: Up to this many nonzero differences, every sign pattern is counted (2**20 at most).
+EXACT_SIGN_FLIPS = 20
+
+
+def sign_flip_test(
+    a: npt.ArrayLike, b: npt.ArrayLike, *, n_resamples: int = 10_000, seed: int = 0
+) -> SignFlip:
+    """Two-sided paired sign-flip test of the per-instance differences b - a: the share of
+    sign patterns of the nonzero differences whose |sum| is at least the observed one.
+    Exact (every pattern) up to :data:`EXACT_SIGN_FLIPS` nonzero differences, else
+    ``n_resamples`` random patterns from ``default_rng(seed)``. On 0/1 outcomes it equals
+    exact McNemar's p (tests/test_stats.py shows it on every small table)."""
+    x, y = _paired(a, b)
+    differences = y - x
+    # Rates are shares k/n: a difference below this is rounding, not a sign.
+    nonzero = differences[np.abs(differences) > 1e-12]
+    m = int(nonzero.size)
+    if m == 0:
+        return SignFlip(nonzero=0, p_value=1.0)
+    observed = abs(float(nonzero.sum()))
+    # Sums equal to the observed one up to rounding count as "as extreme".
+    tolerance = 1e-9 * max(1.0, float(np.abs(nonzero).sum()))
+    as_extreme = 0
+    if m <= EXACT_SIGN_FLIPS:
+        total = 1 << m
+        bits = np.arange(m, dtype=np.int64)
+        step = _batch(m, total)
+        for start in range(0, total, step):
+            patterns = np.arange(start, min(start + step, total), dtype=np.int64)
+            signs = 1.0 - 2.0 * ((patterns[:, None] >> bits) & 1)
+            as_extreme += int(np.sum(np.abs(signs @ nonzero) >= observed - tolerance))
+        return SignFlip(nonzero=m, p_value=min(1.0, as_extreme / total))
+    rng = np.random.default_rng(seed)
+    step = _batch(m, n_resamples)
+    for start in range(0, n_resamples, step):
+        count = min(step, n_resamples - start)
+        signs = rng.choice(np.array([-1.0, 1.0]), size=(count, m))
+        as_extreme += int(np.sum(np.abs(signs @ nonzero) >= observed - tolerance))
+    return SignFlip(
+        nonzero=m, p_value=min(1.0, (1 + as_extreme) / (1 + n_resamples)), resamples=n_resamples
+    )
+
+
 def outcome_correlation(a: npt.ArrayLike, b: npt.ArrayLike) -> float | None:
     """Pearson correlation of the per-instance outcomes (phi for 0/1); None when either run
     is constant (e.g. resolves everything), where it is undefined."""
@@ -541,12 +590,15 @@ def compare_outcomes(
     binary = _is_binary(x) and _is_binary(y)
     correlation = outcome_correlation(x, y)
     mcnemar = mcnemar_exact(x, y) if binary else None
+    sign_flip = None
     if mcnemar is not None:
         difference = tango_interval(mcnemar.a_only, mcnemar.b_only, n, confidence)
     else:
         difference = paired_bootstrap(
             x, y, n_resamples=n_resamples, confidence=confidence, method=method, seed=seed
         )
+        # A bootstrap interval is too narrow at small n; the verdict also needs this test.
+        sign_flip = sign_flip_test(x, y, n_resamples=n_resamples, seed=seed)
     rates = []
     for values in (x, y):
         # min(): a float sum of values <= 1 must not round above n.
@@ -567,6 +619,7 @@ def compare_outcomes(
         rate_b=rates[1],
         difference=difference,
         mcnemar=mcnemar,
+        sign_flip=sign_flip,
         correlation=correlation,
         standard_error=paired_standard_error(x, y),
         minimum_detectable_difference=minimum_detectable_difference(
