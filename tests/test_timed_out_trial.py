@@ -122,3 +122,24 @@ def test_the_json_report_records_what_stopped_a_flagged_trial(stopped_run, capsy
         "demo__calc-1": "timeout",
         "demo__calc-2": "memory",
     }
+
+
+def test_a_timeout_before_the_tests_reported_is_not_run_not_a_parser_status(stopped_run, tmp_path):
+    # The host's deadline ended the container before the supervisor said the tests had
+    # finished: nothing was parsed. The page names the stop, not the parser's status.
+    import json
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(stopped_run, run)
+    (result_file,) = run.glob("trials/demo__calc-1--*/result.json")
+    result = json.loads(result_file.read_text())
+    observation = result["attempts"][-1]["observation"]
+    assert observation["execution_status"] == "timeout"
+    observation.update(tests=None, parser_status="not_parsed")
+    result_file.write_text(json.dumps(result))
+    text = " ".join(
+        re.sub(r"<[^>]+>", " ", page_of(view_run(run, n_resamples=200), "demo__calc-1")).split()
+    )
+    assert "Not run: timeout" in text and "nothing was graded" in text
+    assert "parser status" not in text

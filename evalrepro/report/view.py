@@ -704,6 +704,15 @@ def _fill(view: TrialView, run_dir: Path, result: TrialResult, image: list[Value
     seen = attempt.observation
     if seen.tests is None and seen.execution_status == "not_run":
         view.tests_note = f"Not graded: no tests ran ({reason_label(attempt.score.reason)})."
+    elif seen.tests is None and stopped_by(seen):
+        # The host's deadline (or a limit) ended the container before the tests reported:
+        # nothing to grade, and the reason is the stop, not the parser.
+        view.tests_note = (
+            f"Not run: {stopped_by(seen)}"
+            + (f" ({clip(seen.limit_detail, 500)})" if seen.limit_detail else "")
+            + ". The tests did not report before it; nothing was graded and the trial is "
+            "invalid."
+        )
     elif seen.tests is None:
         view.tests_note = f"Not graded: the log's parser status is {seen.parser_status}" + (
             f" ({clip(seen.parser_detail, 500)})." if seen.parser_detail else "."
