@@ -286,7 +286,9 @@ def test_a_tampered_artifact_lowers_evidence_completeness_and_is_listed(runs, tm
     shutil.copytree(runs["demo"][1], copy)
     log = sorted(copy.glob("trials/*/attempt-1/test_output.txt"))[0]
     log.write_text(log.read_text() + "PASSED forged\n")
-    done = evalrepro("report", str(copy), "--json")
+    # An export is written whatever the gate says; --enforce-gate makes the gate the exit.
+    assert evalrepro("report", str(copy), "--json").returncode == EXIT_OK
+    done = evalrepro("report", str(copy), "--json", "--enforce-gate")
     assert done.returncode == EXIT_GATE_FAILED  # the demo gate requires complete evidence
     report = json.loads(done.stdout)
     assert report["metrics"]["evidence_completeness"] == pytest.approx(11 / 12)
