@@ -83,3 +83,16 @@ def parser_argument(parser: argparse.ArgumentParser, help: str) -> None:
 def strict_argument(parser: argparse.ArgumentParser, help: str) -> None:
     """Read logs by evalrepro's strict rules instead of swebench 5.0.2's."""
     parser.add_argument("--strict", action="store_true", help=help)
+
+
+def database_arguments(parser: argparse.ArgumentParser, *, store: str | None) -> None:
+    """The team database (``--db``) and, with ``store`` its help, the object store."""
+    parser.add_argument(
+        "--db",
+        metavar="URL",
+        help="the database: a file or sqlite:///FILE, or postgresql://USER@HOST/NAME "
+        "(default: $EVALREPRO_DB, else runs/evalrepro.db); a password comes from the URL, "
+        "$EVALREPRO_DB_PASSWORD or $PGPASSWORD",
+    )
+    if store is not None:
+        parser.add_argument("--store", metavar="URL", help=store)
