@@ -45,9 +45,17 @@ def seed_argument(parser: argparse._ActionsContainer, help: str | None = None) -
     parser.add_argument("--seed", type=int, default=0, metavar="S", help=help)
 
 
-def run_argument(parser: argparse.ArgumentParser) -> None:
-    """The run directory (or bundle) a command reads: the positional RUN_DIR."""
-    parser.add_argument("run", type=Path, metavar="RUN_DIR")
+def run_argument(parser: argparse.ArgumentParser, *, db: bool = False) -> None:
+    """The run directory (or bundle) a command reads: the positional RUN_DIR (with
+    ``db``: or, with ``--db``, a published run's id)."""
+    parser.add_argument(
+        "run",
+        type=Path,
+        metavar="RUN_DIR",
+        help="a run directory or bundle; with --db, a published run's id (as `runs` lists)"
+        if db
+        else None,
+    )
 
 
 def run_dir_argument(parser: argparse.ArgumentParser, help: str) -> None:

@@ -1,0 +1,66 @@
+"""Runs read back from the team database and the object store, as run folders: each is
+materialized from its stored manifest into the cache (once: the manifest names every
+file by digest, so a folder made from it is that run), then read by the ordinary code
+path of ``report`` and ``compare``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from evalrepro.errors import UserError
+
+#: Marks a materialized folder as finished (a folder without it is redone).
+_DONE = ".evalrepro-materialized"
+
+
+@contextmanager
+def published_runs(
+    db: str, store: str | None, references: list[str], cache_dir: Path
+) -> Iterator[list[Path]]:
+    """The run folders of ``references`` (run ids, or their first characters)."""
+    from evalrepro.database.engine import open_database
+    from evalrepro.database.queries import find_run
+    from evalrepro.database.url import database_argument
+    from evalrepro.store.objects import ObjectStore
+
+    engine, url = open_database(database_argument(db))
+    try:
+        rows = [find_run(engine, url, reference) for reference in references]
+    finally:
+        engine.dispose()
+    folders = []
+    for row in rows:
+        # The recorded store URL has no credentials: they come from the environment.
+        objects = ObjectStore.open(store or row["store_url"])
+        folders.append(materialized(objects, row["run_id"], row["manifest_digest"], cache_dir))
+    yield folders
+
+
+def materialized(store, run_id: str, manifest_digest: str, cache_dir: Path) -> Path:
+    from evalrepro.store.runs import materialize_run
+
+    hexdigest = manifest_digest.removeprefix("sha256:")
+    folder = cache_dir / "published" / f"{run_id}-{hexdigest[:16]}" / "run"
+    if (folder.parent / _DONE).is_file():
+        return folder
+    partial = folder.parent / f"partial-{os.getpid()}"
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    try:
+        materialize_run(store, manifest_digest, partial / "run")
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    if not (folder.parent / _DONE).is_file():
+        shutil.rmtree(folder, ignore_errors=True)
+        try:
+            (partial / "run").rename(folder)
+        except OSError as error:
+            raise UserError(f"{folder}: cannot materialize run {run_id} here ({error})") from None
+        (folder.parent / _DONE).write_text(manifest_digest + "\n")
+    shutil.rmtree(partial, ignore_errors=True)
+    return folder
