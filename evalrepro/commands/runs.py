@@ -42,7 +42,9 @@ def _date(option: str, text: str | None) -> datetime | None:
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
-        raise UserError(f"{option}: {text!r} is not a date (2026-01-31 or 2026-01-31T12:00)") from None
+        raise UserError(
+            f"{option}: {text!r} is not a date (2026-01-31 or 2026-01-31T12:00)"
+        ) from None
     # Stored times are UTC; SQLite keeps them without their zone.
     return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment
 
