@@ -53,8 +53,9 @@ def main(args: argparse.Namespace) -> int:
                 refused += 1
                 continue
             unfinished = (
-                "" if done.finished == done.planned else f", unfinished: {done.finished} of "
-                f"{done.planned} trials"
+                ""
+                if done.finished == done.planned
+                else f", unfinished: {done.finished} of {done.planned} trials"
             )
             what = (
                 "already published, unchanged"

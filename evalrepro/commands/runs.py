@@ -77,8 +77,17 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_OK
     console = make_console()
     table = Table(title=escape(f"runs in {found.database}"), title_justify="left")
-    for column in ("id", "experiment", "target", "dataset", "started", "trials", "resolved",
-                   "class", "state"):
+    for column in (
+        "id",
+        "experiment",
+        "target",
+        "dataset",
+        "started",
+        "trials",
+        "resolved",
+        "class",
+        "state",
+    ):
         table.add_column(column)
     for run in found.runs:
         state = "complete" if run.complete else "publish unfinished"

@@ -30,9 +30,7 @@ def open_database(text: str | DatabaseUrl) -> tuple[Engine, DatabaseUrl]:
         engine = create_engine(url.url, connect_args={"timeout": 60})
         event.listen(engine, "connect", _sqlite_pragmas)
     else:
-        engine = create_engine(
-            url.url, connect_args={"connect_timeout": 10}, pool_pre_ping=True
-        )
+        engine = create_engine(url.url, connect_args={"connect_timeout": 10}, pool_pre_ping=True)
     with failures(url, "cannot open"):
         migrate(engine)
     return engine, url

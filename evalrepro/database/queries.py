@@ -112,8 +112,11 @@ def leaderboard(engine: Engine, url: DatabaseUrl, *, dataset: str | None = None)
         rows = connection.execute(query).mappings().all()
     left_out = [
         f"{row['run_id']} ({row['experiment']}): "
-        + ("its publish did not finish" if not row["complete"] else
-           f"unfinished, {row['finished']} of {row['planned']} trials")
+        + (
+            "its publish did not finish"
+            if not row["complete"]
+            else f"unfinished, {row['finished']} of {row['planned']} trials"
+        )
         for row in rows
         if not row["complete"] or row["finished"] < row["planned"]
     ]
@@ -142,9 +145,7 @@ def leaderboard(engine: Engine, url: DatabaseUrl, *, dataset: str | None = None)
                 differences=found,
             )
         )
-    return Leaderboard(
-        database=url.redacted, dataset=dataset, groups=groups, left_out=left_out
-    )
+    return Leaderboard(database=url.redacted, dataset=dataset, groups=groups, left_out=left_out)
 
 
 def _ranked(members: list) -> list[LeaderboardRow]:

@@ -47,9 +47,7 @@ def print_leaderboard(console: Console, board: Leaderboard) -> None:
         if group.differences:
             console.print("not comparable with the first table:", highlight=False)
             for difference in group.differences:
-                console.print(
-                    f"  {difference.kind}: {escape(difference.detail)}", highlight=False
-                )
+                console.print(f"  {difference.kind}: {escape(difference.detail)}", highlight=False)
     for line in board.left_out:
         console.print(f"left out: {escape(line)}", highlight=False)
 
