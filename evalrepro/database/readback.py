@@ -5,16 +5,9 @@ path of ``report`` and ``compare``."""
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-
-from evalrepro.errors import UserError
-
-#: Marks a materialized folder as finished (a folder without it is redone).
-_DONE = ".evalrepro-materialized"
 
 
 @contextmanager
@@ -41,26 +34,13 @@ def published_runs(
 
 
 def materialized(store, run_id: str, manifest_digest: str, cache_dir: Path) -> Path:
+    """The run folder of ``manifest_digest`` in the cache, made once: materialize_run
+    builds it beside and moves it in whole, so a folder there is the complete run."""
     from evalrepro.store.runs import materialize_run
 
     hexdigest = manifest_digest.removeprefix("sha256:")
-    folder = cache_dir / "published" / f"{run_id}-{hexdigest[:16]}" / "run"
-    if (folder.parent / _DONE).is_file():
+    folder = cache_dir / "published" / f"{run_id}-{hexdigest[:16]}"
+    if folder.is_dir() and any(folder.iterdir()):
         return folder
-    partial = folder.parent / f"partial-{os.getpid()}"
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
-    try:
-        materialize_run(store, manifest_digest, partial / "run")
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
-    if not (folder.parent / _DONE).is_file():
-        shutil.rmtree(folder, ignore_errors=True)
-        try:
-            (partial / "run").rename(folder)
-        except OSError as error:
-            raise UserError(f"{folder}: cannot materialize run {run_id} here ({error})") from None
-        (folder.parent / _DONE).write_text(manifest_digest + "\n")
-    shutil.rmtree(partial, ignore_errors=True)
-    return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    return materialize_run(store, manifest_digest, folder)
