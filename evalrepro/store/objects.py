@@ -32,7 +32,7 @@ from evalrepro.errors import UserError
 #: Bytes read or written at a time when streaming an object.
 CHUNK = 1 << 20
 _DIGEST = re.compile(r"sha256:([0-9a-f]{64})")
-_USERINFO = re.compile(r"//[^/@\s]*@")
+_USERINFO = re.compile(r"//[^@\s'\"]*@")
 ENDPOINT_VARIABLES = ("AWS_ENDPOINT_URL", "EVALREPRO_S3_ENDPOINT_URL")
 
 
@@ -78,7 +78,7 @@ class ObjectStore:
         elif scheme in ("file", ""):
             store = cls._open_local(url)
         else:
-            shown = _USERINFO.sub("//***@", url)
+            shown = _redact(url)
             raise StoreError(
                 f"object store {shown[:200]}: unsupported scheme {scheme!r} (use file:// or "
                 "a path, or s3://bucket/prefix)"
@@ -94,11 +94,11 @@ class ObjectStore:
             parts = urlsplit(url)
             if parts.netloc not in ("", "localhost") or parts.query or parts.fragment:
                 raise StoreError(
-                    f"object store {url[:200]}: a file:// URL is file:///absolute/path"
+                    f"object store {_redact(url)[:200]}: a file:// URL is file:///absolute/path"
                 )
             path = Path(unquote(parts.path))
             if not path.is_absolute():
-                raise StoreError(f"object store {url[:200]}: not an absolute path")
+                raise StoreError(f"object store {_redact(url)[:200]}: not an absolute path")
         else:
             path = Path(url).expanduser().absolute()
         folder = Path(os.path.normpath(path))
@@ -112,16 +112,27 @@ class ObjectStore:
             raise StoreError(
                 "object store: s3:// needs s3fs (pip install 'evalrepro[team]')"
             ) from None
-        parts = urlsplit(url)
-        bucket = parts.netloc.rpartition("@")[2]
-        prefix = parts.path.strip("/")
+        # Parsed by hand, not by urlsplit: a secret pasted as it is (AWS's hold "/" and
+        # "+") must neither break the parse nor show in a message. The userinfo is what
+        # comes before the first "@", if that holds a ":" or no "/" (else the "@" is the
+        # prefix's).
+        if "://" not in url:
+            raise StoreError("object store: an s3 URL is s3://bucket/prefix")
+        rest = url.split("://", 1)[1]
+        userinfo, at, location = rest.partition("@")
+        if not at or (":" not in userinfo and "/" in userinfo):
+            userinfo, location = "", rest
+        bucket, _, prefix = location.partition("/")
+        prefix = prefix.strip("/")
         shown = f"s3://{bucket}/{prefix}".rstrip("/")
         if not re.fullmatch(r"[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]", bucket):
-            raise StoreError(f"object store {shown}: {bucket!r} is not a bucket name")
-        if parts.query or parts.fragment:
-            raise StoreError(f"object store {shown}: an s3 URL is s3://bucket/prefix")
-        key = unquote(parts.username) if parts.username else None
-        secret = unquote(parts.password) if parts.password else None
+            raise StoreError(f"object store {shown[:200]}: {bucket[:80]!r} is not a bucket name")
+        if "?" in location or "#" in location:
+            raise StoreError(f"object store {shown[:200]}: an s3 URL is s3://bucket/prefix")
+        key = secret = None
+        if userinfo:
+            raw_key, _, raw_secret = userinfo.partition(":")
+            key, secret = unquote(raw_key) or None, unquote(raw_secret) or None
         if (key is None) != (secret is None):
             raise StoreError(
                 f"object store {shown}: the URL gives a key without a secret, or the "
@@ -327,6 +338,14 @@ class ObjectStore:
             raise _NotFound(self._error(what, error).args[0]) from None
         except Exception as error:
             raise self._error(what, error) from None
+
+
+def _redact(url: str) -> str:
+    """``url`` with anything between ``//`` and its last ``@`` hidden."""
+    head, slashes, rest = url.partition("//")
+    if slashes and "@" in rest:
+        return f"{head}//***@{rest.rpartition('@')[2]}"
+    return url
 
 
 class _NotFound(StoreError):
