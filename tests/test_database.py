@@ -29,7 +29,9 @@ from evalrepro.plan.lockfile import differences, read_lockfile
 from evalrepro.report.compare import compare_runs
 from tests import servers
 
-postgres_server = servers.postgres_server  # a fixture, found by its name here
+# Fixtures, found by their names here.
+postgres_server = servers.postgres_server
+s3_server = servers.s3_server
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLISH = [sys.executable, "-m", "evalrepro", "publish"]
@@ -420,3 +422,38 @@ def _closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def test_a_team_setup_postgresql_and_s3_publishes_and_reads_back_without_a_secret_kept(
+    capsys, postgres_server, s3_server, demo_runs, monkeypatch, tmp_path
+):
+    for name, value in s3_server.environment().items():
+        monkeypatch.setenv(name, value)
+    server = postgres_server
+    db = server.new_database().replace(f":{server.password}@", "@")
+    monkeypatch.setenv("EVALREPRO_DB_PASSWORD", server.password)  # not in the URL
+    store = f"s3://{s3_server.new_bucket()}/team/runs"
+    code, out, err = cli(capsys, "publish", demo_runs["model_b"], "--db", db, "--store", store)
+    assert (code, err) == (0, "") and "12 new trials" in out
+    (run,) = json.loads(cli(capsys, "runs", "--db", db, "--json")[1])["runs"]
+    assert run["complete"] and run["store_url"].startswith("s3://")
+    secrets = (server.password, s3_server.secret_access_key)
+    for table in TABLES:
+        dumped = json.dumps(rows(db, table), default=str)
+        assert not any(secret in dumped for secret in secrets)
+    # Read back with the store it was published to, its credentials from the environment.
+    code, out, err = cli(capsys, "report", "--db", db, run["run_id"], "--json")
+    assert (code, err) == (0, "")
+    assert json.loads(out)["metrics"]["resolved_rate"] == run["resolved_rate"]
+    assert not any(secret in out for secret in secrets)
+
+
+def test_a_run_reads_back_from_another_copy_of_its_store(capsys, demo_runs, tmp_path):
+    db, store = str(tmp_path / "team.db"), tmp_path / "objects"
+    publish(capsys, db, store, demo_runs["model_a"])
+    (run,) = json.loads(cli(capsys, "runs", "--db", db, "--json")[1])["runs"]
+    store.rename(tmp_path / "copy")
+    code, _out, err = cli(capsys, "report", "--db", db, run["run_id"])
+    assert code == 2 and len(err.splitlines()) == 1
+    code, out, err = cli(capsys, "report", "--db", db, run["run_id"], "--store", tmp_path / "copy")
+    assert (code, err) == (0, "") and "12 resolved" in out
