@@ -388,11 +388,13 @@ def test_a_wrong_or_unreachable_database_is_one_line_without_the_password(
         f"postgresql://u:pw-7x1@127.0.0.1:{_closed_port()}/db",
         wrong_password,
         str(tmp_path / "no" / "such" / "folder" / "team.db"),
+        str(tmp_path / "not-published-yet.db"),
     ):
         code, _out, err = cli(capsys, "runs", "--db", url)
         assert code == 2, url
         assert len(err.splitlines()) == 1 and err.startswith("evalrepro: error: "), err
         assert "pw-7x1" not in err and "not-it-9f3k" not in err and server.password not in err
+    assert not (tmp_path / "not-published-yet.db").exists()
     code, _out, err = cli(capsys, "publish", tmp_path, "--db", server.url)
     assert code == 2 and "--store" in err and server.password not in err
 

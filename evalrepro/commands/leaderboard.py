@@ -37,7 +37,7 @@ def main(args: argparse.Namespace) -> int:
         render_leaderboard_html,
     )
 
-    engine, url = open_database(database_argument(args.db))
+    engine, url = open_database(database_argument(args.db), create=False)
     try:
         board = leaderboard(engine, url, dataset=args.dataset)
     finally:

@@ -58,7 +58,7 @@ def main(args: argparse.Namespace) -> int:
     since, until = _date("--since", args.since), _date("--until", args.until)
     if until is not None and len(args.until) == 10:
         until = until.replace(hour=23, minute=59, second=59, microsecond=999999)
-    engine, url = open_database(database_argument(args.db))
+    engine, url = open_database(database_argument(args.db), create=False)
     try:
         found = list_runs(
             engine,

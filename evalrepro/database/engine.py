@@ -21,11 +21,15 @@ class DatabaseError(UserError):
     """The database could not be reached or used: one line, its URL redacted."""
 
 
-def open_database(text: str | DatabaseUrl) -> tuple[Engine, DatabaseUrl]:
-    """An engine on the database ``text`` names, migrated to ``head``."""
+def open_database(text: str | DatabaseUrl, *, create: bool = True) -> tuple[Engine, DatabaseUrl]:
+    """An engine on the database ``text`` names, migrated to ``head``. ``create``: an
+    SQLite file that is not there yet is made (a publish), else it is an error (a
+    command that reads would only find it empty)."""
     url = text if isinstance(text, DatabaseUrl) else parse_database_url(text)
     if url.sqlite_path is not None and not url.sqlite_path.parent.is_dir():
         raise DatabaseError(f"--db: {url.redacted}: no folder {url.sqlite_path.parent}")
+    if url.sqlite_path is not None and not create and not url.sqlite_path.is_file():
+        raise DatabaseError(f"--db: {url.redacted}: no such database (evalrepro publish makes it)")
     if url.dialect == "sqlite":
         engine = create_engine(url.url, connect_args={"timeout": 60})
         event.listen(engine, "connect", _sqlite_pragmas)

@@ -20,7 +20,7 @@ def published_runs(
     from evalrepro.database.url import database_argument
     from evalrepro.store.objects import ObjectStore
 
-    engine, url = open_database(database_argument(db))
+    engine, url = open_database(database_argument(db), create=False)
     try:
         rows = [find_run(engine, url, reference) for reference in references]
     finally:
