@@ -146,6 +146,9 @@ def _run_row(
         "dataset_digest": lockfile.dataset.digest,
         "harness_version": lockfile.harness.version,
         "harness_digest": lockfile.harness.code_digest,
+        "config_digest": lockfile.config_digest,
+        "target_digest": lockfile.target.digest,
+        "environment_digest": lockfile.environment.digest,
         "comparability": comparability_class(lockfile),
         "evalrepro_version": report.provenance.evalrepro_version,
         "sessions": len(sessions),
@@ -159,6 +162,8 @@ def _run_row(
         "missing": metrics.missing,
         "gate_name": report.gate_name,
         "gate_passed": report.gate_passed,
+        # Without its time: the same run published again is the same row.
+        "provenance_json": report.provenance.model_dump_json(exclude={"generated_at"}),
         "metrics_json": metrics.model_dump_json(),
         "lockfile_json": lockfile.dumps(),
         "store_url": store_url,

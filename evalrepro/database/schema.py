@@ -36,6 +36,11 @@ runs = Table(
     Column("dataset_digest", String(80), nullable=False),
     Column("harness_version", Text, nullable=False),
     Column("harness_digest", String(80), nullable=False),
+    # The lockfile's identity digests: the config, the target (its patches), the
+    # environment.
+    Column("config_digest", String(80), nullable=False),
+    Column("target_digest", String(80), nullable=False),
+    Column("environment_digest", String(80), nullable=False),
     # A digest over what `verify A B` compares apart from the target: equal for runs
     # that are comparable (evalrepro.database.comparability).
     Column("comparability", String(80), nullable=False, index=True),
@@ -52,6 +57,8 @@ runs = Table(
     Column("gate_name", Text, nullable=False),
     Column("gate_passed", Boolean, nullable=False),
     # The run's own RunMetrics (report --json's) and lockfile, as recorded.
+    # Where and by what the run was made (report --json's provenance, but its time).
+    Column("provenance_json", Text, nullable=False),
     Column("metrics_json", Text, nullable=False),
     Column("lockfile_json", Text, nullable=False),
     # Where its files are (credentials never: the store's redacted URL) and the manifest
