@@ -160,6 +160,15 @@ def test_the_demo_runs_published_are_listed_and_ranked_as_report_and_compare_say
     assert [r["target_id"] for r in json.loads(out)["runs"]] == ["model_b"]
     code, out, _ = cli(capsys, "runs", "--db", db, "--json", "--since", "2999-01-01")
     assert json.loads(out)["runs"] == []
+    started = listed[0]["started_at"][:10]
+    code, out, _ = cli(capsys, "runs", "--db", db, "--json", "--since", started, "--until", started)
+    assert len(json.loads(out)["runs"]) == 3
+    code, out, _ = cli(capsys, "runs", "--db", db, "--json", "--until", "2000-01-01T00:00+02:00")
+    assert json.loads(out)["runs"] == []
+    code, out, _ = cli(
+        capsys, "runs", "--db", db, "--json", "--class", listed[0]["comparability"][7:19]
+    )
+    assert len(json.loads(out)["runs"]) == 3
 
     code, out, _ = cli(capsys, "leaderboard", "--db", db, "--json")
     (group,) = json.loads(out)["groups"]
@@ -457,3 +466,21 @@ def test_a_run_reads_back_from_another_copy_of_its_store(capsys, demo_runs, tmp_
     assert code == 2 and len(err.splitlines()) == 1
     code, out, err = cli(capsys, "report", "--db", db, run["run_id"], "--store", tmp_path / "copy")
     assert (code, err) == (0, "") and "12 resolved" in out
+
+
+def test_without_the_team_extra_a_command_says_what_to_install(tmp_path):
+    code = (
+        "import sys; sys.modules['sqlalchemy'] = None; from evalrepro.cli import main; "
+        f"sys.exit(main(['runs', '--db', {str(tmp_path / 'team.db')!r}]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        "evalrepro: error: the team database needs sqlalchemy: pip install 'evalrepro[team]'\n"
+    )

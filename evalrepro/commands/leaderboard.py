@@ -28,6 +28,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def main(args: argparse.Namespace) -> int:
+    from evalrepro.database import require_team_extra
+
+    require_team_extra()
     from evalrepro.database.engine import open_database
     from evalrepro.database.queries import leaderboard
     from evalrepro.database.url import database_argument

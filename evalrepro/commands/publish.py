@@ -34,6 +34,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def main(args: argparse.Namespace) -> int:
+    from evalrepro.database import require_team_extra
+
+    require_team_extra()
     from evalrepro.database.engine import open_database
     from evalrepro.database.publish import RunRefused, publish_run
     from evalrepro.database.url import database_argument, parse_database_url, store_argument

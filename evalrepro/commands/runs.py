@@ -45,11 +45,14 @@ def _date(option: str, text: str | None) -> datetime | None:
         raise UserError(
             f"{option}: {text!r} is not a date (2026-01-31 or 2026-01-31T12:00)"
         ) from None
-    # Stored times are UTC; SQLite keeps them without their zone.
-    return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment
+    # A date without a zone is UTC, as every time the database holds.
+    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def main(args: argparse.Namespace) -> int:
+    from evalrepro.database import require_team_extra
+
+    require_team_extra()
     from evalrepro.database.engine import open_database
     from evalrepro.database.queries import list_runs
     from evalrepro.database.url import database_argument

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event, text
@@ -30,6 +31,8 @@ def open_database(text: str | DatabaseUrl, *, create: bool = True) -> tuple[Engi
         raise DatabaseError(f"--db: {url.redacted}: no folder {url.sqlite_path.parent}")
     if url.sqlite_path is not None and not create and not url.sqlite_path.is_file():
         raise DatabaseError(f"--db: {url.redacted}: no such database (evalrepro publish makes it)")
+    if url.dialect == "postgresql" and importlib.util.find_spec("psycopg") is None:
+        raise DatabaseError("a PostgreSQL database needs psycopg: pip install 'evalrepro[team]'")
     if url.dialect == "sqlite":
         engine = create_engine(url.url, connect_args={"timeout": 60})
         event.listen(engine, "connect", _sqlite_pragmas)

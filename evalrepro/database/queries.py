@@ -5,7 +5,7 @@ Every rate is the run's own recorded RunMetrics interval (what ``report --json``
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 from sqlalchemy import Engine, select
 
@@ -46,6 +46,12 @@ def list_runs(
         query = query.where(runs.target_id == target)
     if experiment is not None:
         query = query.where(runs.experiment == experiment)
+    if engine.dialect.name == "sqlite":
+        # SQLite keeps the (UTC) times without their zone.
+        since, until = (
+            moment.astimezone(UTC).replace(tzinfo=None) if moment and moment.tzinfo else moment
+            for moment in (since, until)
+        )
     if since is not None:
         query = query.where(runs.started_at >= since)
     if until is not None:

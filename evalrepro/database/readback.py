@@ -15,6 +15,9 @@ def published_runs(
     db: str, store: str | None, references: list[str], cache_dir: Path
 ) -> Iterator[list[Path]]:
     """The run folders of ``references`` (run ids, or their first characters)."""
+    from evalrepro.database import require_team_extra
+
+    require_team_extra()
     from evalrepro.database.engine import open_database
     from evalrepro.database.queries import find_run
     from evalrepro.database.url import database_argument
