@@ -216,9 +216,11 @@ class ObjectStore:
     def put_file(self, path: Path, digest: str, size: int) -> bool:
         """Store the file ``path`` (whose sha256 is ``digest``, size ``size``) unless it
         is stored: True if it was uploaded now. The upload is read back and checked
-        before it gets its final key; a mismatch is a StoreError and leaves no object."""
+        before it gets its final key; a mismatch is a StoreError and leaves no object.
+        An object already there whose size is not ``size`` (truncated in the store) is
+        replaced."""
         final = self.key(digest)
-        if self.has(digest):
+        if self.size(digest) == size:
             return False
         if path.is_symlink() or not path.is_file():
             raise StoreError(f"object store {self.url}: {path} is not a regular file")
@@ -228,6 +230,11 @@ class ObjectStore:
                 if self._bucket is None:
                     self.fs.makedirs(self.fs._parent(temporary), exist_ok=True)
                 self.fs.put_file(str(path), temporary)
+                if self._bucket is None:
+                    # On disk before it is renamed: a crash must not leave an empty object
+                    # under a final key (which would pass for stored).
+                    with open(temporary, "rb") as written:
+                        os.fsync(written.fileno())
             stored_size, stored_digest = self._digest_of(temporary, size)
             if (stored_size, stored_digest) != (size, digest):
                 raise StoreError(
