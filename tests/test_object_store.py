@@ -357,6 +357,7 @@ def test_s3_credentials_in_the_url_are_used_and_never_shown(s3_server, monkeypat
         f"s3://{s3_server.access_key_id}:not-{secret}@{s3_server.bucket}/x",
         f"s3://AKIAWRONGWRONGWRONG:{secret}@{s3_server.bucket}/x",
         f"s3://{s3_server.access_key_id}:a/b+c@{s3_server.bucket}/x",
+        f"s3://{s3_server.access_key_id}:a[b@{s3_server.bucket}/x",  # urlsplit raises on it
     ):
         with pytest.raises(StoreError, match="access denied") as error:
             wrong(url)

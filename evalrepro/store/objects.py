@@ -71,8 +71,9 @@ class ObjectStore:
         """The store at ``url``, checked to be reachable (one StoreError line if not)."""
         if not isinstance(url, str) or not url.strip():
             raise StoreError("object store: no URL given")
-        parts = urlsplit(url)
-        scheme = parts.scheme.lower()
+        # Not urlsplit: it raises on some userinfo (a "[" in a pasted secret).
+        found = re.match(r"([A-Za-z][A-Za-z0-9+.-]*):", url)
+        scheme = found.group(1).lower() if found else ""
         if scheme in ("s3", "s3a"):
             store = cls._open_s3(url)
         elif scheme in ("file", ""):
@@ -90,8 +91,11 @@ class ObjectStore:
     def _open_local(cls, url: str) -> ObjectStore:
         from fsspec.implementations.local import LocalFileSystem
 
-        if url.startswith("file:"):
-            parts = urlsplit(url)
+        if url[:5].lower() == "file:":
+            try:
+                parts = urlsplit(url)
+            except ValueError:
+                raise StoreError(f"object store {_redact(url)[:200]}: not a URL") from None
             if parts.netloc not in ("", "localhost") or parts.query or parts.fragment:
                 raise StoreError(
                     f"object store {_redact(url)[:200]}: a file:// URL is file:///absolute/path"
