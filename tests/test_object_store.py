@@ -236,6 +236,20 @@ def test_a_corrupt_or_truncated_object_is_found_on_read_and_on_fetch(backend, tm
         assert not dest.exists() and not list(dest.parent.glob("*"))
 
 
+def test_an_object_truncated_in_the_store_is_uploaded_again(backend, demo_run, tmp_path):
+    manifest, digest = store_run(demo_run, backend.store)
+    victim = max(manifest.files, key=lambda f: f.size)
+    backend.write_raw(backend.store.key(victim.sha256), b"")
+    seen: list[str] = []
+    assert store_run(demo_run, backend.store, lambda p, u: seen.append(p) if u else None) == (
+        manifest,
+        digest,
+    )
+    assert seen == [f.path for f in manifest.files if f.sha256 == victim.sha256][:1]
+    copy = materialize_run(backend.store, digest, tmp_path / "copy")
+    assert stored_files(copy) == stored_files(demo_run)
+
+
 def test_a_corrupt_file_of_a_run_leaves_no_materialized_folder(backend, demo_run, tmp_path):
     manifest, digest = store_run(demo_run, backend.store)
     victim = next(f for f in manifest.files if f.path.endswith("result.json"))
@@ -343,6 +357,7 @@ def test_s3_credentials_in_the_url_are_used_and_never_shown(s3_server, monkeypat
         f"s3://{s3_server.access_key_id}:not-{secret}@{s3_server.bucket}/x",
         f"s3://AKIAWRONGWRONGWRONG:{secret}@{s3_server.bucket}/x",
         f"s3://{s3_server.access_key_id}:a/b+c@{s3_server.bucket}/x",
+        f"s3://{s3_server.access_key_id}:a[b@{s3_server.bucket}/x",  # urlsplit raises on it
     ):
         with pytest.raises(StoreError, match="access denied") as error:
             wrong(url)

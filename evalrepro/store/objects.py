@@ -71,8 +71,9 @@ class ObjectStore:
         """The store at ``url``, checked to be reachable (one StoreError line if not)."""
         if not isinstance(url, str) or not url.strip():
             raise StoreError("object store: no URL given")
-        parts = urlsplit(url)
-        scheme = parts.scheme.lower()
+        # Not urlsplit: it raises on some userinfo (a "[" in a pasted secret).
+        found = re.match(r"([A-Za-z][A-Za-z0-9+.-]*):", url)
+        scheme = found.group(1).lower() if found else ""
         if scheme in ("s3", "s3a"):
             store = cls._open_s3(url)
         elif scheme in ("file", ""):
@@ -90,8 +91,11 @@ class ObjectStore:
     def _open_local(cls, url: str) -> ObjectStore:
         from fsspec.implementations.local import LocalFileSystem
 
-        if url.startswith("file:"):
-            parts = urlsplit(url)
+        if url[:5].lower() == "file:":
+            try:
+                parts = urlsplit(url)
+            except ValueError:
+                raise StoreError(f"object store {_redact(url)[:200]}: not a URL") from None
             if parts.netloc not in ("", "localhost") or parts.query or parts.fragment:
                 raise StoreError(
                     f"object store {_redact(url)[:200]}: a file:// URL is file:///absolute/path"
@@ -216,9 +220,11 @@ class ObjectStore:
     def put_file(self, path: Path, digest: str, size: int) -> bool:
         """Store the file ``path`` (whose sha256 is ``digest``, size ``size``) unless it
         is stored: True if it was uploaded now. The upload is read back and checked
-        before it gets its final key; a mismatch is a StoreError and leaves no object."""
+        before it gets its final key; a mismatch is a StoreError and leaves no object.
+        An object already there whose size is not ``size`` (truncated in the store) is
+        replaced."""
         final = self.key(digest)
-        if self.has(digest):
+        if self.size(digest) == size:
             return False
         if path.is_symlink() or not path.is_file():
             raise StoreError(f"object store {self.url}: {path} is not a regular file")
@@ -228,6 +234,11 @@ class ObjectStore:
                 if self._bucket is None:
                     self.fs.makedirs(self.fs._parent(temporary), exist_ok=True)
                 self.fs.put_file(str(path), temporary)
+                if self._bucket is None:
+                    # On disk before it is renamed: a crash must not leave an empty object
+                    # under a final key (which would pass for stored).
+                    with open(temporary, "rb") as written:
+                        os.fsync(written.fileno())
             stored_size, stored_digest = self._digest_of(temporary, size)
             if (stored_size, stored_digest) != (size, digest):
                 raise StoreError(

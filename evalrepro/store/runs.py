@@ -21,6 +21,7 @@ import os
 import shutil
 import stat
 import tempfile
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -164,11 +165,13 @@ def materialize_run(store: ObjectStore, manifest_digest: str, dest: Path) -> Pat
     if not dest.parent.is_dir():
         raise StoreError(f"{dest.parent}: no such folder")
     # Built beside, then moved in whole: a folder at ``dest`` is always a complete run.
-    building = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
+    # (A plain mkdir, unlike mkdtemp's 0700, gives the folder the umask's mode.)
+    building = dest.parent / f".{dest.name}.{uuid.uuid4().hex[:12]}.tmp"
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        building.chmod(0o777 & ~umask)
+        building.mkdir()
+    except OSError as error:
+        raise StoreError(f"{dest.parent}: cannot write ({error.strerror})") from None
+    try:
         root = building.resolve()
         for stored in manifest.files:
             target = building / checked_relative_path(stored.path)
@@ -179,10 +182,17 @@ def materialize_run(store: ObjectStore, manifest_digest: str, dest: Path) -> Pat
                 store.fetch(stored.sha256, target, size=stored.size)
             except StoreError as error:
                 raise StoreError(f"{stored.path}: {error}") from None
-        if dest.exists():
-            dest.rmdir()
-        os.replace(building, dest)
-    except BaseException:
+        try:
+            if dest.exists():
+                dest.rmdir()
+            os.replace(building, dest)
+        except OSError:
+            # Another materialized it meanwhile (or something else took the name).
+            raise StoreError(
+                f"{dest}: appeared while the run was materialized: not overwritten"
+            ) from None
+    except OSError as error:
+        raise StoreError(f"{dest}: cannot write the run ({error.strerror})") from None
+    finally:
         shutil.rmtree(building, ignore_errors=True)
-        raise
     return dest
