@@ -130,7 +130,15 @@ def leaderboard(engine: Engine, url: DatabaseUrl, *, dataset: str | None = None)
     classes: dict[str, list] = {}
     for row in included:
         classes.setdefault(row["comparability"], []).append(row)
-    ordered = sorted(classes.values(), key=lambda group: (-len(group), group[0]["started_at"]))
+    # Most runs first; then the class whose first run is oldest (a start may be unknown).
+    ordered = sorted(
+        classes.values(),
+        key=lambda group: (
+            -len(group),
+            str(group[0]["started_at"] or ""),
+            group[0]["comparability"],
+        ),
+    )
     groups = []
     reference: Lockfile | None = None
     for members in ordered:

@@ -10,7 +10,14 @@ from rich.table import Table
 
 from evalrepro.records.compare import run_label
 from evalrepro.records.database import Leaderboard, LeaderboardGroup, LeaderboardRow
-from evalrepro.report.run_report import _interval, percent
+from evalrepro.records.stats import Interval
+from evalrepro.report.run_report import percent
+
+
+def _interval(interval: Interval) -> str:
+    """A rate with its interval, as the run report prints it."""
+    low, high = percent(interval.low), percent(interval.high)
+    return f"{percent(interval.estimate)} ({interval.confidence * 100:g}% CI {low} to {high})"
 
 
 def _heading(group: LeaderboardGroup) -> str:
