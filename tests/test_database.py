@@ -484,3 +484,44 @@ def test_without_the_team_extra_a_command_says_what_to_install(tmp_path):
     assert done.stderr == (
         "evalrepro: error: the team database needs sqlalchemy: pip install 'evalrepro[team]'\n"
     )
+
+
+def test_the_rows_are_the_runs_own_records(capsys, db, demo_runs, tmp_path):
+    from evalrepro.records.trial import read_trial_result
+
+    run = demo_runs["model_b"]
+    publish(capsys, db, tmp_path / "objects", run)
+    results = json.loads((run / "results.json").read_text())
+    trials = {row["trial_id"]: row for row in rows(db, schema.trials)}
+    assert {
+        t["trial_id"]: (t["outcome"], t["reason"], t["attempts"]) for t in results["trials"]
+    } == {
+        trial_id: (row["outcome"], row["reason"], row["attempts"])
+        for trial_id, row in trials.items()
+    }
+    statuses = rows(db, schema.test_statuses)
+    for folder in (run / "trials").iterdir():
+        result = read_trial_result(folder / "result.json")
+        assert trials[result.trial.trial_id]["resolution"] == (
+            str(result.score.resolution) if result.score.resolution else None
+        )
+        assert {
+            row["test"]: row["status"]
+            for row in statuses
+            if row["trial_id"] == result.trial.trial_id
+        } == result.attempts[-1].observation.status_map
+    report = json.loads(cli(capsys, "report", run, "--json")[1])
+    metrics = {row["name"]: row for row in rows(db, schema.metrics)}
+    for name in ("resolved_rate", "unresolved_rate", "invalid_rate"):
+        interval = report["metrics"][name]
+        assert {k: metrics[name][k] for k in ("estimate", "low", "high", "method")} == {
+            k: interval[k] for k in ("estimate", "low", "high", "method")
+        }
+    (stored,) = rows(db, schema.runs)
+    assert (stored["resolved"], stored["invalid"], stored["planned"]) == (
+        results["resolved"],
+        results["invalid"],
+        results["planned"],
+    )
+    assert stored["gate_passed"] == report["gate_passed"]
+    assert stored["lockfile_digest"] == report["provenance"]["lockfile_digest"]
