@@ -18,12 +18,15 @@ from evalrepro.commands import (
     compare,
     config,
     grade,
+    leaderboard,
     lock,
     parsers,
+    publish,
     regrade,
     report,
     reproduce,
     run,
+    runs,
     validate,
     verify,
     view,
@@ -65,6 +68,9 @@ COMMANDS = (
     regrade,
     validate,
     parsers,
+    publish,
+    runs,
+    leaderboard,
 )
 
 

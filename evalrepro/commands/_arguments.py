@@ -45,9 +45,17 @@ def seed_argument(parser: argparse._ActionsContainer, help: str | None = None) -
     parser.add_argument("--seed", type=int, default=0, metavar="S", help=help)
 
 
-def run_argument(parser: argparse.ArgumentParser) -> None:
-    """The run directory (or bundle) a command reads: the positional RUN_DIR."""
-    parser.add_argument("run", type=Path, metavar="RUN_DIR")
+def run_argument(parser: argparse.ArgumentParser, *, db: bool = False) -> None:
+    """The run directory (or bundle) a command reads: the positional RUN_DIR (with
+    ``db``: or, with ``--db``, a published run's id)."""
+    parser.add_argument(
+        "run",
+        type=Path,
+        metavar="RUN_DIR",
+        help="a run directory or bundle; with --db, a published run's id (as `runs` lists)"
+        if db
+        else None,
+    )
 
 
 def run_dir_argument(parser: argparse.ArgumentParser, help: str) -> None:
@@ -83,3 +91,16 @@ def parser_argument(parser: argparse.ArgumentParser, help: str) -> None:
 def strict_argument(parser: argparse.ArgumentParser, help: str) -> None:
     """Read logs by evalrepro's strict rules instead of swebench 5.0.2's."""
     parser.add_argument("--strict", action="store_true", help=help)
+
+
+def database_arguments(parser: argparse.ArgumentParser, *, store: str | None) -> None:
+    """The team database (``--db``) and, with ``store`` its help, the object store."""
+    parser.add_argument(
+        "--db",
+        metavar="URL",
+        help="the database: a file or sqlite:///FILE, or postgresql://USER@HOST/NAME "
+        "(default: $EVALREPRO_DB, else runs/evalrepro.db); a password comes from the URL, "
+        "$EVALREPRO_DB_PASSWORD or $PGPASSWORD",
+    )
+    if store is not None:
+        parser.add_argument("--store", metavar="URL", help=store)

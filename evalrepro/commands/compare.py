@@ -10,12 +10,14 @@ from rich.markup import escape
 
 from evalrepro import atomic
 from evalrepro.commands._arguments import (
+    database_arguments,
     html_argument,
     json_argument,
     latex_argument,
     statistics_arguments,
 )
 from evalrepro.commands._common import EXIT_CHECK_FAILED, EXIT_OK, make_console
+from evalrepro.errors import UserError
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -23,7 +25,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "compare",
         help="compare runs: the difference with its interval, McNemar, MDE (each vs the first)",
     )
-    compare.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR")
+    compare.add_argument(
+        "runs",
+        type=Path,
+        nargs="+",
+        metavar="RUN_DIR",
+        help="run directories or bundles; with --db, published runs' ids (as `runs` lists)",
+    )
     compare.add_argument(
         "--force", action="store_true", help="compare anyway when not comparable (marked so)"
     )
@@ -33,6 +41,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     latex_argument(printed)
     html_argument(compare, "also write a page with a forest plot")
     statistics_arguments(compare)
+    from evalrepro.commands.report import STORE_HELP
+
+    database_arguments(compare, store=STORE_HELP)
     return compare
 
 
@@ -42,7 +53,18 @@ def main(args: argparse.Namespace) -> int:
     from evalrepro.publish.bundle import run_directory
 
     with ExitStack() as stack:
-        runs = [stack.enter_context(run_directory(path)) for path in args.runs]
+        if args.db is not None:
+            from evalrepro.cache import default_cache_dir
+            from evalrepro.database.readback import published_runs
+
+            references = [str(run) for run in args.runs]
+            runs = stack.enter_context(
+                published_runs(args.db, args.store, references, default_cache_dir())
+            )
+        elif args.store is not None:
+            raise UserError("--store reads runs published to a database: give --db too")
+        else:
+            runs = [stack.enter_context(run_directory(path)) for path in args.runs]
         # A bundle's run is named as given (its unpacked folder is gone after this).
         names = {str(run): str(given) for run, given in zip(runs, args.runs, strict=True)}
         return _compare(args, runs, names)

@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from evalrepro import atomic
 from evalrepro.commands._arguments import (
+    database_arguments,
     html_argument,
     json_argument,
     latex_argument,
@@ -30,7 +31,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="metrics, intervals and the gate of a run directory (exit 3: gate failed; "
         "an export exits 0 unless --enforce-gate)",
     )
-    run_argument(report)
+    run_argument(report, db=True)
     report.add_argument(
         "--rebuild", action="store_true", help="rewrite results.json from the trial results"
     )
@@ -46,12 +47,31 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "(without it an export that was written exits 0)",
     )
     statistics_arguments(report)
+    database_arguments(report, store=STORE_HELP)
     return report
+
+
+#: ``--store`` of report and compare: where a run read back from ``--db`` is.
+STORE_HELP = (
+    "with --db: the object store of the runs' files (default: the one each run was "
+    "published to; credentials from the environment)"
+)
 
 
 def main(args: argparse.Namespace) -> int:
     from evalrepro.publish.bundle import is_bundle, run_directory
 
+    if args.db is not None:
+        from evalrepro.cache import default_cache_dir
+        from evalrepro.database.readback import published_runs
+
+        if args.rebuild:
+            raise UserError("--rebuild: a run read back from --db is not rewritten")
+        with published_runs(args.db, args.store, [str(args.run)], default_cache_dir()) as (run,):
+            # Named as given (the run's id), like a bundle's run.
+            return _report(args, run, bundle=args.run)
+    if args.store is not None:
+        raise UserError("--store reads a run published to a database: give --db too")
     if is_bundle(args.run):
         if args.rebuild:
             raise UserError(f"--rebuild: {args.run} is a bundle, whose records are not rewritten")

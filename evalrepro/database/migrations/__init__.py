@@ -1,0 +1,1 @@
+"""Alembic's migrations of the team database, run to ``head`` whenever it is opened."""

@@ -1,0 +1,94 @@
+"""The leaderboard (``evalrepro leaderboard``) on the console, in Markdown and in HTML:
+it prints the :class:`~evalrepro.records.database.Leaderboard` record and computes
+nothing."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from evalrepro.records.compare import run_label
+from evalrepro.records.database import Leaderboard, LeaderboardGroup, LeaderboardRow
+from evalrepro.records.stats import Interval
+from evalrepro.report.run_report import percent
+
+
+def _interval(interval: Interval) -> str:
+    """A rate with its interval, as the run report prints it."""
+    low, high = percent(interval.low), percent(interval.high)
+    return f"{percent(interval.estimate)} ({interval.confidence * 100:g}% CI {low} to {high})"
+
+
+def _heading(group: LeaderboardGroup) -> str:
+    return (
+        f"{group.dataset}: {group.instances} instances, harness {group.harness_version} "
+        f"(comparability class {group.comparability[:19]})"
+    )
+
+
+def _label(row: LeaderboardRow) -> str:
+    return run_label(row.experiment, row.target_id)
+
+
+def print_leaderboard(console: Console, board: Leaderboard) -> None:
+    if not board.groups:
+        console.print("no complete, finished runs", highlight=False)
+    for number, group in enumerate(board.groups):
+        table = Table(title=escape(_heading(group)), title_justify="left")
+        for column in ("rank", "run", "id", "resolved", "resolved rate", "invalid", "gate"):
+            table.add_column(column, justify="right" if column in ("rank", "resolved") else None)
+        for row in group.rows:
+            table.add_row(
+                str(row.rank),
+                escape(_label(row)),
+                row.run_id,
+                f"{row.resolved}/{row.planned}",
+                _interval(row.resolved_rate),
+                percent(row.invalid_rate.estimate),
+                "passed" if row.gate_passed else "failed",
+            )
+        if number:
+            console.print()
+        console.print(table)
+        if group.differences:
+            console.print("not comparable with the first table:", highlight=False)
+            for difference in group.differences:
+                console.print(f"  {difference.kind}: {escape(difference.detail)}", highlight=False)
+    for line in board.left_out:
+        console.print(f"left out: {escape(line)}", highlight=False)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_leaderboard(board: Leaderboard) -> str:
+    lines = []
+    for group in board.groups:
+        lines += [f"## {_cell(_heading(group))}", ""]
+        if group.differences:
+            lines.append("Not comparable with the first table:")
+            lines += [f"- {d.kind}: {_cell(d.detail)}" for d in group.differences]
+            lines.append("")
+        lines += [
+            "| rank | run | id | resolved | resolved rate | invalid | gate |",
+            "| ---: | --- | --- | ---: | --- | ---: | --- |",
+        ]
+        lines += [
+            f"| {row.rank} | {_cell(_label(row))} | `{row.run_id}` | {row.resolved}/{row.planned}"
+            f" | {_interval(row.resolved_rate)} | {percent(row.invalid_rate.estimate)}"
+            f" | {'passed' if row.gate_passed else 'failed'} |"
+            for row in group.rows
+        ]
+        lines.append("")
+    if board.left_out:
+        lines += ["Left out:", *[f"- {_cell(line)}" for line in board.left_out], ""]
+    return "\n".join(lines) if lines else "No complete, finished runs.\n"
+
+
+def render_leaderboard_html(board: Leaderboard, *, title: str = "evalrepro leaderboard") -> str:
+    from evalrepro.report.html import render_page
+
+    labels = {row.run_id: _label(row) for group in board.groups for row in group.rows}
+    return render_page("leaderboard.html", title=title, board=board, labels=labels)
