@@ -180,12 +180,15 @@ def test_the_demo_runs_published_are_listed_and_ranked_as_report_and_compare_say
     (pair,) = compare_runs([runs[1], runs[2]], n_resamples=200).pairs
     assert board["model_a"]["resolved_rate"] == pair.resolved.rate_a.model_dump(mode="json")
     assert board["model_b"]["resolved_rate"] == pair.resolved.rate_b.model_dump(mode="json")
+    # Every form says that a rank is no comparison, and what is.
     for form in ("--markdown", None):
         code, out, _ = cli(capsys, "leaderboard", "--db", db, *([form] if form else []))
         assert code == 0 and "model_b" in out and "75.0%" in out
+        assert "A rank is not a comparison" in " ".join(out.split())
     page = tmp_path / "board.html"
     assert cli(capsys, "leaderboard", "--db", db, "--html", page)[0] == 0
     assert "model_b" in page.read_text() and "75.0%" in page.read_text()
+    assert "A rank is not a comparison" in page.read_text()
 
 
 def test_a_run_read_back_from_the_database_reports_and_compares_as_its_folder(

@@ -13,6 +13,13 @@ from evalrepro.records.database import Leaderboard, LeaderboardGroup, Leaderboar
 from evalrepro.records.stats import Interval
 from evalrepro.report.run_report import percent
 
+#: Said under every leaderboard: a rank orders point estimates; whether two runs differ is
+#: a paired question, with its own test (docs/statistics.md).
+RANK_NOTE = (
+    "Ranked by resolved rate. A rank is not a comparison: whether two runs differ is told "
+    "by `evalrepro compare` (paired over the shared instances, with its exact test)."
+)
+
 
 def _interval(interval: Interval) -> str:
     """A rate with its interval, as the run report prints it."""
@@ -57,6 +64,8 @@ def print_leaderboard(console: Console, board: Leaderboard) -> None:
                 console.print(f"  {difference.kind}: {escape(difference.detail)}", highlight=False)
     for line in board.left_out:
         console.print(f"left out: {escape(line)}", highlight=False)
+    if board.groups:
+        console.print(f"[dim]{escape(RANK_NOTE)}[/]", highlight=False)
 
 
 def _cell(text: str) -> str:
@@ -84,6 +93,8 @@ def markdown_leaderboard(board: Leaderboard) -> str:
         lines.append("")
     if board.left_out:
         lines += ["Left out:", *[f"- {_cell(line)}" for line in board.left_out], ""]
+    if board.groups:
+        lines += [RANK_NOTE, ""]
     return "\n".join(lines) if lines else "No complete, finished runs.\n"
 
 
@@ -91,4 +102,6 @@ def render_leaderboard_html(board: Leaderboard, *, title: str = "evalrepro leade
     from evalrepro.report.html import render_page
 
     labels = {row.run_id: _label(row) for group in board.groups for row in group.rows}
-    return render_page("leaderboard.html", title=title, board=board, labels=labels)
+    return render_page(
+        "leaderboard.html", title=title, board=board, labels=labels, rank_note=RANK_NOTE
+    )
