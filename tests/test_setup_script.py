@@ -115,9 +115,17 @@ def test_setup_user_without_sub_ids_and_sudo_names_what_root_runs(checkout, tmp_
     """Rootless podman needs the user's sub-ids; without sudo the user's part says which
     command root runs, in one line, instead of failing on a missing sudo."""
     setup(checkout, tmp_path)  # makes the stubs
-    shutil.copy2(ROOT / "scripts" / "setup-user", checkout / "scripts" / "setup-user")
+    for name in ("setup-user", "free-subids"):
+        shutil.copy2(ROOT / "scripts" / name, checkout / "scripts" / name)
     bin_dir = tmp_path / "bin"
-    env = {"PATH": str(bin_dir), "HOME": str(tmp_path), "USERS": "alice"}
+    held = tmp_path / "subuid"
+    held.write_text("bob:100000:65536\ncarol:165536:65536\n")
+    env = {
+        "PATH": str(bin_dir),
+        "HOME": str(tmp_path),
+        "USERS": "alice",
+        "EVALREPRO_SUBID_FILES": str(held),
+    }
     done = subprocess.run(
         [str(bin_dir / "bash"), str(checkout / "scripts" / "setup-user")],
         env=env,
@@ -130,5 +138,33 @@ def test_setup_user_without_sub_ids_and_sudo_names_what_root_runs(checkout, tmp_
     (line,) = done.stderr.strip().splitlines()
     assert line == (
         "scripts/setup-user: alice has no subordinate ids in /etc/subuid and /etc/subgid; as "
-        "root run: usermod --add-subuids 200000-265535 --add-subgids 200000-265535 alice"
+        "root run: usermod --add-subuids 231072-296607 --add-subgids 231072-296607 alice"
     )
+
+
+def test_sub_ids_are_given_from_a_range_no_other_user_holds(tmp_path):
+    """Two users whose sub-ids overlap can reach each other's container files: a new range
+    starts after the highest one in use in either file, and never below useradd's 100000."""
+
+    def free(*contents: str) -> str:
+        files = []
+        for number, text in enumerate(contents):
+            path = tmp_path / f"ids{number}"
+            path.write_text(text)
+            files.append(str(path))
+        done = subprocess.run(
+            [str(ROOT / "scripts" / "free-subids")],
+            env={"PATH": "/usr/bin:/bin", "EVALREPRO_SUBID_FILES": " ".join(files)},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stdout.strip()
+
+    assert free("") == "100000-165535"
+    # The highest end in either file, whatever the order; lines that are not ranges skipped.
+    assert free("a:300000:65536\nb:100000:65536\n", "# comment\nc:165536:1000\n") == (
+        "365536-431071"
+    )
+    assert free("a:100000:65536\n", "a:500000:10\n") == "500010-565545"
+    assert free("broken line\nx:y:z\n") == "100000-165535"
