@@ -22,7 +22,9 @@ from rich.console import Console
 from evalrepro.cli import main
 from evalrepro.config.experiment import compose
 from evalrepro.config.sample import load_samples
+from evalrepro.grade.score import score
 from evalrepro.pipeline import run_experiment
+from evalrepro.records.observation import Observation
 from evalrepro.report.view import view_run
 from tests.fake_backend import Tests, fake_backend, gold_scenario
 from tests.test_view import listed_tests, page_of
@@ -143,3 +145,32 @@ def test_a_timeout_before_the_tests_reported_is_not_run_not_a_parser_status(stop
     )
     assert "Not run: timeout" in text and "nothing was graded" in text
     assert "parser status" not in text
+
+
+def test_a_tampered_runner_s_re_runs_are_not_called_flaky(stopped_run, tmp_path):
+    # A must-fail canary passed alone too (runner_tampered): a listed test that "passed
+    # alone" on re-run is no sign of flakiness, and the page does not call it flaky.
+    import json
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(stopped_run, run)
+    (result_file,) = run.glob("trials/demo__calc-3--*/result.json")
+    result = json.loads(result_file.read_text())
+    attempt = result["attempts"][-1]
+    test = attempt["observation"]["tests"]["fail_to_pass"]["success"][0]
+    attempt["observation"].update(
+        rerun_times=2,
+        reruns=[{"test": test, "group": "fail_to_pass", "outcomes": ["failed", "passed"]}],
+        rerun_canary={"test": "test_canary", "expect": "fail", "outcome": "passed"},
+    )
+    # The score the grader gives that observation, as a run would have recorded it.
+    scored = score(Observation.model_validate(attempt["observation"]))
+    assert scored.reason == "runner_tampered"
+    attempt["score"] = result["score"] = scored.model_dump(mode="json")
+    result_file.write_text(json.dumps(result))
+    page = page_of(view_run(run, n_resamples=200), "demo__calc-3")
+    text = " ".join(re.sub(r"<[^>]+>", " ", page).split())
+    assert "Not flaky: a must-fail canary also passed" in text
+    assert "flaky: passed alone" not in text and "Flaky:" not in text
+    assert "passed alone on re-run 2 of 2, not judged: the runner was tampered with" in text

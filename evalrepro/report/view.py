@@ -518,6 +518,8 @@ class TrialView:
     tests: list[TestLine] = field(default_factory=list)
     tests_total: int = 0
     tests_note: str = ""
+    #: A must-fail canary passed: whatever passed alone on re-run is no sign of flakiness.
+    tampered: bool = False
     status_map: list[tuple[str, str]] = field(default_factory=list)
     status_map_total: int = 0
     observation: list[Value] = field(default_factory=list)
@@ -634,6 +636,7 @@ def _test_lines(attempt: Attempt) -> tuple[list[TestLine], int]:
         return [], 0
     statuses = attempt.observation.status_map
     reruns = {check.test: check for check in attempt.observation.reruns}
+    tampered = attempt.score.reason == "runner_tampered"
     # A test the log does not report, in tests a timeout or a limit stopped, never ran to
     # its end: "not run: timeout", not "failed / not in the status map".
     stopped = stopped_by(attempt.observation)
@@ -647,7 +650,7 @@ def _test_lines(attempt: Attempt) -> tuple[list[TestLine], int]:
         total += len(listed)
         for test, passed in listed[:MAX_LISTED]:
             status = statuses.get(test, missing)
-            rerun = _rerun_text(reruns[test]) if test in reruns else ""
+            rerun = _rerun_text(reruns[test], tampered) if test in reruns else ""
             not_run = bool(stopped) and test not in statuses
             lines.append(
                 TestLine(group, clip(test, 1000), passed, clip(status, 200), rerun, not_run)
@@ -655,8 +658,14 @@ def _test_lines(attempt: Attempt) -> tuple[list[TestLine], int]:
     return lines, total
 
 
-def _rerun_text(check: RerunCheck) -> str:
+def _rerun_text(check: RerunCheck, tampered: bool = False) -> str:
     runs = len(check.outcomes)
+    if check.flaky and tampered:
+        # The runner said "passed" for a must-fail canary too: its word is worth nothing.
+        return (
+            f"passed alone on re-run {check.outcomes.index('passed') + 1} of {runs}, "
+            "not judged: the runner was tampered with"
+        )
     if check.flaky:
         return f"flaky: passed alone on re-run {check.outcomes.index('passed') + 1} of {runs}"
     if not runs:
@@ -700,6 +709,7 @@ def _fill(view: TrialView, run_dir: Path, result: TrialResult, image: list[Value
     files = _by_name(attempt)
     view.artifacts = _artifact_lines(run_dir, attempt, folder)
     view.observation = _observation_values(attempt)
+    view.tampered = attempt.score.reason == "runner_tampered"
     view.tests, view.tests_total = _test_lines(attempt)
     seen = attempt.observation
     if seen.tests is None and seen.execution_status == "not_run":
