@@ -501,6 +501,7 @@ def test_a_key_that_cannot_sign_is_one_line_before_any_work(gold_run, tmp_path, 
     assert main(["bundle", str(gold_run), "-o", str(out), "--sign", str(junk)]) == 2
     err = capsys.readouterr().err
     assert "--sign" in err and "private key" in err and err.count("\n") == 1
+    assert "://" not in err  # the key library's web pointers are not ours to print
     locked = tmp_path / "locked"
     subprocess.run(
         ["ssh-keygen", "-q", "-t", "ed25519", "-N", "secret", "-f", str(locked)], check=True

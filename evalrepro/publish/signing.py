@@ -146,11 +146,18 @@ def load_signer(key: Path) -> SigningKey:
     except (ValueError, TypeError, UnsupportedAlgorithm) as error:
         raise UserError(
             f"--sign {key}: not an ed25519, ECDSA or RSA private key this can sign with "
-            f"({' '.join(str(error).split())})"
+            f"({_library_reason(error)})"
         ) from None
     digest = hashlib.sha256(base64.b64decode(blob)).digest()
     fingerprint = "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
     return SigningKey(signer=signer, fingerprint=fingerprint, kind=kind.decode())
+
+
+def _library_reason(error: Exception) -> str:
+    """The library's words without its pointers to a web page: one line of ours."""
+    words = [w for w in str(error).split() if "://" not in w]
+    text = " ".join(words).replace("See for more details.", "").strip()
+    return " ".join(text.split()) or type(error).__name__
 
 
 def sign_statement(statement: bytes, signer: object) -> dict:

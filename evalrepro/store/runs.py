@@ -27,6 +27,7 @@ from pathlib import Path
 
 from evalrepro.digest import canonical_json
 from evalrepro.errors import UserError
+from evalrepro.files import NotRegular, open_regular
 from evalrepro.plan.lockfile import LOCKFILE_NAME
 from evalrepro.records.base import parse_record
 from evalrepro.records.store import StoredFile, StoredRun, checked_relative_path
@@ -93,12 +94,12 @@ def run_files(run_dir: Path) -> list[tuple[str, Path]]:
 def _hash_file(path: Path, relative: str) -> tuple[str, int]:
     """(sha256 digest, size) of a regular file, read through no link, bounded."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        handle = open_regular(path)
     except OSError as error:
         raise StoreError(f"{relative}: cannot read ({error.strerror})") from None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise StoreError(f"{relative}: not a regular file: not stored")
+    except NotRegular:
+        raise StoreError(f"{relative}: not a regular file: not stored") from None
+    with handle:
         hasher = hashlib.sha256()
         size = 0
         while chunk := handle.read(1 << 20):
