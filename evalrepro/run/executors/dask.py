@@ -542,7 +542,13 @@ class _Session:
             # Without a lease (it died before its first heartbeat arrived), the scheduler
             # still knows the worker it ran on.
             last = getattr(getattr(error, "last_worker", None), "address", None)
-            where = lease.worker if lease is not None else (last or "its worker")
+            if lease is None and last is not None:
+                # The scheduler's word is the lease: seen at that worker when it was lost.
+                seen = now()
+                lease = Lease(
+                    worker=last, host=self.ready.get(last, ""), started_at=seen, last_heartbeat=seen
+                )
+            where = lease.worker if lease is not None else "its worker"
             with contextlib.suppress(Exception):
                 # Its container may live on after its worker: nothing of it is recorded.
                 self.client.run(
