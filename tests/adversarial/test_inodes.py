@@ -25,7 +25,7 @@ from evalrepro.records.trial import read_trial_result
 from evalrepro.run.sandbox import supervisor
 from evalrepro.run.sandbox.supervisor import InodeCount, Watchdog, writable_roots
 from tests.adversarial.attacks import Attack, write_adversary
-from tests.podman_support import needs_podman, run_demo
+from tests.podman_support import needs_podman, run_demo, sandboxes_left
 
 #: The inode limit of these runs: far below the floods, far above what the demo needs.
 INODES = 20_000
@@ -186,10 +186,10 @@ class TestInContainers:
     def test_an_inode_flood_is_stopped_by_its_own_limit_and_the_run_completes(self, flood_run):
         check_floods(flood_run)
 
-    def test_the_floods_leave_the_hosts_inodes_where_they_were(self, flood_run, tmp_path):
-        fs = os.statvfs(tmp_path)
-        # The containers are gone with what they made: far more than the floods' reach free.
-        assert fs.f_files == 0 or fs.f_favail > 300_000
+    def test_the_floods_go_with_their_sandboxes(self, flood_run):
+        # Every container is gone from podman's store, with the files it made. (Not the
+        # host's count of free inodes, which whatever else runs here moves.)
+        assert sandboxes_left(flood_run.run_dir) == []
 
 
 @pytest.mark.podman
@@ -229,13 +229,14 @@ def test_the_count_is_the_files_and_folders_created_since_the_start(tmp_path):
     deep.mkdir(parents=True)
     for i in range(300):
         (deep / str(i)).write_bytes(b"")
-    deadline = time.monotonic() + 5
+    # A wait for the next pass, bounded far above its period (a loaded machine is slow).
+    deadline = time.monotonic() + 60
     while count.step() != 302 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert count.step() == 302
     for i in range(300):
         (deep / str(i)).unlink()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60
     while count.step() != 2 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert count.step() == 2  # net: removed files no longer count
