@@ -27,6 +27,7 @@ from evalrepro.commands import (
     reproduce,
     run,
     runs,
+    unpublish,
     validate,
     verify,
     view,
@@ -69,6 +70,7 @@ COMMANDS = (
     validate,
     parsers,
     publish,
+    unpublish,
     runs,
     leaderboard,
 )
