@@ -115,7 +115,8 @@ class Session:
                 command, stdout=out, stderr=subprocess.STDOUT, cwd=CHECKOUT, env=ENV
             )
 
-    def kill_when(self, ready, *, then: float = 0.0, within: float = 90) -> None:
+    def kill_when(self, ready, *, then: float = 0.0, within: float = 600) -> None:
+        # A bound on the wait, far above a quiet machine's seconds: a loaded one is slow.
         deadline = time.monotonic() + within
         while not ready():
             assert self.process.poll() is None, f"ended before the kill: {self.log.read_text()}"
