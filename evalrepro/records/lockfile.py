@@ -225,5 +225,6 @@ class Difference(_Frozen):
         "target",
         "dataset",
         "config",
+        "trials",
     ]
     detail: str

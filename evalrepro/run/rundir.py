@@ -33,7 +33,7 @@ from evalrepro.records.report import RunResults
 from evalrepro.records.trial import TrialResult, trial_label
 from evalrepro.report.swebench_layout import write_swebench_layout
 from evalrepro.run.evidence import Survey, survey
-from evalrepro.run.sessions import log_session
+from evalrepro.run.sessions import lockfile_drift, log_session
 from evalrepro.text import inside
 
 
@@ -109,6 +109,9 @@ class RunDirectory:
         ``previous``: the directory's own lockfile, when the caller read it already."""
         resuming = self.lockfile_path.exists()
         if resuming:
+            drift = lockfile_drift(self.path)
+            if drift is not None:
+                raise UserError(f"run directory {self.path}: {drift}; refusing to resume")
             locked = previous or read_lockfile(self.lockfile_path)
             found = differences(locked, lockfile, same_target=True)
             if found:
