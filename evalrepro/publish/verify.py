@@ -95,7 +95,8 @@ def locate_lockfile(path: Path, *, checked: bool = True) -> Lockfile:
 def compare(first: Path, second: Path, *, same_target: bool) -> Comparison:
     # Always compare the targets, so that a difference the user expects is still shown.
     found = differences(locate_lockfile(first), locate_lockfile(second), same_target=True)
-    information = [] if same_target else [d for d in found if d.kind == "target"]
+    # Comparing two models, the trials (which instances each answered) follow the target.
+    information = [] if same_target else [d for d in found if d.kind in ("target", "trials")]
     return Comparison(
         first=first,
         second=second,
