@@ -78,7 +78,10 @@ def log_session(run_dir: Path, *, resumed: bool, backend: dict[str, str]) -> Non
     )
     previous = _read(run_dir)
     # The first session wrote the lockfile: its digest is kept from then on.
-    digest = _lockfile_digest(run_dir) if not resumed else previous and previous.lockfile_sha256
+    if not resumed:
+        digest = _lockfile_digest(run_dir)
+    else:
+        digest = previous.lockfile_sha256 if previous is not None else None
     record = RunSessions(
         sessions=[*(previous.sessions if previous else []), session], lockfile_sha256=digest
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -184,6 +185,20 @@ def test_no_trial_folder_is_made_or_removed_outside_the_run_directory(tmp_path):
         RunDirectory(run_dir).trial_folder("planted")
     assert RunDirectory(run_dir).trial_folder("demo__calc-1--s0--0123").parent.name == "trials"
     assert outside.is_dir()
+
+
+def test_a_link_planted_at_swebench_sends_no_write_or_removal_elsewhere(escaping_run, tmp_path):
+    run_dir = tmp_path / "run"
+    shutil.copytree(escaping_run[0], run_dir, symlinks=True)
+    outside = tmp_path / "outside"
+    shutil.copytree(run_dir / "swebench", outside)
+    (outside / "keep.txt").write_text("mine\n")
+    before = {p: p.read_bytes() for p in outside.rglob("*") if p.is_file()}
+    shutil.rmtree(run_dir / "swebench")
+    (run_dir / "swebench").symlink_to(outside)
+    message = one_line(evalrepro("report", run_dir, "--rebuild"))
+    assert "SWE-bench layout folder leaves" in message
+    assert {p: p.read_bytes() for p in outside.rglob("*") if p.is_file()} == before
 
 
 # --- terminal escapes ----------------------------------------------------------------------
