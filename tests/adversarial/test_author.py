@@ -232,3 +232,14 @@ def test_a_bundle_naming_a_dask_scheduler_is_reproduced_locally(honest_run, samp
     assert (reproduction.agreeing, len(reproduction.trials)) == (12, 12)
     for result in (tmp_path / "again" / "trials").glob("*/result.json"):
         assert all(a["lease"] is None for a in json.loads(result.read_text())["attempts"])
+
+
+def test_the_reproducers_executor_is_its_command_lines(tmp_path, capsys):
+    from evalrepro.cli import main
+    from evalrepro.commands.reproduce import _executor
+
+    assert _executor([]).kind == "local"
+    chosen = _executor(["kind=dask", "address=tcp://scheduler.example:8786"])
+    assert (chosen.kind, chosen.address) == ("dask", "tcp://scheduler.example:8786")
+    assert main(["reproduce", str(tmp_path / "b.tar.gz"), "--executor", "kind"]) == 2
+    assert "--executor kind: expected KEY=VALUE" in capsys.readouterr().err
