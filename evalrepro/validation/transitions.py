@@ -138,7 +138,7 @@ def settled(before: Sequence[RunFacts], after: Sequence[RunFacts]) -> str:
     if any(not (run.trusted and run.ran and run.parsed) for run in [*before, *after]):
         found = unusable(before, after)
         assert found is not None
-        return f"{found[0]} whatever the other runs say ({found[1]})"
+        return f"{found[0]} whatever the other runs say (the detail names the run)"
     alone = Counter(test for run in [*before, *after] for test in run.passed_alone)
     transitions = transitions_of(
         [r.status_map for r in before], [r.status_map for r in after], alone
