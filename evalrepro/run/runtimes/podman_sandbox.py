@@ -7,7 +7,21 @@ after which conmon kills it even if evalrepro died. Each command is a ``podman e
 every byte that comes back is read by this process within a bound and a deadline of its
 own: whatever runs inside is the agent's (it may replace ``bash``, ``timeout`` or ``cat``
 in the container), so no bound relies on a program in the container. A tree comes out
-through ``podman cp``, which podman itself reads from the container's filesystem.
+through ``podman cp``, which podman itself reads from the container's filesystem, after
+:meth:`PodmanSandbox.end` (``podman stop --time 0``: PID 1 is killed, and the kernel kills
+every other process of the PID namespace, ``exec``'d or detached, before PID 1's end is
+reported): nothing is still writing while it is read.
+
+The process limit is the kernel's in both modes, and the same number: root, the
+container's cgroup (``--pids-limit``, with headroom); rootless on cgroup v1, where podman
+has no cgroup, a user namespace of the container's own (``--userns=auto``: a range of
+sub-ids no other container holds), so that the ``nproc`` ulimit, set to ``pids``, counts
+the processes of this sandbox's user only, not every process of the host user. The
+harness's watcher (``agent_phase``) stops the sandbox when it counts the limit reached.
+
+``/etc/hosts`` and ``/etc/resolv.conf`` are the harness's own files (``localhost`` and
+the sandbox's fixed host name; no name server), mounted read-only: podman's would hold
+the host's names and address and its resolver.
 """
 
 from __future__ import annotations
@@ -16,7 +30,8 @@ import os
 import selectors
 import subprocess
 import time
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol
 
 from evalrepro.run.egress import MOUNT as EGRESS_MOUNT
 from evalrepro.run.interactive import (
@@ -33,6 +48,9 @@ class PodmanRuntime(Protocol):
 
     env: dict[str, str]
     _running: set[str]
+    rootless: bool
+    files: Path
+    config: Any
 
     def image_id(self, tag: str) -> str | None: ...
 
@@ -45,6 +63,8 @@ class PodmanRuntime(Protocol):
 _GRACE = 5.0
 #: Seconds podman itself may take to answer (start, copy, remove).
 _PODMAN_SECONDS = 120.0
+#: The sandbox's host name (podman's default, the container's id, is not in its hosts).
+HOSTNAME = "sandbox"
 
 
 class PodmanSandbox(Sandbox):
@@ -53,7 +73,7 @@ class PodmanSandbox(Sandbox):
         self.request = request
         self._stopped = False
         _check_image(runtime, request, f"cannot start sandbox {request.name}")
-        flags, _ = runtime._limit_flags()
+        flags = _sandbox_flags(runtime)
         if request.network == "model_only":
             if not request.egress:
                 raise SandboxError(f"sandbox {request.name}: model_only needs an egress proxy")
@@ -73,6 +93,9 @@ class PodmanSandbox(Sandbox):
             "none",
             "--security-opt",
             "no-new-privileges",
+            f"--hostname={HOSTNAME}",
+            f"--volume={runtime.files / 'sandbox-hosts'}:/etc/hosts:ro",
+            f"--volume={runtime.files / 'sandbox-resolv.conf'}:/etc/resolv.conf:ro",
             f"--timeout={request.lifetime}",
             "--workdir",
             request.workdir,
@@ -88,6 +111,7 @@ class PodmanSandbox(Sandbox):
         if done.exit_code != 0:
             self.stop()
             raise SandboxError(f"cannot start sandbox {request.name}: {_last(done.output)}")
+        self._ended = False
         self._pid_namespace = self._namespace()
 
     def _namespace(self) -> str | None:
@@ -102,6 +126,8 @@ class PodmanSandbox(Sandbox):
         """How many processes run in the sandbox now, counted by the host from ``/proc``
         (every process in the container's PID namespace: ``exec``'d commands too, however
         they were started); None: not known here."""
+        if self._ended:
+            return 0
         if self._pid_namespace is None:
             return None
         count = 0
@@ -183,12 +209,39 @@ class PodmanSandbox(Sandbox):
             raise SandboxError(f"cannot copy {path} out of sandbox {self.request.name}")
         return done.data
 
+    def end(self) -> int:
+        running = self.processes() or 0
+        argv = ["podman", "stop", "--time", "0", self.request.name]
+        done = _bounded(argv, self.runtime.env, b"", 1 << 16, _PODMAN_SECONDS)
+        # Stopped means PID 1 has ended, and with it (the kernel waits for them) every
+        # process of the namespace; ask podman rather than trust the stop's exit status.
+        argv = ["podman", "inspect", "--format", "{{.State.Status}}", self.request.name]
+        state = _bounded(argv, self.runtime.env, b"", 1 << 10, _PODMAN_SECONDS)
+        if done.exit_code != 0 or state.output.strip() not in ("exited", "stopped"):
+            raise SandboxError(
+                f"cannot stop the processes of sandbox {self.request.name}: {_last(done.output)}"
+            )
+        self._ended = True
+        return running
+
     def stop(self) -> None:
         if self._stopped:
             return
         self._stopped = True
         self.runtime._remove(self.request.name)
         self.runtime._running.discard(self.request.name)
+
+
+def _sandbox_flags(runtime: PodmanRuntime) -> list[str]:
+    """The environment's limit flags, and rootless the kernel's process cap that podman's
+    ``--pids-limit`` cannot give there: a user namespace of the sandbox's own, in which
+    the ``nproc`` ulimit (``pids``) counts this sandbox's processes of each user only."""
+    flags, _ = runtime._limit_flags()
+    if not runtime.rootless:
+        return flags  # the cgroup's --pids-limit
+    pids = runtime.config.limits.pids
+    flags = [flag for flag in flags if not flag.startswith("--ulimit=nproc=")]
+    return [*flags, "--userns=auto", f"--ulimit=nproc={pids}:{pids}"]
 
 
 def image_tree(runtime: PodmanRuntime, request: SandboxRequest, path: str, *, limit: int) -> bytes:
