@@ -137,7 +137,7 @@ def test_the_tree_is_read_once_every_process_of_the_sandbox_has_stopped(opened):
 def test_an_agent_that_leaves_a_writer_is_evaluated_on_the_tree_at_its_end(tmp_path, mode):
     fix = 'printf "%s" "$FIX" | git apply && '
     result, folder = agent_run(tmp_path, "leaver", fix + WRITER)
-    assert str(result.score.outcome) == "resolved"
+    assert str(result.score.outcome) == "resolved", result.score
     log = (folder / "agent_log.txt").read_text()
     found = re.search(r"\[evalrepro: (\d+) process\(es\) the agent left running were stopped", log)
     assert found and int(found.group(1)) >= 1, log
@@ -200,7 +200,7 @@ def test_the_sandbox_knows_no_name_or_address_of_the_host(tmp_path, mode):
     _, folder = agent_run(tmp_path, "reader", command)
     log = (folder / "agent_log.txt").read_text()
     seen = log.split("HOSTS", 1)[1]
-    for secret in sorted(names | addresses | set(resolvers) - {"127.0.0.1", "::1", "localhost"}):
+    for secret in sorted((names | addresses | set(resolvers)) - {"127.0.0.1", "::1", "localhost"}):
         assert secret not in seen, (secret, seen)
     assert "nameserver" not in seen.split("RESOLV", 1)[1].split("NAME", 1)[0]
 
