@@ -165,6 +165,12 @@ def attempt_with_agent(runtime: Any, spec: AttemptSpec) -> AttemptOutput:
                     raise
                 left = 0
             watch.close()
+            if not getattr(sandbox, "capped", False):
+                end.log += (
+                    b"\n[evalrepro: no kernel cap on the agent's processes in this sandbox "
+                    b"(its image lacks unshare, nsenter or prlimit): the watcher alone stops "
+                    b"a fork bomb]\n"
+                )
             if left > 0 and not watch.tripped:
                 end.log += (
                     f"\n[evalrepro: {left} process(es) the agent left running were stopped "

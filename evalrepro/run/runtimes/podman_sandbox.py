@@ -12,12 +12,19 @@ through ``podman cp``, which podman itself reads from the container's filesystem
 every other process of the PID namespace, ``exec``'d or detached, before PID 1's end is
 reported): nothing is still writing while it is read.
 
-The process limit is the kernel's in both modes, and the same number: root, the
-container's cgroup (``--pids-limit``, with headroom); rootless on cgroup v1, where podman
-has no cgroup, a user namespace of the container's own (``--userns=auto``: a range of
-sub-ids no other container holds), so that the ``nproc`` ulimit, set to ``pids``, counts
-the processes of this sandbox's user only, not every process of the host user. The
-harness's watcher (``agent_phase``) stops the sandbox when it counts the limit reached.
+The process limit is the kernel's in both modes, and the same number. Commands of the
+sandbox's user run in a user namespace of the sandbox's own, nested in the container's
+and made at its start by its root (a process of root's holds it; the map gives root and
+that user themselves, nothing else): each ``podman exec`` enters it as root and only
+then becomes the user (``nsenter --setuid``) under an ``nproc`` ulimit of ``pids``
+(``prlimit``), which the kernel counts per user *and user namespace*: this sandbox's
+processes only, whatever else the host user runs (podman's ``--pids-limit`` is ignored
+rootless on cgroup v1; ``--userns=auto`` gives a namespace too, but costs a chowned copy
+of the image per range of ids and leaves room for few sandboxes). Root mode keeps the
+cgroup (``--pids-limit``, with headroom) as a backstop. The harness's watcher
+(``agent_phase``) stops the sandbox when it counts the limit reached. An image without
+the programs this needs (``unshare``, ``nsenter``, ``prlimit``) gets no kernel cap:
+:attr:`PodmanSandbox.capped` says so and the watcher is the only stop.
 
 ``/etc/hosts`` and ``/etc/resolv.conf`` are the harness's own files (``localhost`` and
 the sandbox's fixed host name; no name server), mounted read-only: podman's would hold
@@ -65,6 +72,30 @@ _GRACE = 5.0
 _PODMAN_SECONDS = 120.0
 #: The sandbox's host name (podman's default, the container's id, is not in its hosts).
 HOSTNAME = "sandbox"
+#: Run as root at the sandbox's start, the user's name on stdin: a process of root's that
+#: holds a new user namespace whose map is root and that user themselves (written in one
+#: write each, as the kernel wants), then one line: its pid, the user's uid, gid and home,
+#: and where nsenter and prlimit are (root's own, found on root's PATH).
+_JAIL = r"""
+set -eu
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+read -r name
+nsenter=$(command -v nsenter); prlimit=$(command -v prlimit); command -v unshare >/dev/null
+entry=$(getent passwd "$name")
+uid=$(echo "$entry" | cut -d: -f3); gid=$(echo "$entry" | cut -d: -f4)
+home=$(echo "$entry" | cut -d: -f6)
+[ -n "$uid" ] && [ "$uid" != 0 ]
+setsid unshare --user sleep infinity </dev/null >/dev/null 2>&1 &
+holder=$!
+mine=$(readlink /proc/self/ns/user)
+tries=0
+while [ "$(readlink /proc/$holder/ns/user)" = "$mine" ]; do
+  tries=$((tries + 1)); [ "$tries" -lt 1000 ]; sleep 0.01
+done
+printf '0 0 1\n%s %s 1\n' "$uid" "$uid" | cat > /proc/$holder/uid_map
+printf '0 0 1\n%s %s 1\n' "$gid" "$gid" | cat > /proc/$holder/gid_map
+printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$holder" "$uid" "$gid" "$home" "$nsenter" "$prlimit"
+"""
 
 
 class PodmanSandbox(Sandbox):
@@ -73,7 +104,7 @@ class PodmanSandbox(Sandbox):
         self.request = request
         self._stopped = False
         _check_image(runtime, request, f"cannot start sandbox {request.name}")
-        flags = _sandbox_flags(runtime)
+        flags, _ = runtime._limit_flags()
         if request.network == "model_only":
             if not request.egress:
                 raise SandboxError(f"sandbox {request.name}: model_only needs an egress proxy")
@@ -113,6 +144,37 @@ class PodmanSandbox(Sandbox):
             raise SandboxError(f"cannot start sandbox {request.name}: {_last(done.output)}")
         self._ended = False
         self._pid_namespace = self._namespace()
+        self._jail: list[str] | None = None
+        self._home = ""
+        #: Whether the kernel caps the processes of the sandbox's user at ``pids``.
+        self.capped = False
+        if request.user not in (None, "root", "0"):
+            self._open_jail(runtime.config.limits.pids)
+
+    def _open_jail(self, pids: int) -> None:
+        """Make the user namespace the user's commands run in, held by a process of root's
+        (see the module docstring); without it (an image that lacks a program this
+        needs) commands run as before, uncapped."""
+        done = self.exec(
+            _JAIL, timeout=60, user="root", cwd="/", stdin=f"{self.request.user}\n".encode()
+        )
+        lines = done.output.strip().splitlines() if done.exit_code == 0 else []
+        fields = lines[-1].split("\t") if lines else []
+        if len(fields) != 6 or not fields[0].isdigit() or not all(fields):
+            return
+        holder, uid, gid, self._home, nsenter, prlimit = fields
+        self._jail = [
+            nsenter,
+            "--user",
+            f"--target={holder}",
+            f"--setuid={uid}",
+            f"--setgid={gid}",
+            "--",
+            prlimit,
+            f"--nproc={pids}:{pids}",
+            "--",
+        ]
+        self.capped = True
 
     def _namespace(self) -> str | None:
         argv = ["podman", "inspect", "--format", "{{.State.Pid}}", self.request.name]
@@ -151,7 +213,12 @@ class PodmanSandbox(Sandbox):
         user: str | None = None,
     ) -> ExecResult:
         argv = ["podman", "exec", "--interactive", "--workdir", cwd or self.request.workdir]
-        if (user or self.request.user) is not None:
+        jail: list[str] = []
+        if self._jail is not None and (user is None or user == self.request.user):
+            # As root into the sandbox's user namespace, then the user, capped.
+            jail = self._jail
+            argv += ["--user", "root", f"--env=HOME={self._home}"]
+        elif (user or self.request.user) is not None:
             argv += ["--user", user or self.request.user or ""]
         # By name only: podman takes each value from its own environment, so that no
         # value (a key) shows in the host's process list.
@@ -161,6 +228,7 @@ class PodmanSandbox(Sandbox):
         # deadline holds even if the container's `timeout` is not coreutils' any more.
         argv += [
             self.request.name,
+            *jail,
             "timeout",
             "--signal=KILL",
             f"{timeout:g}",
@@ -230,18 +298,6 @@ class PodmanSandbox(Sandbox):
         self._stopped = True
         self.runtime._remove(self.request.name)
         self.runtime._running.discard(self.request.name)
-
-
-def _sandbox_flags(runtime: PodmanRuntime) -> list[str]:
-    """The environment's limit flags, and rootless the kernel's process cap that podman's
-    ``--pids-limit`` cannot give there: a user namespace of the sandbox's own, in which
-    the ``nproc`` ulimit (``pids``) counts this sandbox's processes of each user only."""
-    flags, _ = runtime._limit_flags()
-    if not runtime.rootless:
-        return flags  # the cgroup's --pids-limit
-    pids = runtime.config.limits.pids
-    flags = [flag for flag in flags if not flag.startswith("--ulimit=nproc=")]
-    return [*flags, "--userns=auto", f"--ulimit=nproc={pids}:{pids}"]
 
 
 def image_tree(runtime: PodmanRuntime, request: SandboxRequest, path: str, *, limit: int) -> bytes:
