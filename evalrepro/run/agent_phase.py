@@ -168,8 +168,9 @@ def attempt_with_agent(runtime: Any, spec: AttemptSpec) -> AttemptOutput:
             if not getattr(sandbox, "capped", False):
                 end.log += (
                     b"\n[evalrepro: no kernel cap on the agent's processes in this sandbox "
-                    b"(its image lacks unshare, nsenter or prlimit): the watcher alone stops "
-                    b"a fork bomb]\n"
+                    b"(no user namespace of its own for the agent's user: an image without "
+                    b"unshare, nsenter or prlimit, or the agent runs as root); the watcher "
+                    b"alone stops a fork bomb]\n"
                 )
             if left > 0 and not watch.tripped:
                 end.log += (
@@ -277,11 +278,8 @@ class _Reserves:
         there. The number of processes counted (None: not counted)."""
         running = sandbox.processes() if self.pids else None
         if not self.tripped and running is not None and running >= self.pids:
-            self.tripped, self.agent_to_blame = self._over(running), True
+            self.tripped, self.agent_to_blame = _over_limit(running, self.pids), True
         return running
-
-    def _over(self, running: int) -> str:
-        return _over_limit(running, self.pids)
 
     def _watch(self) -> None:
         while not self._done.wait(_WATCH_SECONDS):
@@ -292,12 +290,12 @@ class _Reserves:
                 return
 
     def _problem(self, running: int | None) -> str:
-        # The kernel holds the sandbox at the limit (root: the cgroup, with headroom;
-        # rootless: the nproc ulimit in the sandbox's own user namespace), so it is
-        # reached, never passed by much: reaching it is the trip.
+        # The kernel holds the agent's processes at the limit (the nproc ulimit in the
+        # sandbox's own user namespace; root mode's cgroup behind it), so it is reached,
+        # never passed by more than the sandbox's own few: reaching it is the trip.
         if self.pids and running is not None and running >= self.pids:
             self.agent_to_blame = True
-            return self._over(running)
+            return _over_limit(running, self.pids)
         try:
             fs = os.statvfs(self.path)
         except OSError:

@@ -55,7 +55,6 @@ class PodmanRuntime(Protocol):
 
     env: dict[str, str]
     _running: set[str]
-    rootless: bool
     files: Path
     config: Any
 
