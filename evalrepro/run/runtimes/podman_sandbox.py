@@ -278,18 +278,21 @@ class PodmanSandbox(Sandbox):
 
     def end(self) -> int:
         running = self.processes() or 0
-        argv = ["podman", "stop", "--time", "0", self.request.name]
-        done = _bounded(argv, self.runtime.env, b"", 1 << 16, _PODMAN_SECONDS)
+        output = ""
         # Stopped means PID 1 has ended, and with it (the kernel waits for them) every
-        # process of the namespace; ask podman rather than trust the stop's exit status.
-        argv = ["podman", "inspect", "--format", "{{.State.Status}}", self.request.name]
-        state = _bounded(argv, self.runtime.env, b"", 1 << 10, _PODMAN_SECONDS)
-        if done.exit_code != 0 or state.output.strip() not in ("exited", "stopped"):
-            raise SandboxError(
-                f"cannot stop the processes of sandbox {self.request.name}: {_last(done.output)}"
-            )
-        self._ended = True
-        return running
+        # process of the namespace; podman is asked for the state rather than trusted by
+        # the stop's exit status (a second stop for a sandbox podman was slow to stop).
+        for _ in range(2):
+            argv = ["podman", "stop", "--time", "0", self.request.name]
+            output = _bounded(argv, self.runtime.env, b"", 1 << 16, _PODMAN_SECONDS).output
+            argv = ["podman", "inspect", "--format", "{{.State.Status}}", self.request.name]
+            state = _bounded(argv, self.runtime.env, b"", 1 << 10, _PODMAN_SECONDS)
+            if state.exit_code == 0 and state.output.strip() in ("exited", "stopped"):
+                self._ended = True
+                return running
+        raise SandboxError(
+            f"cannot stop the processes of sandbox {self.request.name}: {_last(output)}"
+        )
 
     def stop(self) -> None:
         if self._stopped:
