@@ -197,12 +197,11 @@ def _least_diff(base: Path, work: Path) -> int:
                 if relative in seen or path.is_symlink():
                     continue
                 seen.add(relative)
-                size = _text_size(path)
                 twin = other / relative
                 if not os.path.lexists(twin) or twin.is_symlink() or twin.is_dir():
-                    least += size or 0
-                else:
-                    size_twin = _text_size(twin)
+                    least += _text_size(path) or 0
+                elif path.stat().st_size != twin.stat().st_size:  # else: nothing to read
+                    size, size_twin = _text_size(path), _text_size(twin)
                     if size is not None and size_twin is not None:
                         least += abs(size - size_twin)
     return least
