@@ -14,6 +14,8 @@ the test output at exit; each test asserts that nothing there names a test of th
 patch or a canary, and that such a forgery is not graded resolved. With the dataset's
 ``protection.tests_read_git`` on, the same probe does read the new tests (the trial
 records that git was readable), and its forgery of them is caught by the canaries.
+Against the harness that mounted the test patch 0644 and left ``.git`` readable, this
+patch (which fixes nothing) was graded resolved, pytest and unittest alike.
 """
 
 from __future__ import annotations
