@@ -83,6 +83,10 @@ class TestsStartedEvent(_Event):
     user_namespace: bool
     #: Whether the code under test may create user namespaces of its own.
     new_user_namespaces: Literal["refused", "allowed"]
+    #: The repository's .git and the harness's store: locked away from the tests
+    #: (``hidden``), or left readable because the dataset declared that its tests read
+    #: git (``protection.tests_read_git``); None in reports of older supervisors.
+    git: Literal["hidden", "readable"] | None = None
 
 
 class StopReason(_Event):

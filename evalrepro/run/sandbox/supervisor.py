@@ -12,7 +12,11 @@ output. The phases, in order::
                                by the patch, are restored to the base commit (or only
                                recorded, or make the trial invalid: the dataset's policy)
     reset                      the test patch's files are written as base + test patch
-                               from the harness's own git store, then verified
+                               from the harness's own git store, then verified (every
+                               process of the test user killed first)
+    hide                       what says which tests are new (the repository's .git,
+                               the harness's store) locked to root; the test user is
+                               asked to read it, and the test patch and the program
     run the tests              as the test user, in a user namespace of its own (so the
                                process cap is this trial's), under a watchdog
                                (memory, processes, disk written, files created,
@@ -453,12 +457,19 @@ class Git:
     def __init__(self, git_dir: str, private: str) -> None:
         self.git_dir = git_dir
         self.index = os.path.join(private, "index")
+        # What the reset writes (the blobs of base + test patch, without the canaries)
+        # goes to root's private folder, never into the store: a store the tests may
+        # read (``tests_read_git``) must not tell the canaries from the test patch.
+        objects = os.path.join(private, "objects")
+        os.makedirs(objects, mode=0o700, exist_ok=True)
         self.env = {
             "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
             "HOME": private,
             "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_CONFIG_GLOBAL": "/dev/null",
             "GIT_INDEX_FILE": self.index,
+            "GIT_OBJECT_DIRECTORY": objects,
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES": os.path.join(git_dir, "objects"),
         }
 
     def run(self, *args: str, stdin: bytes | None = None) -> bytes:
@@ -804,6 +815,62 @@ def tool_env(user: User) -> dict[str, str]:
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_CONFIG_GLOBAL": "/dev/null",
     }
+
+
+# --- what the tests may not see ------------------------------------------------------
+
+
+def lock_away(path: str) -> str | None:
+    """``path`` (a folder or a file; a link: what it resolves to) made root's alone, closed
+    to every other user; the path locked, or None when there is none. Only the top needs
+    it: nothing under a folder the test user cannot enter can be opened by it, whoever
+    owns what is inside (root owns it, so the test user cannot open it again)."""
+    target = os.path.realpath(path) if os.path.islink(path) else path
+    try:
+        st = os.lstat(target)
+    except FileNotFoundError:
+        return None
+    os.chown(target, 0, 0, follow_symlinks=False)
+    os.chmod(target, 0o700 if stat.S_ISDIR(st.st_mode) else 0o600)
+    return target
+
+
+def still_readable(paths: list[str]) -> None:
+    """Run as the test user: fails naming each of ``paths`` it can list or read."""
+    found = []
+    for path in paths:
+        try:
+            os.listdir(path)
+            found.append(path)
+            continue
+        except NotADirectoryError:
+            pass
+        except OSError:
+            continue
+        try:
+            with open(path, "rb") as handle:
+                handle.read(1)
+            found.append(path)
+        except OSError:
+            continue
+    if found:
+        raise PermissionError("readable by the test user: " + ", ".join(found))
+
+
+def kill_leftovers() -> None:
+    """Every process but init and this one killed, in one ``kill(-1)``, and what was ours
+    reaped: before the reset, nothing of the test user's (a daemon left by a tool or by
+    code pytest's config reader imported) may watch the test files being written."""
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                return
+        except ChildProcessError:
+            return
 
 
 # --- the test run ----------------------------------------------------------------------
@@ -1362,6 +1429,7 @@ class TestRun:
                 "tests_started",
                 user_namespace=self.nested,
                 new_user_namespaces="refused" if self.namespaces_blocked else "allowed",
+                git="readable" if tests_read_git(self.program) else "hidden",
             )
         deadline = started + self.limits["timeout"]
         poller = select.poll()
@@ -1493,9 +1561,15 @@ def _exit_code(status: int | None) -> tuple[int | None, int | None]:
 # --- the phases ------------------------------------------------------------------------
 
 
+def tests_read_git(program: dict) -> bool:
+    """Whether the dataset declared that its tests read the repository's git data."""
+    return bool(program["protection"].get("tests_read_git", False))
+
+
 class Trial:
-    def __init__(self, program: dict, stream: Stream) -> None:
+    def __init__(self, program: dict, stream: Stream, program_path: str | None = None) -> None:
         self.program = program
+        self.program_path = program_path
         self.stream = stream
         self.testbed = program["testbed"]
         self.user = User(program["user"])
@@ -1524,7 +1598,9 @@ class Trial:
         protected = self.protect(changed)
         if self.program["protection"]["policy"] == "invalid" and protected:
             return  # the trial is invalid by policy: running the tests would change nothing
+        kill_leftovers()
         test_files = self.reset_test_files(protected)
+        self.hide()
         if self.program.get("guard", True):
             site_hooks = self.program["protection"].get("site_hooks", False)
             sites = install_guard(self.program["guard_source"], self.testbed, site_hooks)
@@ -1540,6 +1616,31 @@ class Trial:
             self.fresh_runs(changed, integrity)
         if self.program.get("rerun"):
             self.reruns(changed, integrity)
+
+    def hide(self) -> None:
+        """After the reset, before any test runs: what says which tests are the test
+        patch's is made unreadable to the test user, and the test user is asked.
+
+        The test patch and the program are in root's folder from the start (the host
+        mounts it so). The repository's ``.git`` and the harness's store hold the base:
+        with them, ``git diff`` or ``git show HEAD:<file>`` says which tests are new.
+        They are locked away unless the dataset declared that its tests read git
+        (``protection.tests_read_git``, recorded in ``tests_started``). Whatever is still
+        readable after this is the harness's failure, never a trial that runs."""
+        private = [os.path.dirname(self.program["test_patch"]), self.program["test_patch"]]
+        if self.program_path is not None:
+            private.append(self.program_path)
+        locked = []
+        if not tests_read_git(self.program):
+            for path in (os.path.join(self.testbed, ".git"), self.program["git_dir"]):
+                done = lock_away(path)
+                if done is not None:
+                    locked.append(done)
+        # The supervisor's own folder (its index names the test files' blobs) too.
+        error = as_user(self.user, still_readable, [*private, *locked, self.private])
+        if error:
+            raise HarnessError(f"the test user can still read what names the tests: {error}")
+        self.stream.log(f"hidden from the tests: {', '.join([private[0], *locked])}")
 
     def fresh_runs(self, changed: list[str], integrity: Callable[[], list[str]]) -> None:
         """Each fresh run of the program alone, in a process of its own: how it ended.
@@ -1835,7 +1936,7 @@ def main(argv: list[str]) -> int:
         phase = "load"
         program = load_program(argv[1])
         phase = "trial"
-        Trial(program, stream).run()
+        Trial(program, stream, argv[1]).run()
     except Stop:
         pass
     except BrokenPipeError:
