@@ -34,7 +34,7 @@ from evalrepro.config.sample import load_samples
 from evalrepro.pipeline import plan_and_lock
 from evalrepro.records.trial import read_trial_result
 from evalrepro.run.interactive import SandboxRequest
-from evalrepro.run.worktree import TreeError, harness_diff
+from evalrepro.run.worktree import DIFF_SECONDS, TreeError, harness_diff
 from evalrepro.targets.agent import AgentBudgets, AgentTarget, CommandAgent
 from tests.podman_support import cache_dir, demo_config, needs_podman, run_demo
 
@@ -198,7 +198,8 @@ def test_a_fork_bomb_under_load_ends_at_the_limit_with_its_reason(tmp_path, mode
     # far past it as when only the watcher's scan stood in the way.
     assert 64 <= int(found.group(1)) <= 64 + 8
     (attempt,) = result.attempts  # its own doing: never retried
-    assert (attempt.finished_at - attempt.started_at).total_seconds() < 80
+    # Ended at the limit, not at its wall time.
+    assert (attempt.finished_at - attempt.started_at).total_seconds() < 90
 
 
 @both_modes
@@ -247,5 +248,6 @@ def test_a_diff_over_its_bound_is_refused_before_git_builds_it():
     with pytest.raises(TreeError, match=r"diff is more than \d+ bytes, over the limit of 1048576"):
         harness_diff(tar(rewritten), tar(other), limit=1 << 20)
     cut_short = time.monotonic() - started
-    # Bounded: seconds, not the minutes a 200 MB diff took git to build whole.
-    assert refused_from_sizes < 60 and cut_short < 60, (refused_from_sizes, cut_short)
+    # Bounded by the refusal (the messages above say which), never by the last-resort
+    # bound on git's time that a rewrite of one large file in place would need.
+    assert max(refused_from_sizes, cut_short) < DIFF_SECONDS, (refused_from_sizes, cut_short)

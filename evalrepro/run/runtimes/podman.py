@@ -194,6 +194,10 @@ class PodmanRuntime(Runtime):
             (GUARD, GUARD_PATH),
             (inputs / "private", PRIVATE_DIR),
             (inputs / "patch.diff", PATCH_PATH),
+            # No name or resolver of the host's (podman would write them in): the code
+            # under test learns nothing of the machine, as an agent's sandbox does not.
+            (self.files / "sandbox-hosts", "/etc/hosts"),
+            (self.files / "sandbox-resolv.conf", "/etc/resolv.conf"),
         ]
         # The tests, then each fresh run and each re-run, have the timeout each.
         rerun = spec.program.rerun if spec.program is not None else None
@@ -205,6 +209,8 @@ class PodmanRuntime(Runtime):
             "--rm",
             "--name",
             spec.sandbox_name,
+            "--hostname",
+            "sandbox",
             "--network",
             spec.network,
             "--init",
