@@ -6,10 +6,10 @@ import argparse
 from datetime import UTC, datetime
 
 from rich.markup import escape
-from rich.table import Table
 
 from evalrepro.commands._arguments import database_arguments, json_argument
 from evalrepro.commands._common import EXIT_OK, make_console
+from evalrepro.console import Table
 from evalrepro.errors import UserError
 
 

@@ -37,10 +37,10 @@ from urllib.parse import unquote
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
 from evalrepro import __version__
+from evalrepro.console import Table
 from evalrepro.digest import sha256_bytes, sha256_file
 from evalrepro.errors import UserError
 from evalrepro.files import read_regular_file

@@ -34,13 +34,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from evalrepro import __version__, atomic
 from evalrepro.config.executor import LocalExecutorConfig
 from evalrepro.config.experiment import ExecutorConfig, ExperimentConfig
 from evalrepro.config.sample import Sample
+from evalrepro.console import Table
 from evalrepro.errors import UserError
 from evalrepro.files import read_regular_file
 from evalrepro.grade.foreign import MAX_PATCH_BYTES

@@ -26,10 +26,10 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from evalrepro.build.images import package_manifest_name
 from evalrepro.config.sample import Sample
+from evalrepro.console import Table
 from evalrepro.digest import sha256_bytes
 from evalrepro.errors import UserError
 from evalrepro.grade.foreign import recorded_spec_digest

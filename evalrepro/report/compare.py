@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
+from evalrepro.console import Table
 from evalrepro.errors import UserError
 from evalrepro.plan.lockfile import differences
 from evalrepro.records.compare import (

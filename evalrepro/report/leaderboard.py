@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
+from evalrepro.console import Table
 from evalrepro.records.compare import run_label
 from evalrepro.records.database import Leaderboard, LeaderboardGroup, LeaderboardRow
 from evalrepro.records.stats import Interval

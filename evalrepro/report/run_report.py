@@ -13,9 +13,9 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from evalrepro import __version__
+from evalrepro.console import Table
 from evalrepro.digest import sha256_bytes
 from evalrepro.plan.lockfile import LOCKFILE_NAME
 from evalrepro.records.compare import run_label

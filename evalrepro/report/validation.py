@@ -9,8 +9,8 @@ from collections import Counter
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
+from evalrepro.console import Table
 from evalrepro.records.validation import ValidationReport
 
 
