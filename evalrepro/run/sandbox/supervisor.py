@@ -16,10 +16,12 @@ output. The phases, in order::
     run the tests              as the test user, in a user namespace of its own (so the
                                process cap is this trial's), under a watchdog
                                (memory, processes, disk written, files created,
-                               output, time)
+                               output, time); no bytecode cache but the image's is read
+                               or written (an empty prefix of root's)
     fresh runs, re-runs        single tests, each alone in a fresh process, judged by
                                exit status (the re-runs: the failing tests the host names
-                               on this process's stdin, the only thing it reads there)
+                               on this process's stdin, the only thing it reads there),
+                               each from the state the tests started from
 
 Everything the host learns comes from one framed stream on this process's own stdout
 (the code under test has no handle on it): ``FRAME`` headers (kind, length), then
@@ -515,16 +517,17 @@ class SavedState:
                 for p in before.keys() & now.keys()
                 if before[p][0] == now[p][0] == stat.S_IFDIR and before[p][1] != now[p][1]
             ]  # folders whose mode changed (changed_paths leaves folders out)
-            done: list[str] = []
+            done: set[str] = set()
             for rel in changed:  # sorted: a folder before what it holds
-                if any(rel.startswith(d + "/") for d in done):
+                parts = rel.split("/")
+                if any("/".join(parts[:depth]) in done for depth in range(1, len(parts))):
                     continue  # put back with its folder
                 full = os.path.join(root, rel)
                 if rel in now:
                     _remove(full)
                 if rel in before:
                     _copy_entry(os.path.join(self.store, str(index), rel), full, recurse=True)
-                done.append(rel)
+                done.add(rel)
             for rel in moded:
                 os.chmod(os.path.join(root, rel), stat.S_IMODE(before[rel][1]))
             if done or moded:
