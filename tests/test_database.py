@@ -528,3 +528,117 @@ def test_the_rows_are_the_runs_own_records(capsys, db, demo_runs, tmp_path):
     )
     assert stored["gate_passed"] == report["gate_passed"]
     assert stored["lockfile_digest"] == report["provenance"]["lockfile_digest"]
+
+
+# --- a run retracted; what killed uploads leave ---------------------------------------------
+
+
+def listed_runs(capsys, db: str) -> dict[str, dict]:
+    """``runs --json``'s runs by experiment."""
+    runs = json.loads(cli(capsys, "runs", "--db", db, "--json")[1])["runs"]
+    return {run["experiment"]: run for run in runs}
+
+
+def test_a_retracted_run_stays_in_the_history_and_leaves_the_leaderboard(
+    capsys, db, demo_runs, tmp_path
+):
+    store = tmp_path / "objects"
+    publish(capsys, db, store, demo_runs["demo"], demo_runs["model_a"])
+    (demo, model_a) = json.loads(cli(capsys, "runs", "--db", db, "--json")[1])["runs"]
+    assert demo["retracted_at"] is None
+
+    # By its folder, with a reason; a second time changes nothing.
+    why = ("--reason", "wrong split")
+    code, out, _ = cli(capsys, "unpublish", demo_runs["model_a"], *why, "--db", db)
+    assert code == 0 and f"{model_a['run_id']} retracted on" in out and "wrong split" in out
+    code, out, _ = cli(capsys, "unpublish", model_a["run_id"][:6], "--db", db)
+    assert code == 0 and "already retracted" in out and "wrong split" in out
+
+    # Kept, with every row, and listed as retracted.
+    listed = listed_runs(capsys, db)
+    assert listed["model_a"]["retraction_reason"] == "wrong split"
+    assert listed["model_a"]["retracted_at"] is not None and listed["demo"]["retracted_at"] is None
+    assert counts(db)["trials"] == 24
+    assert "retracted" in cli(capsys, "runs", "--db", db)[1]
+    # Off the leaderboard, which says why.
+    board = json.loads(cli(capsys, "leaderboard", "--db", db, "--json")[1])
+    assert [row["experiment"] for group in board["groups"] for row in group["rows"]] == ["demo"]
+    assert board["left_out"] == [f"{model_a['run_id']} (model_a): retracted: wrong split"]
+    # Published again, it stays retracted: a retraction is the team's decision.
+    publish(capsys, db, store, demo_runs["model_a"])
+    listed = listed_runs(capsys, db)
+    assert listed["model_a"]["retraction_reason"] == "wrong split"
+
+
+def test_unpublishing_a_run_that_is_not_there_is_refused_in_one_line(capsys, demo_runs, tmp_path):
+    db = str(tmp_path / "team.db")
+    publish(capsys, db, tmp_path / "objects", demo_runs["demo"])
+    for reference in ("ffffffff", str(demo_runs["model_b"])):
+        code, out, err = cli(capsys, "unpublish", reference, "--db", db)
+        assert code == 2 and out == "" and err.count("\n") == 1
+        assert "no such run" in err
+    assert listed_runs(capsys, db)["demo"]["retracted_at"] is None
+
+
+def test_an_older_database_is_migrated_with_its_runs_kept(capsys, demo_runs, tmp_path):
+    from alembic import command
+    from alembic.config import Config
+
+    from evalrepro.database.engine import MIGRATIONS
+
+    db = tmp_path / "old.db"
+    publish(capsys, str(db), tmp_path / "objects", demo_runs["demo"])
+    engine, _url = open_database(str(db))
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0001")
+    engine.dispose()
+    (run,) = json.loads(cli(capsys, "runs", "--db", db, "--json")[1])["runs"]
+    assert run["experiment"] == "demo" and run["retracted_at"] is None
+    assert cli(capsys, "unpublish", run["run_id"], "--db", db)[0] == 0
+
+
+def test_what_a_killed_upload_left_is_removed_by_the_next_publish_and_a_live_ones_is_not(
+    capsys, demo_runs, tmp_path
+):
+    from evalrepro.store.objects import STALE_SECONDS, ObjectStore
+
+    db, store = str(tmp_path / "team.db"), tmp_path / "objects"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = [*PUBLISH, str(demo_runs["model_b"]), "--db", db, "--store", str(store)]
+    process = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=subprocess.PIPE)
+    # Killed while it uploads: its heartbeat is there.
+    deadline = time.monotonic() + 120
+    while process.poll() is None and not list((store / "tmp").glob("*.alive")):
+        assert time.monotonic() < deadline, "the publish never started uploading"
+        time.sleep(0.002)
+    process.kill()
+    process.wait()
+    # A temporary object of the killed upload (whether or not the kill left one) and the
+    # heartbeat nobody renews any more; then time passes.
+    (alive,) = (store / "tmp").glob("*.alive")
+    killed = store / "tmp" / alive.name.removesuffix(".alive")
+    killed.mkdir(exist_ok=True)
+    (killed / "partial").write_bytes(b"half an object")
+    # Another publisher, live: its upload is as old, its heartbeat renewed.
+    live = ObjectStore.open(str(store))
+    with live.uploading():
+        (store / "tmp" / live._session).mkdir(exist_ok=True)
+        (store / "tmp" / live._session / "uploading").write_bytes(b"a big object, going up")
+        long_ago = time.time() - STALE_SECONDS - 60
+        for path in (store / "tmp").rglob("*"):
+            if path.name != f"{live._session}.alive":
+                os.utime(path, (long_ago, long_ago))
+
+        code, out, _ = publish(capsys, db, store, demo_runs["model_b"])
+        assert code == 0
+        left = sorted(str(p.relative_to(store / "tmp")) for p in (store / "tmp").rglob("*"))
+        assert left == sorted(
+            [live._session, f"{live._session}/uploading", f"{live._session}.alive"]
+        )
+        assert "temporary objects of killed uploads removed" in out
+        (store / "tmp" / live._session / "uploading").unlink()
+    # Its own session leaves nothing behind.
+    assert list((store / "tmp").iterdir()) == []

@@ -96,6 +96,8 @@ def main(args: argparse.Namespace) -> int:
         state = "complete" if run.complete else "publish unfinished"
         if run.complete and run.finished < run.planned:
             state = "run unfinished"
+        if run.retracted_at is not None:
+            state = "retracted"
         table.add_row(
             run.run_id,
             escape(run.experiment),

@@ -25,6 +25,7 @@ from evalrepro import __version__
 from evalrepro.records.compare import ComparisonReport, PairComparison, run_label
 from evalrepro.records.report import Provenance, RunReport
 from evalrepro.records.stats import Comparison, Interval
+from evalrepro.text import visible
 
 PREAMBLE = "\\usepackage{booktabs}"
 
@@ -353,7 +354,8 @@ def render_run_latex(report: RunReport, *, label: str | None = None) -> str:
     lines += ["\\bottomrule", "\\end{tabular}", *_repo_table(report)]
     lines.append("\\end{table}")
     lines += _provenance_note(label, _run_provenance(report))
-    return "\n".join(lines) + "\n"
+    # Comment lines quote names raw: the one rule shows them (evalrepro.text.visible).
+    return visible("\n".join(lines) + "\n")
 
 
 def _subject(experiment: str, target_id: str) -> str:
@@ -550,7 +552,8 @@ def render_comparison_latex(report: ComparisonReport, *, label: str | None = Non
     lines += ["\\bottomrule", "\\end{tabular}", *_note(_comparison_notes(report, blocks))]
     lines.append("\\end{table}")
     lines += _provenance_note(label, _comparison_provenance(report, blocks))
-    return "\n".join(lines) + "\n"
+    # Comment lines quote names raw: the one rule shows them (evalrepro.text.visible).
+    return visible("\n".join(lines) + "\n")
 
 
 def _comparison_caption(report: ComparisonReport, blocks: list[Block], levels: list[str]) -> str:

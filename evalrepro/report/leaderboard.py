@@ -12,6 +12,7 @@ from evalrepro.records.compare import run_label
 from evalrepro.records.database import Leaderboard, LeaderboardGroup, LeaderboardRow
 from evalrepro.records.stats import Interval
 from evalrepro.report.run_report import percent
+from evalrepro.text import visible
 
 #: Said under every leaderboard: a rank orders point estimates; whether two runs differ is
 #: a paired question, with its own test (docs/statistics.md).
@@ -95,7 +96,7 @@ def markdown_leaderboard(board: Leaderboard) -> str:
         lines += ["Left out:", *[f"- {_cell(line)}" for line in board.left_out], ""]
     if board.groups:
         lines += [RANK_NOTE, ""]
-    return "\n".join(lines) if lines else "No complete, finished runs.\n"
+    return visible("\n".join(lines)) if lines else "No complete, finished runs.\n"
 
 
 def render_leaderboard_html(board: Leaderboard, *, title: str = "evalrepro leaderboard") -> str:

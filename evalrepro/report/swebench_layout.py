@@ -69,6 +69,7 @@ from evalrepro.records.artifact import Artifact
 from evalrepro.records.lockfile import Lockfile
 from evalrepro.records.score import Outcome
 from evalrepro.records.trial import Attempt, TrialResult
+from evalrepro.text import inside
 
 #: Under the run directory.
 LAYOUT_DIR = "swebench"
@@ -204,6 +205,13 @@ def write_swebench_layout(
         if result.score.outcome is not Outcome.INVALID:
             reports.append((folder / REPORT, instance_report(instance_id, result)))
             names.add(REPORT)
+
+    # Every folder written to (or removed from) resolves inside the run directory: a link
+    # planted at swebench/ or below cannot send a write or a removal elsewhere.
+    for folder in {root, *(target.parent for target, _ in [*copies, *reports])}:
+        inside(run_dir, folder.relative_to(run_dir), "SWE-bench layout folder")
+    for model_dir in {*model_dirs.values(), swebench_model_dir(model)}:
+        inside(run_dir, (runs_dir / model_dir).relative_to(run_dir), "SWE-bench layout folder")
 
     def copy(item: tuple[Path, Artifact]) -> None:
         target, artifact = item

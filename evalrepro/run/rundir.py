@@ -33,7 +33,8 @@ from evalrepro.records.report import RunResults
 from evalrepro.records.trial import TrialResult, trial_label
 from evalrepro.report.swebench_layout import write_swebench_layout
 from evalrepro.run.evidence import Survey, survey
-from evalrepro.run.sessions import log_session
+from evalrepro.run.sessions import lockfile_drift, log_session
+from evalrepro.text import inside
 
 
 class RunDirectory:
@@ -59,6 +60,11 @@ class RunDirectory:
     @property
     def trials_dir(self) -> Path:
         return self.path / "trials"
+
+    def trial_folder(self, label: str) -> Path:
+        """``trials/<label>``, checked to resolve inside the run directory (a label is
+        made of an instance id: one safe path component, but a lockfile is an input)."""
+        return inside(self.path, Path("trials") / label, "trial folder")
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
@@ -103,6 +109,9 @@ class RunDirectory:
         ``previous``: the directory's own lockfile, when the caller read it already."""
         resuming = self.lockfile_path.exists()
         if resuming:
+            drift = lockfile_drift(self.path)
+            if drift is not None:
+                raise UserError(f"run directory {self.path}: {drift}; refusing to resume")
             locked = previous or read_lockfile(self.lockfile_path)
             found = differences(locked, lockfile, same_target=True)
             if found:
@@ -147,7 +156,7 @@ class RunDirectory:
         removed = []
         for trial in lockfile.trials:
             label = trial_label(trial.key.instance_id, trial.key.sample_index, trial.trial_id)
-            folder = self.trials_dir / label
+            folder = self.trial_folder(label)
             if folder.is_dir() and not (folder / "result.json").exists():
                 shutil.rmtree(folder)
                 removed.append(label)
