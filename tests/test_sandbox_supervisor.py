@@ -327,6 +327,17 @@ def test_removing_a_path_under_a_planted_symlink_deletes_nothing_outside(tmp_pat
     assert verify_writes(str(root), operations, "sha1") == []
 
 
+def test_a_folder_and_its_files_both_absent_leave_no_folder(tmp_path):
+    # A patch that adds a folder in a test folder: both are restored to absent.
+    root = tmp_path / "testbed"
+    (root / "tests" / "sub").mkdir(parents=True)
+    (root / "tests" / "sub" / "test_new.py").write_text("x = 1\n")
+    operations = [("tests/sub", "absent", 0, b""), ("tests/sub/test_new.py", "absent", 0, b"")]
+    apply_writes(str(root), operations)
+    assert not (root / "tests" / "sub").exists()
+    assert verify_writes(str(root), operations, "sha1") == []
+
+
 def test_a_dir_operation_replaces_a_symlink_to_a_directory(tmp_path):
     root = tmp_path / "testbed"
     root.mkdir()
