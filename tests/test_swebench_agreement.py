@@ -98,6 +98,10 @@ def assert_graded_as_swebench(
     resolved = score(observation).outcome is Outcome.RESOLVED
     if reference is None:
         assert observation.parser_status is not ParserStatus.OK, context
+        # swebench's get_logs_eval: ({}, False), no lists; key for key, a compatible
+        # parser keeps nothing of a log it cannot read either.
+        assert observation.status_map == {}, context
+        assert observation.tests is None, context
         assert not resolved, context
         return observation
     assert observation.parser_status is ParserStatus.OK, context

@@ -350,15 +350,17 @@ def test_swebench_make_run_report_reads_our_tree_as_our_verdicts(run, tmp_path, 
         "corpus__mocha-min_passing",
         "corpus__pytest-tb_no",
     ]
+    # An unscorable log (forged markers) is, as swebench's harness writes it, a
+    # report.json saying "not resolved": completed and unresolved, never an error.
     assert ours["unresolved_ids"] == [
         "corpus__django-mixed",
+        "corpus__pytest-forged_markers",
         "corpus__pytest-pass_fail",
         "corpus__sympy-mixed",
     ]
     assert ours["error_ids"] == [
         "corpus__mocha-min_failures",
         "corpus__pytest-collection_error",
-        "corpus__pytest-forged_markers",
         "corpus__pytest-install_forgery",
         "corpus__pytest-param_ids",
     ]
