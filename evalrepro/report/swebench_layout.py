@@ -53,8 +53,11 @@ Resolved and unresolved trials are never classified, so every ``report.json`` sa
 A target with several samples per instance: swebench keys predictions by instance id
 and has no convention for more than one, so only sample 0 is written.
 
-Every file is written atomically; what an earlier call wrote under this run id and
-model and this call would not write (a verdict changed by a re-grade) is removed.
+Every file is written atomically; what an earlier call wrote and this call would not
+write is removed: a file of a verdict changed by a re-grade, and a tree or run report
+under another run id or model name (the layout holds one run: a rebuild replaces it).
+The run id is the caller's: a run's is the one its layout was first written under
+(``RunDirectory.swebench_run_id``), so renaming the run's folder does not rename it.
 """
 
 from __future__ import annotations
@@ -235,12 +238,18 @@ def write_swebench_layout(
         _remove_stale(runs_dir / model_dir, written.get(model_dir, {}))
 
     path = root / f"{swebench_model_dir(verdicts.report_model(model))}.{run_id}.json"
-    # A run report an earlier call named otherwise (by the target's id) would mislead.
-    renamed = root / f"{swebench_model_dir(model)}.{run_id}.json"
-    if renamed != path and renamed.is_file():
-        renamed.unlink()
     # swebench prints json.dumps(report, indent=4) into the file: one final newline.
     atomic.write_text(path, json.dumps(verdicts.run_report(), indent=4) + "\n")
+    # The layout is one run's: a tree or run report an earlier call wrote under another
+    # run id (a folder renamed since) or model name (the target's id) would be a second
+    # run to whoever reads it. Ours alone are under RUN/swebench/.
+    trees = root / RUN_EVALUATION
+    for tree in trees.iterdir() if trees.is_dir() else ():
+        if tree.name != run_id:
+            _remove(tree)
+    for report in root.glob("*.json"):
+        if report != path:
+            _remove(report)
     return path
 
 
