@@ -122,12 +122,14 @@ def _compare(args: argparse.Namespace, paths: list[Path], names: dict[str, str])
         from evalrepro.report.view import relative_link, write_view
 
         runs = [load_run(path) for path in paths]
+        # The page's run rates at the level of its comparisons (Bonferroni-corrected with
+        # several), so that a run's rate has one interval on the page, not two.
         reports = [
             build_run_report(
                 r.path,
                 r.lockfile,
                 r.results,
-                confidence=args.confidence,
+                confidence=report.comparison_confidence,
                 n_resamples=args.n_resamples,
                 seed=args.seed,
             )
