@@ -29,7 +29,7 @@ from evalrepro.config.gate import Gate, GateRule
 from evalrepro.records.compare import ComparisonReport, PairComparison
 from evalrepro.records.metrics import RepoBreakdown, RunMetrics
 from evalrepro.records.report import Provenance, RunReport, SwebenchFields
-from evalrepro.records.stats import Interval, level_label
+from evalrepro.records.stats import Interval, level_label, p_label
 from evalrepro.records.timing import PhaseSeconds, RunTiming
 from evalrepro.records.trial import trial_label
 from evalrepro.report.compare import compare_runs, instance_outcomes, load_run
@@ -689,7 +689,7 @@ def test_per_instance_rates_compare_without_mcnemar():
     # The discordant instances are those whose shares differ; no McNemar for shares.
     assert f"A higher 0, B higher {len(a)} (shares of resolved samples)" in page
     flip = rates.sign_flip
-    assert f"<td>{flip.p_value:.3f} ({flip.name})</td>" in page and "not computed" in page
+    assert f"<td>{p_label(flip.p_value)} ({flip.name})</td>" in page and "not computed" in page
     assert f", {rates.difference.method})" in page
 
 

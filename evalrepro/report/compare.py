@@ -37,7 +37,7 @@ from evalrepro.records.compare import (
 )
 from evalrepro.records.lockfile import Difference, Lockfile
 from evalrepro.records.report import Provenance
-from evalrepro.records.stats import Comparison, level_label
+from evalrepro.records.stats import Comparison, level_label, p_label
 from evalrepro.records.trial import TrialResult
 from evalrepro.report.metrics import sample_outcomes
 from evalrepro.report.run_report import percent, provenance, trial_rows
@@ -335,9 +335,9 @@ def print_comparison_report(console: Console, report: ComparisonReport) -> None:
         else:
             table.add_row("discordant (share of resolved samples): A higher / B higher", counts)
         if c.mcnemar is not None:
-            table.add_row("exact McNemar p", f"{c.mcnemar.p_value:.3g}")
+            table.add_row("exact McNemar p", p_label(c.mcnemar.p_value))
         elif c.sign_flip is not None:
-            table.add_row(f"{c.sign_flip.name} p", f"{c.sign_flip.p_value:.3g}")
+            table.add_row(f"{c.sign_flip.name} p", p_label(c.sign_flip.p_value))
         correlation = "undefined (a run is constant)"
         if c.correlation is not None:
             correlation = f"{c.correlation:.2f}"

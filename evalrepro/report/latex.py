@@ -24,7 +24,7 @@ from datetime import datetime
 from evalrepro import __version__
 from evalrepro.records.compare import ComparisonReport, PairComparison, run_label
 from evalrepro.records.report import Provenance, RunReport
-from evalrepro.records.stats import Comparison, Interval
+from evalrepro.records.stats import Comparison, Interval, p_label
 
 PREAMBLE = "\\usepackage{booktabs}"
 
@@ -145,10 +145,12 @@ def _number(value: float, *, sign: bool = False) -> str:
 
 
 def _interval_cells(interval: Interval, *, sign: bool = False) -> str:
-    """Three cells, estimate & low & high, for the ``_INTERVAL_COLUMNS`` group."""
+    """Three cells, estimate & low & high, for the ``_INTERVAL_COLUMNS`` group; ``sign``
+    (a difference): every number of it signed, the bounds as the estimate, as the console
+    prints "+17.8"."""
     return (
-        f"{_number(interval.estimate, sign=sign)} & {_number(interval.low)} & "
-        f"{_number(interval.high)}]"
+        f"{_number(interval.estimate, sign=sign)} & {_number(interval.low, sign=sign)} & "
+        f"{_number(interval.high, sign=sign)}]"
     )
 
 
@@ -185,7 +187,9 @@ def _p_cell(c: Comparison) -> str:
 
 
 def _p_value(p: float) -> str:
-    return "$<$0.001" if p < 0.001 else f"{p:.3f}"
+    """The verdict's rounding rule (``p_label``): the table and the note below it print
+    one p the same way."""
+    return p_label(p).replace("<", "$<$")
 
 
 def _when(value: datetime) -> str:
@@ -350,10 +354,29 @@ def render_run_latex(report: RunReport, *, label: str | None = None) -> str:
             f"{escape(name)} & & {_NO_INTERVAL if i is None else _interval_cells(i)} \\\\"
             for name, i in rows.items()
         ]
+    if not report.gate_passed:
+        # A failed gate is said in the table itself, not only in the provenance note.
+        lines += [
+            "\\midrule",
+            f"\\multicolumn{{5}}{{@{{}}l}}{{Gate {escape(report.gate_name)}: "
+            f"{_failed_gate(report)}}} \\\\",
+        ]
     lines += ["\\bottomrule", "\\end{tabular}", *_repo_table(report)]
     lines.append("\\end{table}")
     lines += _provenance_note(label, _run_provenance(report))
     return "\n".join(lines) + "\n"
+
+
+def _failed_gate(report: RunReport) -> str:
+    """\\textbf{failed}, and each rule that failed with what was measured."""
+    failed = [
+        f"{escape(str(v.rule))} (measured "
+        + ("n/a" if v.value is None else escape(f"{v.value:.4g}"))
+        + ")"
+        for v in report.gate
+        if not v.passed
+    ]
+    return "\\textbf{failed}" + (f": {_listing(failed)}" if failed else "")
 
 
 def _subject(experiment: str, target_id: str) -> str:
@@ -514,7 +537,8 @@ def render_comparison_latex(report: ComparisonReport, *, label: str | None = Non
         f"\\label{{{label}}}",
         "\\smallskip",
         "\\small",
-        "\\setlength{\\tabcolsep}{4pt}",
+        # Signed bounds and three-digit p: columns set close, to keep within the text.
+        "\\setlength{\\tabcolsep}{3.5pt}",
         f"\\begin{{tabular}}{{@{{}}l{'r' if with_n else ''}{_INTERVAL_COLUMNS * 2}cr@{{}}}}",
         "\\toprule",
         *_two_line_head(head),
@@ -610,11 +634,18 @@ def _comparison_notes(report: ComparisonReport, blocks: list[Block]) -> list[str
     the correction, and what was not comparable or missing."""
     pairs = report.pairs
     notes = []
+    # Once per table: what the pairs paired, naming the runs only when it differs
+    # between them (other shared instances, other numbers of samples). Read
+    # defensively: a record of an older version says nothing of it.
+    by_sentence: dict[str, list[str]] = {}
     for pair in pairs:
-        # Read defensively: a record of an older version says neither.
         paired = getattr(pair, "paired", None)
         if paired:
-            notes.append(f"{_name(pair.b)} against A, paired: {_prose(paired)}.")
+            by_sentence.setdefault(paired, []).append(_name(pair.b))
+    for paired, runs in by_sentence.items():
+        whose = "" if len(by_sentence) == 1 else f"{_listing(runs)} against A, "
+        said = f"{whose}paired: {_prose(paired)}."
+        notes.append(said[0].upper() + said[1:])
     counting = {getattr(pair, "counting", None) for pair in pairs} - {None}
     for said in sorted(counting):
         notes.append(f"{_prose(said[0].upper() + said[1:])}.")
