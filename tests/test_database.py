@@ -528,3 +528,21 @@ def test_the_rows_are_the_runs_own_records(capsys, db, demo_runs, tmp_path):
     )
     assert stored["gate_passed"] == report["gate_passed"]
     assert stored["lockfile_digest"] == report["provenance"]["lockfile_digest"]
+
+
+def test_compare_db_of_runs_of_different_experiments_names_the_difference_as_verify_does(
+    capsys, demo_runs, tmp_path
+):
+    """model_b and model_b with a longer timeout: one target, two experiments. Read back
+    from the database, compare refuses as verify does: each difference by class, and
+    between which two runs (by the ids given)."""
+    db, store = str(tmp_path / "team.db"), tmp_path / "objects"
+    publish(capsys, db, store, demo_runs["model_b"], demo_runs["model_b_slow"])
+    ids = [r["run_id"] for r in json.loads(cli(capsys, "runs", "--db", db, "--json")[1])["runs"]]
+    assert len(ids) == 2
+    code, _, err = cli(capsys, "compare", "--db", db, *ids, "--n-resamples", "200")
+    assert code == 1
+    assert "environment" in err and "timeout: 30 vs 999" in err
+    assert f"not comparable: 1 difference between {ids[0]} and {ids[1]}" in " ".join(err.split())
+    code, out, _ = cli(capsys, "verify", demo_runs["model_b"], demo_runs["model_b_slow"])
+    assert code == 1 and "timeout: 30 vs 999" in out

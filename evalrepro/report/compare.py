@@ -117,9 +117,11 @@ def _share_differs(cell: RunCell, first: RunCell) -> bool:
 
 
 class NotComparable(Exception):
-    def __init__(self, found: list[Difference]) -> None:
+    def __init__(self, found: list[Difference], first: Path, second: Path) -> None:
         super().__init__("; ".join(f"{d.kind}: {d.detail}" for d in found))
         self.differences = found
+        #: The two runs that differ (a comparison of several refuses at its first pair).
+        self.first, self.second = first, second
 
 
 def _per_instance(run: LoadedRun) -> dict[str, np.ndarray]:
@@ -140,7 +142,7 @@ def compare_pair(
 ) -> PairComparison:
     found = differences(a.lockfile, b.lockfile, same_target=False)
     if found and not force:
-        raise NotComparable(found)
+        raise NotComparable(found, a.path, b.path)
     outcomes_a, outcomes_b = _per_instance(a), _per_instance(b)
     shared = [i for i in outcomes_a if i in outcomes_b]
     if len(shared) < 1:
