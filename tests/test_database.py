@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -546,3 +547,58 @@ def test_compare_db_of_runs_of_different_experiments_names_the_difference_as_ver
     assert f"not comparable: 1 difference between {ids[0]} and {ids[1]}" in " ".join(err.split())
     code, out, _ = cli(capsys, "verify", demo_runs["model_b"], demo_runs["model_b_slow"])
     assert code == 1 and "timeout: 30 vs 999" in out
+
+
+def test_each_leaderboard_table_is_headed_by_what_makes_its_class(capsys, demo_runs, tmp_path):
+    """Two comparability classes, one dataset and harness: the timeout is what tells them
+    apart, and each table's heading names its own (HTML, console, Markdown, JSON)."""
+    db, store = str(tmp_path / "team.db"), tmp_path / "objects"
+    publish(capsys, db, store, *demo_runs.values())
+    board = json.loads(cli(capsys, "leaderboard", "--db", db, "--json")[1])
+    assert [g["defined_by"] for g in board["groups"]] == [
+        ["environment.timeout 30"],
+        ["environment.timeout 999"],
+    ]
+    page = tmp_path / "board.html"
+    assert cli(capsys, "leaderboard", "--db", db, "--html", page)[0] == 0
+    headings = re.findall(r"<h2>([^<]*)</h2>", page.read_text(encoding="utf-8"))
+    shown = [h for h in headings if "instances" in h]
+    assert len(shown) == 2 and len(set(shown)) == 2
+    assert "environment.timeout 30" in shown[0] and "environment.timeout 999" in shown[1]
+    out = cli(capsys, "leaderboard", "--db", db)[1]
+    assert "environment.timeout 30" in out and "environment.timeout 999" in out
+    markdown = cli(capsys, "leaderboard", "--db", db, "--markdown")[1]
+    assert [line for line in markdown.splitlines() if line.startswith("## ")][1].count("999")
+    # One class: nothing to tell apart, the heading as before.
+    alone = str(tmp_path / "alone.db")
+    publish(capsys, alone, store, demo_runs["model_a"])
+    (group,) = json.loads(cli(capsys, "leaderboard", "--db", alone, "--json")[1])["groups"]
+    assert group["defined_by"] == []
+
+
+def test_leaderboard_latex_is_one_compiling_table_with_a_block_per_class(
+    capsys, demo_runs, tmp_path
+):
+    from tests.test_report_latex import compile_fragments
+
+    db, store = str(tmp_path / "team.db"), tmp_path / "objects"
+    publish(capsys, db, store, *demo_runs.values())
+    board = json.loads(cli(capsys, "leaderboard", "--db", db, "--json")[1])
+    code, tex, err = cli(capsys, "leaderboard", "--db", db, "--latex")
+    assert (code, err) == (0, "")
+    assert tex.count("\\begin{table}") == 1 and tex.count("\\begin{tabular}") == 1
+    table = tex.split("\\begin{tabular}")[1].split("\\end{tabular}")[0]
+    # Each class's block, headed by what makes it, its runs ranked as the record ranks.
+    assert "environment.timeout 30}}" in table and "environment.timeout 999}}" in table
+    for group in board["groups"]:
+        for row in group["rows"]:
+            rate = row["resolved_rate"]
+            cells = " & ".join(
+                f"{round(rate[k] * 100, 1) + 0.0:.1f}" for k in ("estimate", "low", "high")
+            )
+            assert f"{row['rank']} & " in table and f"{row['resolved']}/{row['planned']}" in table
+            assert f"{cells}]" in table
+    assert "\\texttt{evalrepro compare}" in tex
+    log, text, _ = compile_fragments({"board": tex}, tmp_path)
+    assert "Overfull" not in log and not re.search(r"^! ", log, flags=re.M)
+    assert "timeout999" in re.sub(r"\s+", "", text)

@@ -23,6 +23,7 @@ from datetime import datetime
 
 from evalrepro import __version__
 from evalrepro.records.compare import ComparisonReport, PairComparison, run_label
+from evalrepro.records.database import Leaderboard
 from evalrepro.records.report import Provenance, RunReport
 from evalrepro.records.stats import Comparison, Interval, p_label
 
@@ -697,3 +698,87 @@ def _comparison_provenance(report: ComparisonReport, blocks: list[Block]) -> lis
             + "."
         )
     return notes
+
+
+# --- a leaderboard ---------------------------------------------------------------------
+
+
+def render_leaderboard_latex(board: Leaderboard, *, label: str | None = None) -> str:
+    """The leaderboard as one table: a block of rows per comparability class, each headed
+    by what makes its class (the record's heading), ranked as the record ranks them, each
+    rate with the interval its run recorded; under it, that a rank is no comparison."""
+    from evalrepro.report.leaderboard import RANK_NOTE, heading
+
+    label = label or label_key("leaderboard", board.dataset or "all")
+    lines = [*_header("a leaderboard", board.dataset or "every dataset", label)]
+    if not board.groups:
+        return "\n".join([*lines, "% No complete, finished runs."]) + "\n"
+    rows = [row for group in board.groups for row in group.rows]
+    levels = list(dict.fromkeys(_level(row.resolved_rate.confidence) for row in rows))
+    methods = sorted({_method(row.resolved_rate.method) for row in rows})
+    ci = f"[{levels[0]} CI]" if len(levels) == 1 else "[CI]"
+    names = [run_label(row.experiment, row.target_id) for row in rows]
+    wrap = _wrap_width(names, *_RUN_NAME)
+    head = [
+        ("", "Rank", 1),
+        ("", "Run", 1),
+        ("", "Resolved", 1),
+        ("Resolved, \\%", ci, 3),
+        ("Invalid", "\\%", 1),
+        ("", "Gate", 1),
+    ]
+    width = sum(span for *_, span in head)
+    caption = (
+        f"Published runs of {escape(board.dataset) if board.dataset else 'every dataset'}, "
+        "ranked by resolve rate within each comparability class (runs of different classes "
+        "measured different experiments and are not ranked together): resolved trials of "
+        f"planned, and each run's recorded rate with its {_listing(levels)} "
+        f"{_listing(methods)} interval"
+    )
+    lines += [
+        "\\begin{table}[tbp]",
+        "\\centering",
+        f"\\caption{{{caption}.}}",
+        f"\\label{{{label}}}",
+        "\\smallskip",
+        "\\small",
+        f"\\begin{{tabular}}{{@{{}}rl r{_INTERVAL_COLUMNS}rl@{{}}}}",
+        "\\toprule",
+        *_two_line_head(head),
+    ]
+    for group in board.groups:
+        lines += [
+            "\\midrule",
+            f"\\multicolumn{{{width}}}{{@{{}}l}}{{\\emph{{{_name(heading(group))}}}}} \\\\",
+        ]
+        for row in group.rows:
+            lines.append(
+                f"{row.rank} & {_name_cell(run_label(row.experiment, row.target_id), wrap=wrap)}"
+                f" & {row.resolved}/{row.planned} & {_interval_cells(row.resolved_rate)} & "
+                f"{_number(row.invalid_rate.estimate)} & "
+                f"{'passed' if row.gate_passed else 'failed'} \\\\"
+            )
+    lines += ["\\bottomrule", "\\end{tabular}"]
+    # The note's Markdown code marks are not LaTeX's: the command in typewriter type.
+    pieces = RANK_NOTE.split("`evalrepro compare`")
+    notes = [" \\texttt{evalrepro compare} ".join(map(escape, pieces))]
+    for group in board.groups[1:]:
+        found = "; ".join(escape(f"{d.kind}: {d.detail}") for d in group.differences)
+        if found:
+            notes.append(f"{_name(heading(group))}: not comparable with the first class ({found}).")
+    lines += [*_note(notes), "\\end{table}"]
+    lines += _provenance_note(
+        label,
+        [
+            f"Source: evalrepro {escape(__version__)} leaderboard of the database "
+            f"\\texttt{{{escape(board.database)}}}; each rate is the run's own recorded "
+            "metric, read back, not computed again.",
+            "Runs: "
+            + "; ".join(
+                f"{_name(name)} \\texttt{{{escape(row.run_id)}}}"
+                for name, row in zip(names, rows, strict=True)
+            )
+            + ".",
+        ],
+    )
+    return "\n".join(lines) + "\n"
