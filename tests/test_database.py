@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -528,6 +529,79 @@ def test_the_rows_are_the_runs_own_records(capsys, db, demo_runs, tmp_path):
     )
     assert stored["gate_passed"] == report["gate_passed"]
     assert stored["lockfile_digest"] == report["provenance"]["lockfile_digest"]
+
+
+def test_compare_db_of_runs_of_different_experiments_names_the_difference_as_verify_does(
+    capsys, demo_runs, tmp_path
+):
+    """model_b and model_b with a longer timeout: one target, two experiments. Read back
+    from the database, compare refuses as verify does: each difference by class, and
+    between which two runs (by the ids given)."""
+    db, store = str(tmp_path / "team.db"), tmp_path / "objects"
+    publish(capsys, db, store, demo_runs["model_b"], demo_runs["model_b_slow"])
+    ids = [r["run_id"] for r in json.loads(cli(capsys, "runs", "--db", db, "--json")[1])["runs"]]
+    assert len(ids) == 2
+    code, _, err = cli(capsys, "compare", "--db", db, *ids, "--n-resamples", "200")
+    assert code == 1
+    assert "environment" in err and "timeout: 30 vs 999" in err
+    assert f"not comparable: 1 difference between {ids[0]} and {ids[1]}" in " ".join(err.split())
+    code, out, _ = cli(capsys, "verify", demo_runs["model_b"], demo_runs["model_b_slow"])
+    assert code == 1 and "timeout: 30 vs 999" in out
+
+
+def test_each_leaderboard_table_is_headed_by_what_makes_its_class(capsys, demo_runs, tmp_path):
+    """Two comparability classes, one dataset and harness: the timeout is what tells them
+    apart, and each table's heading names its own (HTML, console, Markdown, JSON)."""
+    db, store = str(tmp_path / "team.db"), tmp_path / "objects"
+    publish(capsys, db, store, *demo_runs.values())
+    board = json.loads(cli(capsys, "leaderboard", "--db", db, "--json")[1])
+    assert [g["defined_by"] for g in board["groups"]] == [
+        ["environment.timeout 30"],
+        ["environment.timeout 999"],
+    ]
+    page = tmp_path / "board.html"
+    assert cli(capsys, "leaderboard", "--db", db, "--html", page)[0] == 0
+    headings = re.findall(r"<h2>([^<]*)</h2>", page.read_text(encoding="utf-8"))
+    shown = [h for h in headings if "instances" in h]
+    assert len(shown) == 2 and len(set(shown)) == 2
+    assert "environment.timeout 30" in shown[0] and "environment.timeout 999" in shown[1]
+    out = cli(capsys, "leaderboard", "--db", db)[1]
+    assert "environment.timeout 30" in out and "environment.timeout 999" in out
+    markdown = cli(capsys, "leaderboard", "--db", db, "--markdown")[1]
+    assert [line for line in markdown.splitlines() if line.startswith("## ")][1].count("999")
+    # One class: nothing to tell apart, the heading as before.
+    alone = str(tmp_path / "alone.db")
+    publish(capsys, alone, store, demo_runs["model_a"])
+    (group,) = json.loads(cli(capsys, "leaderboard", "--db", alone, "--json")[1])["groups"]
+    assert group["defined_by"] == []
+
+
+def test_leaderboard_latex_is_one_compiling_table_with_a_block_per_class(
+    capsys, demo_runs, tmp_path
+):
+    from tests.test_report_latex import compile_fragments
+
+    db, store = str(tmp_path / "team.db"), tmp_path / "objects"
+    publish(capsys, db, store, *demo_runs.values())
+    board = json.loads(cli(capsys, "leaderboard", "--db", db, "--json")[1])
+    code, tex, err = cli(capsys, "leaderboard", "--db", db, "--latex")
+    assert (code, err) == (0, "")
+    assert tex.count("\\begin{table}") == 1 and tex.count("\\begin{tabular}") == 1
+    table = tex.split("\\begin{tabular}")[1].split("\\end{tabular}")[0]
+    # Each class's block, headed by what makes it, its runs ranked as the record ranks.
+    assert "environment.timeout 30}}" in table and "environment.timeout 999}}" in table
+    for group in board["groups"]:
+        for row in group["rows"]:
+            rate = row["resolved_rate"]
+            cells = " & ".join(
+                f"{round(rate[k] * 100, 1) + 0.0:.1f}" for k in ("estimate", "low", "high")
+            )
+            assert f"{row['rank']} & " in table and f"{row['resolved']}/{row['planned']}" in table
+            assert f"{cells}]" in table
+    assert "\\texttt{evalrepro compare}" in tex
+    log, text, _ = compile_fragments({"board": tex}, tmp_path)
+    assert "Overfull" not in log and not re.search(r"^! ", log, flags=re.M)
+    assert "timeout999" in re.sub(r"\s+", "", text)
 
 
 # --- a run retracted; what killed uploads leave ---------------------------------------------

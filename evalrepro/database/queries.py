@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from sqlalchemy import Engine, select
 
 from evalrepro.database import schema
+from evalrepro.database.comparability import defining_facts
 from evalrepro.database.engine import failures
 from evalrepro.database.url import DatabaseUrl
 from evalrepro.errors import UserError
@@ -138,8 +139,10 @@ def leaderboard(engine: Engine, url: DatabaseUrl, *, dataset: str | None = None)
     )
     groups = []
     reference: Lockfile | None = None
-    for members in ordered:
-        lockfile = Lockfile.model_validate_json(members[0]["lockfile_json"])
+    lockfiles = [Lockfile.model_validate_json(m[0]["lockfile_json"]) for m in ordered]
+    # Each heading names what makes its class: its value of what the classes do not share.
+    defined = defining_facts(lockfiles) if len(lockfiles) > 1 else [[] for _ in lockfiles]
+    for members, lockfile, defined_by in zip(ordered, lockfiles, defined, strict=True):
         found = (
             []
             if reference is None
@@ -154,6 +157,7 @@ def leaderboard(engine: Engine, url: DatabaseUrl, *, dataset: str | None = None)
                 harness_version=members[0]["harness_version"],
                 rows=_ranked(members),
                 differences=found,
+                defined_by=defined_by,
             )
         )
     return Leaderboard(database=url.redacted, dataset=dataset, groups=groups, left_out=left_out)

@@ -83,11 +83,17 @@ class LeaderboardGroup(BaseModel):
     #: How this group differs from the first (empty for the first): ``verify A B``'s
     #: differences between their lockfiles, the targets left out.
     differences: list[Difference] = []
+    #: What makes this class, as its heading names it: its own value of each thing the
+    #: board's classes do not share (``comparability.defining_facts``; empty when the
+    #: board has one class).
+    defined_by: list[str] = []
 
 
 class Leaderboard(Record):
     record: Literal["Leaderboard"] = "Leaderboard"
-    schema_version: int = 1
+    #: 2: each group's ``defined_by``.
+    schema_version: int = 2
+    migrations = {1: unchanged}
     database: str
     dataset: str | None
     groups: list[LeaderboardGroup]

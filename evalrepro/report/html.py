@@ -39,7 +39,7 @@ from evalrepro.grade.score import JUDGEMENT, TEST_REASONS
 from evalrepro.records.compare import ComparisonReport, InstanceOutcomes, RunCell, run_label
 from evalrepro.records.metrics import RepoBreakdown, RunMetrics
 from evalrepro.records.report import Provenance, RunReport, TrialRow
-from evalrepro.records.stats import Comparison, Interval, level_label
+from evalrepro.records.stats import Comparison, Interval, level_label, p_label
 from evalrepro.report.run_report import LIMIT_LABELS, provenance_line, seconds
 from evalrepro.text import visible
 
@@ -173,7 +173,8 @@ def difference_range(interval: Interval) -> str:
 
 
 def p_value(p: float) -> str:
-    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+    # The verdict's rule: the table and the verdict below it print one p the same way.
+    return p_label(p)
 
 
 def size(count: int) -> str:

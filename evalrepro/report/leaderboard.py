@@ -28,11 +28,15 @@ def _interval(interval: Interval) -> str:
     return f"{percent(interval.estimate)} ({interval.confidence * 100:g}% CI {low} to {high})"
 
 
+def heading(group: LeaderboardGroup) -> str:
+    """A table's heading: its dataset and harness, and what makes its class (the record's
+    ``defined_by``: where the board's classes differ, this one's values)."""
+    said = f"{group.dataset}: {group.instances} instances, harness {group.harness_version}"
+    return f"{said}; {', '.join(group.defined_by)}" if group.defined_by else said
+
+
 def _heading(group: LeaderboardGroup) -> str:
-    return (
-        f"{group.dataset}: {group.instances} instances, harness {group.harness_version} "
-        f"(comparability class {group.comparability[:19]})"
-    )
+    return f"{heading(group)} (comparability class {group.comparability[:19]})"
 
 
 def _label(row: LeaderboardRow) -> str:
@@ -104,5 +108,10 @@ def render_leaderboard_html(board: Leaderboard, *, title: str = "evalrepro leade
 
     labels = {row.run_id: _label(row) for group in board.groups for row in group.rows}
     return render_page(
-        "leaderboard.html", title=title, board=board, labels=labels, rank_note=RANK_NOTE
+        "leaderboard.html",
+        title=title,
+        board=board,
+        labels=labels,
+        rank_note=RANK_NOTE,
+        heading=heading,
     )
