@@ -483,6 +483,9 @@ def test_an_agent_whose_program_is_a_folder_runs_it_read_only_and_fixes_calc_1(t
     assert "program /opt/agent/lib 0 555" in log
     assert "its program is read-only" in log and "WROTE" not in log
     assert b"opt/agent" not in (attempt_files(run_dir) / "patch.diff").read_bytes()
+    # The locked digest is the record: verify reads the run again without the folder's
+    # being hashed anew.
+    assert check_run(run_dir).ok
 
 
 def test_one_byte_of_the_program_folder_changes_the_target_id(tmp_path):
