@@ -480,7 +480,7 @@ def test_a_framework_function_replaced_by_a_file_the_patch_changed_is_suspect(de
     observation, result = judge(demo, ran(finished(0, replaced=replaced)), PASSING_REGION)
     assert reason_of(result) == (Outcome.INVALID, "suspect_patch")
     assert result.detail.startswith(
-        "calc/evaluator.py, replaced a test framework function at run time"
+        "calc/evaluator.py, holds code that replaced a test framework function while the tests ran"
     )
     [finding] = observation.suspects
     assert (finding.rule, finding.path) == ("framework_replaced", "calc/evaluator.py")

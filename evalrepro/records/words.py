@@ -61,12 +61,12 @@ SUSPECT_WORDS: dict[str, tuple[str, str]] = {
     ),
     # Not from the scan: the supervisor saw these while the tests ran.
     "framework_replaced": (
-        "replaced a test framework function at run time (seen when the runner exited)",
+        "holds code that replaced a test framework function while the tests ran",
         "the framework that reported the results was not the one installed, so the trial "
         "is suspect",
     ),
     "changed_during_run": (
-        "was changed while the tests ran",
+        "was found changed by the supervisor's watch",
         "a file the tests read or the runner used was rewritten under them, so what was "
         "tested is not what was patched and the trial is suspect",
     ),
