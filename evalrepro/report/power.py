@@ -116,9 +116,13 @@ def required_n(
     discordance = p10 + p01
     if discordance == 0 or p10 == p01:
         return None, None, None
-    given_d = conditional_power(critical_counts(max_n, alpha), p01 / discordance)
+    q = p01 / discordance
+    given_d = np.zeros(0)
     first = start = None
     for n in range(1, max_n + 1):
+        if n >= given_d.size:
+            # Grown by doubling: most designs need far fewer than max_n instances.
+            given_d = conditional_power(critical_counts(min(max_n, 2 * n + 1024), alpha), q)
         if _power(n, discordance, given_d) >= target:
             if first is None:
                 first = n
