@@ -110,6 +110,11 @@ def test_the_required_n_keeps_the_power_and_one_less_does_not():
     assert all(exact_power(m, p10, p01, ALPHA) >= 0.8 for m in range(required, until + 1))
     assert exact_power(required - 1, p10, p01, ALPHA) < 0.8
     assert first == required
+    # Every discordant pair B-only (p01 = 1 - p10): the power first reaches 80% at 49
+    # instances, dips below it again, and keeps it only from 54.
+    required, until, first = required_n(0.3, 0.7, ALPHA, 0.8)
+    assert (first, required) == (49, 54)
+    assert exact_power(49, 0.3, 0.7, ALPHA) >= 0.8 > exact_power(53, 0.3, 0.7, ALPHA)
     # No difference, or no discordance: no n detects it.
     assert required_n(0.1, 0.1, ALPHA, 0.8) == (None, None, None)
 
@@ -176,12 +181,18 @@ def test_compare_power_from_stated_rates_needs_no_runs(capsys):
     assert main([*argv, "--power-n", "300", "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["source"] == "stated" and record["pilot"] is None
+    assert record["difference_from"] == "design" and record["p_b"] == 0.5
     assert record["required_n"] == required_n(0.05, 0.15, ALPHA, 0.8)[0]
     assert record["power_at_n"] == pytest.approx(exact_power(300, 0.05, 0.15, ALPHA))
     # A stated difference, the discordance held.
     assert main([*argv, "--power-difference", "0.05", "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert (record["p10"], record["p01"]) == pytest.approx((0.075, 0.125))
+    assert record["difference_from"] == "stated"
+    # Discordant shares alone: no rates are claimed.
+    assert main(["compare", "--power-discordant", "0.05,0.15", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["p_a"] is None and record["required_n"] == required_n(0.05, 0.15, ALPHA, 0.8)[0]
 
 
 @pytest.mark.parametrize(

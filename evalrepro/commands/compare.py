@@ -129,8 +129,8 @@ def _power(args: argparse.Namespace) -> int | None:
             p10, p01 = discordant
             if min(p10, p01) < 0 or p10 + p01 > 1:
                 raise UserError(f"--power-discordant {p10},{p01}: need shares >= 0 summing to <= 1")
-            # The rates are not stated: only their difference enters the power.
-            p_a, p_b = p10, p01
+            # The rates are not stated: only the discordant shares enter the power.
+            p_a = p_b = None
         if not 0 < args.confidence < 1:
             raise UserError(f"--confidence {args.confidence}: must be between 0 and 1")
         analysis = analyse(

@@ -38,14 +38,17 @@ class PowerAnalysis(Record):
     test: str
     alpha: float
     target_power: float
-    #: Per-instance probabilities: A resolves, B resolves, A only (p10), B only (p01).
-    p_a: float
-    p_b: float
+    #: The rates of A and B (None: not stated, ``--power-discordant``), and the
+    #: per-instance probabilities planned for: A only (p10), B only (p01).
+    p_a: float | None
+    p_b: float | None
     p10: float
     p01: float
-    #: The difference (B - A) planned for, and where it came from.
+    #: The difference (B - A) planned for, and where it came from: the runs
+    #: ("observed"), the stated rates or discordant shares ("design"), or
+    #: ``--power-difference`` ("stated").
     difference: float
-    difference_from: Literal["observed", "stated"]
+    difference_from: Literal["observed", "design", "stated"]
     #: Instances of the current runs (or --power-n); None: no n given.
     n: int | None
     #: The power n instances have to detect ``difference`` (None: no n).

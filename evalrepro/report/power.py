@@ -205,8 +205,8 @@ def _wilson(successes: int, n: int, confidence: float) -> tuple[float, float]:
 
 def analyse(
     *,
-    p_a: float,
-    p_b: float,
+    p_a: float | None,
+    p_b: float | None,
     p10: float,
     p01: float,
     alpha: float,
@@ -266,7 +266,7 @@ def analyse(
         p10=plan10,
         p01=plan01,
         difference=delta,
-        difference_from="stated" if stated else "observed",
+        difference_from="stated" if stated else "design" if pilot is None else "observed",
         n=n,
         power_at_n=None if n is None else exact_power(n, plan10, plan01, alpha),
         detectable_difference=None
@@ -367,7 +367,8 @@ def print_power_analysis(console: Console, analysis: PowerAnalysis) -> None:
         title += escape(f": {analysis.pilot.a} vs {analysis.pilot.b} (pilot)")
     table = Table("", "value", title=title, title_justify="left")
     table.add_row("test", f"{analysis.test}, alpha {analysis.alpha:.3g}")
-    table.add_row("rates A / B", f"{_pct(analysis.p_a)} / {_pct(analysis.p_b)}")
+    if analysis.p_a is not None and analysis.p_b is not None:
+        table.add_row("rates A / B", f"{_pct(analysis.p_a)} / {_pct(analysis.p_b)}")
     pilot = analysis.pilot
     if pilot is not None:
         level = f"{pilot.confidence * 100:g}%"
