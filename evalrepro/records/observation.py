@@ -97,9 +97,16 @@ class _Frozen(BaseModel):
 class Observation(Record):
     record: Literal["Observation"] = "Observation"
     #: 3: the canaries' checks; 4: the fresh runs'; 5: the agent phase's end; 6: the
-    #: re-runs of failing tests; 7: ``whole_log``.
-    schema_version: int = 7
-    migrations = {2: unchanged, 3: unchanged, 4: unchanged, 5: unchanged, 6: unchanged}
+    #: re-runs of failing tests; 7: ``whole_log``; 8: twins' pairs in the canaries' checks.
+    schema_version: int = 8
+    migrations = {
+        2: unchanged,
+        3: unchanged,
+        4: unchanged,
+        5: unchanged,
+        6: unchanged,
+        7: unchanged,
+    }
     instance_id: str
     #: Where the facts come from: evalrepro's supervisor, or a bare log.
     source: Literal["supervisor", "log"] = "log"
