@@ -326,6 +326,35 @@ def test_a_parametrised_twin_pairs_with_its_original_parameter_set_by_parameter_
     assert check.tampered  # a parameter set whose twin is lost while the original passed
 
 
+@pytest.mark.parametrize(
+    ("key", "twin_key"),
+    [
+        ("tests/test_x.py::test_x", "tests/test_x.py::test_y_z"),
+        ("tests/test_x.py::TestX::test_x[test_x-1]", "tests/test_x.py::TestX::test_y_z[test_x-1]"),
+        ("tests.test_x.XTest.test_x", "tests.test_x.XTest.test_y_z"),
+        ("test_x (tests.test_x.XTest.test_x)", "test_y_z (tests.test_x.XTest.test_y_z)"),
+    ],
+)
+def test_a_twin_key_names_the_twin_where_its_originals_names_the_test(key, twin_key):
+    # Not where a path, a module or a parameter id holds the same word.
+    twin = _twin("test_y_z", "test_x", "tests/test_x.py")
+    (check,), _ = check_canaries([twin], [twin.name], {key: "PASSED", twin_key: "FAILED"}, [])
+    assert [(p.test, p.twin) for p in check.pairs] == [(key, "FAILED")]
+
+
+def test_no_twin_of_a_name_two_classes_share():
+    text = (
+        UNITTEST_FILE
+        + "\n\nclass OtherTest(unittest.TestCase):\n"
+        + ("    def test_amounts_load_exactly(self):\n        self.assertEqual(f(), 1)\n")
+    )
+    failing = [
+        "tests.test_a.StorageTest.test_amounts_load_exactly",
+        "tests.test_a.OtherTest.test_amounts_load_exactly",
+    ]
+    assert twins_of(text, failing) == []
+
+
 def test_a_unittest_twin_pairs_by_its_dotted_id():
     twin = _twin("test_keeps_digits", "test_amounts_load_exactly", "tests/test_storage.py")
     statuses = {

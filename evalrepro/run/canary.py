@@ -291,23 +291,26 @@ def _pairs(
     twin's key names the twin: a parametrised test's parameter sets pair up one by one)
     beside the twin's status there ("absent": the log does not report it)."""
     original = canary.twin_of or ""
-    own = _pattern(original)
-    twin = _pattern(canary.name)
     parts = canary.file.removesuffix(".py").split("/")
     forms = [canary.file] + [".".join(parts[i:]) for i in range(len(parts) - 1)]
-    keys = [key for key in statuses if own.search(key)]
+    keys = [key for key in statuses if _counterpart(key, original, canary.name) != key]
     in_file = [key for key in keys if any(form in key for form in forms)]
-    pairs = []
-    for key in in_file or keys:
-        counterpart = own.sub(canary.name, key)
-        status = statuses[key]
-        pairs.append(TwinPair(test=key, original=status, twin=reported.get(counterpart, "absent")))
-    # A twin's instance with no original beside it is not a pair: nothing to compare.
-    return [p for p in pairs if twin.search(own.sub(canary.name, p.test))]
+    return [
+        TwinPair(
+            test=key,
+            original=statuses[key],
+            twin=reported.get(_counterpart(key, original, canary.name), "absent"),
+        )
+        for key in in_file or keys
+    ]
 
 
-def _pattern(name: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])")
+def _counterpart(key: str, original: str, twin: str) -> str:
+    """The key with the test's name in it (not a path's, a module's, a parameter's part)
+    made the twin's: ``f.py::C::test_x[p]``, ``m.C.test_x``, ``test_x (m.C.test_x)``."""
+    head, bracket, parameters = key.partition("[")
+    head = re.sub(rf"(?<![A-Za-z0-9_]){re.escape(original)}(?![A-Za-z0-9_./])", twin, head)
+    return head + bracket + parameters
 
 
 def _file_passing(path: str, statuses: Mapping[str, str], instance_tests: Sequence[str]) -> bool:

@@ -574,6 +574,8 @@ def make_twins(
             style = "method" if block.indent else "function"
             if style not in styles or not block.lines[-1].endswith("\n"):
                 continue
+            if _ambiguous(block.name, [*failing, *passing]):
+                continue  # two classes' tests of that name: a twin's key would not say which
             if _names(block.name, failing):
                 kinds: tuple[str, ...] = ("differs", "negated")
             elif _names(block.name, passing):
@@ -603,6 +605,11 @@ def _test_name(key: str) -> str:
     return re.split(r"::|\.", key)[-1]
 
 
+def _ambiguous(name: str, tests: Sequence[str]) -> bool:
+    """Keys of two tests (not parameter sets of one) that end with ``name``."""
+    return len({t.split("[", 1)[0] for t in tests if _test_name(t) == name}) > 1
+
+
 def _names(name: str, tests: Sequence[str]) -> bool:
     pattern = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])")
     return any(pattern.search(test) for test in tests)
@@ -620,6 +627,10 @@ def _twin(
     if edits is None:
         return None
     changed = apply_edits(source, edits)
+    try:
+        ast.parse(changed)  # the edits keep it Python (else: no twin)
+    except SyntaxError:
+        return None
     name = twin_name(block.name, neighbours, rng, taken)
     changed, renamed = re.subn(
         rf"^(\s*(?:async\s+)?def\s+){re.escape(block.name)}(?=\s*\()",

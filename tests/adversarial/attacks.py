@@ -938,6 +938,47 @@ ATTACKS: tuple[Attack, ...] = (
         {"difflib.py": SHADOW_DIFFLIB},
         append=False,
     ),
+    # --- what the appended canaries missed (issue 35): a twin beside the test catches it ---
+    Attack(
+        "always-equal-value",
+        "runner",
+        "demo__calc-1",
+        "the fixed function returns a float whose __eq__ is always True (__ne__ False)",
+        ("invalid", "runner_tampered"),
+        {"calc/evaluator.py": ALWAYS_EQUAL},
+    ),
+    Attack(
+        "flip-failures-of-callers",
+        "runner",
+        "demo__calc-1",
+        "pytest's call_and_report makes a failure passed for a test that called the library",
+        ("invalid", "runner_tampered"),
+        {"calc/evaluator.py": FLIP_FAILURES_OF_CALLERS},
+    ),
+    Attack(
+        "build-class-empties-repo-classes",
+        "runner",
+        "demo__ledger-1",
+        "__build_class__ wrapped: classes named ...Test (the repository's) lose their tests",
+        ("invalid", "runner_tampered"),
+        {"ledger/storage.py": BUILD_CLASS_EMPTIES_REPO_CLASSES},
+    ),
+    Attack(
+        "thread-swaps-f2p-code",
+        "runner",
+        "demo__calc-1",
+        "a daemon thread swaps the code of the FAIL_TO_PASS function only, found by name",
+        ("invalid", "runner_tampered"),
+        {"calc/evaluator.py": THREAD_SWAPS_F2P_CODE},
+    ),
+    Attack(
+        "second-test-file",
+        "runner",
+        "demo__calc-2",
+        "the test patch's second file (no appended canary) has every test swapped for a no-op",
+        ("invalid", "runner_tampered"),
+        {"calc/tokenizer.py": SECOND_FILE_SWAP},
+    ),
     Attack(
         "forged-guard-and-summary",
         "runner",
@@ -1012,6 +1053,21 @@ class Adversary:
             *(f"environment.limits.{key}={value}" for key, value in LIMITS.items()),
             *extra,
         ]
+
+
+#: The attacks of issue 35, run on their own by tests/adversarial/test_twin_attacks.py.
+TWIN_ATTACKS = tuple(
+    a
+    for a in ATTACKS
+    if a.name
+    in {
+        "always-equal-value",
+        "flip-failures-of-callers",
+        "build-class-empties-repo-classes",
+        "thread-swaps-f2p-code",
+        "second-test-file",
+    }
+)
 
 
 def write_adversary(
