@@ -126,6 +126,8 @@ class Neighbours:
 
     names: set[str] = field(default_factory=set)
     identifiers: set[str] = field(default_factory=set)
+    #: The words of the names, by the prefix they follow (made once per file).
+    words: dict[str, list[str]] = field(default_factory=dict)
 
 
 def post_images(test_patch: str) -> dict[str, list[tuple[int, list[str], bool]]]:
@@ -167,14 +169,18 @@ def post_images(test_patch: str) -> dict[str, list[tuple[int, list[str], bool]]]
     return files
 
 
-def blocks(path: str, hunks: list[tuple[int, list[str], bool]]) -> Iterator[Block]:
-    """The test definitions whose whole text a hunk shows."""
+def blocks(
+    path: str, hunks: list[tuple[int, list[str], bool]], wanted: set[str] | None = None
+) -> Iterator[Block]:
+    """The test definitions whose whole text a hunk shows (of the ``wanted`` names)."""
     for start, post, reaches_end in hunks:
         for index, line in enumerate(post):
             found = _DEF.match(line)
             if found is None:
                 continue
             indent, name = found.groups()
+            if wanted is not None and name not in wanted:
+                continue
             end = _block_end(post, index, len(indent), reaches_end)
             if end is None:
                 continue
@@ -515,15 +521,15 @@ def twin_name(original: str, neighbours: Neighbours, rng: random.Random, taken: 
     snake = "_" in original.removeprefix("_")
     prefix = re.match(r"_*[a-z]+_?" if snake else r"_*[a-z]+", original)
     head = prefix.group(0) if prefix else "test_"
-    words = sorted(
-        {
+    words = neighbours.words.get(head)
+    if words is None:
+        found = {
             w.lower()
             for name in neighbours.names
             for w in _WORD.findall(name.removeprefix(head))
             if w.lower() not in {head.strip("_"), "self"}
         }
-    )
-    words = words or ["case", "value", "result", "input", "check"]
+        words = neighbours.words[head] = sorted(found) or ["case", "value", "result", "check"]
     count = max(2, min(5, len(_WORD.findall(original.removeprefix(head)))))
     for _attempt in range(200):
         chosen = rng.sample(words, min(count, len(words))) if len(words) > 1 else words * 2
@@ -561,31 +567,48 @@ def make_twins(
         hunks = images.get(path)
         if not hunks:
             continue
-        found = list(blocks(path, hunks))
         failing, passing = _of_file(path, fail_to_pass), _of_file(path, pass_to_pass)
+        shown = {
+            found.group(2) for hunk in hunks for line in hunk[1] if (found := _DEF.match(line))
+        }
+        failing_names = {_test_name(t) for t in failing}
+        passing_names = {_test_name(t) for t in passing}
+        # Every FAIL_TO_PASS test's definition is read; a few passing tests', drawn.
+        drawn = sorted(shown & passing_names - failing_names)
+        drawn = rng.sample(drawn, min(4 * PASSING_PER_FILE, len(drawn)))
+        found = list(blocks(path, hunks, failing_names | set(drawn)))
         neighbours = Neighbours(
-            names={b.name for b in found} | {_test_name(t) for t in [*failing, *passing]},
+            names=shown | failing_names | passing_names,
             identifiers=set(
                 re.findall(r"[A-Za-z_][A-Za-z0-9_]*", "".join(line for h in hunks for line in h[1]))
             ),
         )
-        chosen: list[Canary] = []
+        candidates: list[Block] = []
+        heads: dict[str, set[str]] = {}
+        for test in [*failing, *passing]:
+            heads.setdefault(_test_name(test), set()).add(test.split("[", 1)[0])
         for block in found:
             style = "method" if block.indent else "function"
             if style not in styles or not block.lines[-1].endswith("\n"):
                 continue
-            if _ambiguous(block.name, [*failing, *passing]):
+            if len(heads.get(block.name, ())) > 1:
                 continue  # two classes' tests of that name: a twin's key would not say which
-            if _names(block.name, failing):
-                kinds: tuple[str, ...] = ("differs", "negated")
-            elif _names(block.name, passing):
-                kinds = ("differs",)
-            else:
-                continue
-            made = [t for kind in kinds if (t := _twin(block, kind, neighbours, rng, taken))]
-            (twins if len(kinds) == 2 else chosen).extend(made)
-        twins += rng.sample(chosen, min(PASSING_PER_FILE, len(chosen)))
-    return twins[:MAX_TWINS]
+            if block.name in failing_names:
+                for kind in ("differs", "negated"):
+                    if len(twins) < MAX_TWINS and (t := _twin(block, kind, neighbours, rng, taken)):
+                        twins.append(t)
+            elif block.name in passing_names:
+                candidates.append(block)
+        # A few passing tests per file, drawn among those a twin can be made of.
+        rng.shuffle(candidates)
+        made = 0
+        for block in candidates:
+            if made == PASSING_PER_FILE or len(twins) >= MAX_TWINS:
+                break
+            if twin := _twin(block, "differs", neighbours, rng, taken):
+                twins.append(twin)
+                made += 1
+    return twins
 
 
 def _of_file(path: str, tests: Sequence[str]) -> list[str]:
@@ -603,16 +626,6 @@ def _test_name(key: str) -> str:
     """The function's name in a status-map key (pytest, unittest and Django forms)."""
     key = key.split("[", 1)[0].split(" (", 1)[0]
     return re.split(r"::|\.", key)[-1]
-
-
-def _ambiguous(name: str, tests: Sequence[str]) -> bool:
-    """Keys of two tests (not parameter sets of one) that end with ``name``."""
-    return len({t.split("[", 1)[0] for t in tests if _test_name(t) == name}) > 1
-
-
-def _names(name: str, tests: Sequence[str]) -> bool:
-    pattern = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])")
-    return any(pattern.search(test) for test in tests)
 
 
 def _twin(

@@ -39,6 +39,7 @@ def test_each_attack_is_caught_by_a_twin(graded, attack):
 
 def test_the_gold_patch_beside_them_still_resolves(graded):
     adversary, results = graded
-    gold = {iid: r for (iid, i), r in results.items() if i == adversary.samples - 1}
-    assert set(gold) == {a.instance for a in TWIN_ATTACKS}
-    assert {str(r.score.outcome) for r in gold.values()} == {"resolved"}
+    # (The experiment plans every demo instance; those no attack names have no patch.)
+    attacked = {a.instance for a in TWIN_ATTACKS}
+    gold = [results[(iid, adversary.samples - 1)] for iid in sorted(attacked)]
+    assert [str(r.score.outcome) for r in gold] == ["resolved"] * len(attacked)
