@@ -267,6 +267,16 @@ def test_a_hunk_that_ends_inside_a_test_makes_no_twin():
     )
 
 
+def test_lines_are_counted_as_git_counts_them():
+    # A form feed (a page break some projects keep) ends no line for git; the twin is
+    # still placed right after its original.
+    text = "import calc\n\x0c\n\n" + PYTEST_FILE.split("\n", 1)[1]
+    twins = twins_of(text, ["tests/test_a.py::test_power_is_right_associative"])
+    assert len(twins) == 2
+    placed = placed_text(text, twins)
+    assert placed.index("def test_power_is_right_associative") < placed.index(twins[0].name)
+
+
 def test_a_twin_whose_original_lines_differ_in_the_container_is_not_placed():
     twins = twins_of(PYTEST_FILE, ["tests/test_a.py::test_power_is_right_associative"])
     moved = "# a line more\n" + PYTEST_FILE

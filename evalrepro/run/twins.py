@@ -136,7 +136,8 @@ def post_images(test_patch: str) -> dict[str, list[tuple[int, list[str], bool]]]
     files: dict[str, list[tuple[int, list[str], bool]]] = {}
     path: str | None = None
     new_file = False
-    lines = test_patch.splitlines(keepends=True)
+    # Lines as git counts them (ended by "\n" only: a form feed or a lone "\r" is inside).
+    lines = re.findall(r"[^\n]*\n|[^\n]+", test_patch)
     index = 0
     while index < len(lines):
         line = lines[index]
@@ -636,6 +637,8 @@ def _twin(
     block: Block, kind: str, neighbours: Neighbours, rng: random.Random, taken: set[str]
 ) -> Canary | None:
     text = "".join(block.lines)
+    if re.search("\r(?!\n)|[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]", text):
+        return None  # a line break Python and str.splitlines count apart: offsets unsure
     source = textwrap.dedent(text)
     try:
         edits = twin_edits(source, kind, rng)

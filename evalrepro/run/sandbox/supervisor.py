@@ -684,7 +684,7 @@ def with_canaries(operations: list[tuple], canaries: list[dict]) -> tuple[list[t
             continue
         code = canary["source"].encode()
         if canary.get("after_line") is not None:
-            lines = original[path].splitlines(keepends=True)
+            lines = re.findall(rb"[^\n]*\n|[^\n]+", original[path])  # git's lines
             first, last = canary.get("first_line") or 0, canary["after_line"]
             if not 1 <= first <= last <= len(lines) or not lines[last - 1].endswith(b"\n"):
                 continue
@@ -692,7 +692,7 @@ def with_canaries(operations: list[tuple], canaries: list[dict]) -> tuple[list[t
             if seen != canary.get("anchor"):
                 continue
             twins.setdefault(path, []).append((last, code))
-            lines = original[path].splitlines(keepends=True)
+            lines = re.findall(rb"[^\n]*\n|[^\n]+", original[path])  # git's lines
             for at, text in sorted(twins[path], key=lambda insert: insert[0], reverse=True):
                 lines.insert(at, text)
             result[index] = (path, kind, mode, b"".join(lines))
