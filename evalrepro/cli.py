@@ -27,6 +27,7 @@ from evalrepro.commands import (
     reproduce,
     run,
     runs,
+    unpublish,
     validate,
     verify,
     view,
@@ -40,6 +41,7 @@ from evalrepro.commands._common import (
     make_console,
 )
 from evalrepro.errors import UserError
+from evalrepro.text import visible
 
 __all__ = [
     "COMMANDS",
@@ -69,6 +71,7 @@ COMMANDS = (
     validate,
     parsers,
     publish,
+    unpublish,
     runs,
     leaderboard,
 )
@@ -110,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         return handler(args)
     except UserError as error:
-        print(f"evalrepro: error: {error}", file=sys.stderr)
+        # The message quotes inputs (ids, paths, a lockfile's strings): shown, never raw.
+        print(f"evalrepro: error: {visible(str(error))}", file=sys.stderr)
         return EXIT_USER_ERROR
     except OSError as error:
         # The machine's, not the code's: a full disk, a read-only or forbidden place.
@@ -123,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
             if error.errno in (errno.ENOSPC, errno.EDQUOT)
             else ""
         )
-        print(f"evalrepro: error: {error.strerror}{where}{hint}", file=sys.stderr)
+        print(f"evalrepro: error: {visible(f'{error.strerror}{where}{hint}')}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         return 130

@@ -35,6 +35,8 @@ def _problem(detail: Any, model: Any) -> str:
     if detail["type"] == "extra_forbidden":
         return f"unknown field '{where}'"
     got = detail.get("input")
+    if isinstance(got, str) and len(got) > 80:
+        got = got[:60] + "..." + got[-10:]  # one line, however long the value
     shown = f" (got {got!r})" if isinstance(got, str | int | float) else ""
     return f"field '{where}': {detail['msg']}{shown}"
 

@@ -47,6 +47,7 @@ from evalrepro.pipeline import run_experiment
 from evalrepro.plan.lockfile import LOCKFILE_NAME
 from evalrepro.plan.testspec import RepoSpec
 from evalrepro.records.regrade import RegradeDifference, RegradeSummary
+from evalrepro.records.report import SwebenchFields
 from evalrepro.targets.logs import LogsTarget
 
 #: Logs graded at once, by threads of this one process. Each trial writes five records,
@@ -135,7 +136,9 @@ def _one_family(parsers: dict[str, LogParser], dataset: DatasetConfig | None) ->
 
 
 def _their_verdict(report_file: Path, instance_id: str) -> str | None:
-    """What swebench's report.json says of the instance (None: no readable report)."""
+    """What swebench's report.json says of the instance (None: no readable report). A
+    report.json is swebench's sign of a completed instance: resolved or not, never an
+    error (``make_run_report``)."""
     try:
         data: Any = json.loads(read_regular_file(report_file, MAX_PATCH_BYTES, "report.json"))
     except (UserError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
@@ -151,9 +154,22 @@ def _their_verdict(report_file: Path, instance_id: str) -> str | None:
 
 
 def _agrees(ours: str, theirs: str) -> bool:
+    """``ours``: the instance in swebench's terms, as our layout lists it (its run
+    report's resolved / unresolved / error / empty ids): agreement is the same list."""
     if theirs == "resolved":
         return ours == "resolved"
-    return ours != "resolved"
+    return ours == "unresolved"
+
+
+def _swebench_terms(fields: SwebenchFields) -> dict[str, str]:
+    """Each instance's list in the run report our layout wrote (``RUN/swebench/``)."""
+    lists = {
+        "resolved": fields.resolved_ids,
+        "unresolved": fields.unresolved_ids,
+        "error": fields.error_ids,
+        "empty patch": fields.empty_patch_ids,
+    }
+    return {instance_id: kind for kind, ids in lists.items() for instance_id in ids}
 
 
 def regrade_config(
@@ -240,16 +256,22 @@ def regrade(
     )
     differences: list[RegradeDifference] = []
     compared = 0
+    # Compared as the layout says it (one definition): an instance our layout lists as
+    # an error disagrees with a report.json of theirs, whatever both call "not resolved".
+    listed = _swebench_terms(outcome.report.swebench)
     for line in outcome.results.trials:
+        if line.sample_index != 0:
+            continue
         theirs = _their_verdict(logs_dir / line.instance_id / "report.json", line.instance_id)
         if theirs is None:
             continue
         compared += 1
-        if not _agrees(str(line.outcome), theirs):
+        ours = listed.get(line.instance_id, "not listed")
+        if not _agrees(ours, theirs):
             differences.append(
                 RegradeDifference(
                     instance_id=line.instance_id,
-                    ours=f"{line.outcome} ({line.reason})",
+                    ours=f"{ours} ({line.outcome}: {line.reason})",
                     theirs=theirs,
                 )
             )

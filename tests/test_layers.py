@@ -189,6 +189,7 @@ RECORD_FLOOR = (
     "evalrepro.jsonfile",
     "evalrepro.records",
     "evalrepro.run.sandbox",
+    "evalrepro.text",
 )
 
 

@@ -144,7 +144,7 @@ def test_the_wall_time_budget_ends_the_agent_even_inside_a_command(tmp_path):
     started = time.monotonic()
     end, _ = run_loop(tmp_path, [slow, SUBMIT], seconds=15, command_timeout=600)
     assert (end.status, end.budget) == ("budget_exhausted", "wall_time")
-    assert time.monotonic() - started < 40
+    assert time.monotonic() - started < 60  # not the command's own sleep 60
 
 
 def test_replies_without_a_tool_call_end_as_the_agents_error(tmp_path):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import socket
 import subprocess
 import uuid
 
@@ -85,7 +86,8 @@ def test_trial_containers_have_no_network_interface_but_loopback(demo_runs, tmp_
     planned = plan.trials[0]
     probe = (
         'ls /sys/class/net; python3 -c "import socket; '
-        "socket.create_connection(('192.0.2.1', 80), timeout=3)\" || echo NO-ROUTE"
+        "socket.create_connection(('192.0.2.1', 80), timeout=3)\" || echo NO-ROUTE; "
+        "echo HOSTS; cat /etc/hosts /etc/resolv.conf; hostname"
     )
     script = planned.spec.eval_script.model_copy(update={"test_command": probe})
     probing = dataclasses.replace(
@@ -104,6 +106,14 @@ def test_trial_containers_have_no_network_interface_but_loopback(demo_runs, tmp_
     assert output.report.complete and output.report.runtime.error is None
     text = region_text(output.artifacts["test_output.txt"], output.report.region)
     assert text.split()[:1] == ["lo"] and "NO-ROUTE" in text
+    # No name, address or resolver of the host's: the code under test learns nothing of
+    # the machine it runs on.
+    seen = text.split("HOSTS", 1)[1]
+    host = {socket.gethostname(), socket.getfqdn(), "host.containers.internal"}
+    host |= {info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None)}
+    for name in sorted(host - {"localhost", "127.0.0.1", "::1"}):
+        assert name not in seen, (name, seen)
+    assert "nameserver" not in seen
 
 
 def test_every_attempt_keeps_its_artifacts_with_digests(demo_runs):

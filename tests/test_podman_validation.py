@@ -73,7 +73,9 @@ def quirks(tmp_path_factory) -> Path:
         broken, git_dir, signature=AUTHOR, message="needs a module", parent=base, branch="broken"
     )
 
-    def instance(name: str, test_patch: tuple, gold: tuple, commit: str = base) -> dict:
+    def instance(
+        name: str, test_patch: tuple, gold: tuple, commit: str = base, version: str = "1.0"
+    ) -> dict:
         where = broken if commit == broken_base else tree
         return {
             "instance_id": f"quirk__{name}",
@@ -81,7 +83,7 @@ def quirks(tmp_path_factory) -> Path:
             "base_commit": commit,
             "patch": diff(where, gold),
             "test_patch": diff(where, test_patch),
-            "version": "1.0",
+            "version": version,
         }
 
     instances = [
@@ -101,6 +103,8 @@ def quirks(tmp_path_factory) -> Path:
         ),
         instance("env", (TEST_ADD,), (FIX,), commit=broken_base),
         instance("order", (TEST_ADD, ORDER), (FIX,)),
+        # Its spec's test command is no command at all: bash exits 127.
+        instance("nocommand", (TEST_ADD,), (FIX,), version="2.0"),
     ]
     conf = root / "conf"
     for folder in ("dataset", "data"):
@@ -112,7 +116,7 @@ def quirks(tmp_path_factory) -> Path:
         "instances": "data/quirks.jsonl",
         "test_ids": "native",
         "repos": {"example/quirk": {"kind": "local", "path": "../repo.git"}},
-        "specs": {"example/quirk": {"1.0": spec}},
+        "specs": {"example/quirk": {"1.0": spec, "2.0": spec | {"test_cmd": "nosuch-test-runner"}}},
     }
     (conf / "dataset" / "quirks.yaml").write_text(json.dumps(dataset) + "\n")
     return root
@@ -160,6 +164,18 @@ def test_each_broken_instance_gets_the_verdict_that_says_why(quirks, tmp_path):
     (written,) = [json.loads(line) for line in (tmp_path / "quirks.jsonl").read_text().splitlines()]
     assert written["instance_id"] == "quirk__valid"
     assert (written["FAIL_TO_PASS"], written["FLAKY"]) == ([f"{ID}test_add"], [])
+
+
+def test_a_test_command_that_cannot_start_is_said_not_to_have_run(quirks, tmp_path):
+    # Not a log to parse: the command did not run, and the report says why.
+    report = validate(quirks, tmp_path, ["nocommand"], repeats=1)
+    (found,) = report.instances
+    assert found.verdict == "tests_not_run"
+    assert found.detail == (
+        "before the gold patch, run 1: the test command did not run: exit status 127, "
+        "the shell found no such command"
+    )
+    assert found.bound is not None and found.bound.runs_before == 1
 
 
 def test_tests_made_flaky_on_purpose_are_found_and_left_out_of_the_lists(quirks, tmp_path):

@@ -43,7 +43,7 @@ def test_a_record_of_another_schema_version_is_refused_naming_both(tmp_path):
     path = tmp_path / "run.json"
     write(path, {"record": "RunSessions", "schema_version": 9, "sessions": []})
     with pytest.raises(
-        UserError, match=r"RunSessions schema version 9; this evalrepro reads version 1"
+        UserError, match=r"RunSessions schema version 9; this evalrepro reads version 2"
     ):
         read_record(path, RunSessions)
 

@@ -390,3 +390,89 @@ def test_parsers_of_two_families_are_refused_naming_both_instances(tmp_path):
         regrade_config(logs, dataset)
     assert "demo__pyt-1" in str(error.value) and "demo__unit-1" in str(error.value)
     assert "one family" in str(error.value)
+
+
+def _crashed_after_passing(text: str) -> str:
+    """A log whose tests all printed PASSED/ok, its runner then exiting 1: swebench's
+    get_logs_eval reads nothing of it ({}, not found), since the exit code contradicts."""
+    return text.replace("Test Exit Code: 0'", "Test Exit Code: 1'").replace(
+        ">>>>> Test Exit Code: 0", ">>>>> Test Exit Code: 1"
+    )
+
+
+def test_a_log_swebench_cannot_read_is_completed_and_unresolved_in_every_output(
+    tree, tmp_path, monkeypatch
+):
+    """swebench writes report.json ``resolved: false`` for a log its reader finds nothing
+    in, and make_run_report counts it completed and unresolved: our layout, our
+    regrade's agreement and ``grade --json`` say what swebench says, key for key. A log
+    swebench's own run made an error (its timeout line) is an error in our layout, and
+    a report.json beside it that says "not resolved" is a difference, not agreement."""
+    logs, dataset, resolved, doctored = tree
+    odd = tmp_path / "logs" / "run_evaluation" / RUN_ID / MODEL_DIR
+    shutil.copytree(logs, odd)
+    unreadable = odd / "corpus__django-passing"
+    log = unreadable / "test_output.txt"
+    log.write_text(_crashed_after_passing(log.read_text()))
+    planned = next(p for p in HONEST if p.instance_id == unreadable.name)
+    prediction = {"instance_id": planned.instance_id, "model_patch": planned.patch,
+                  "model_name_or_path": MODEL}  # fmt: skip
+    theirs = get_eval_report(_spec(planned), prediction, str(log), True)
+    assert theirs[planned.instance_id]["resolved"] is False
+    assert theirs[planned.instance_id]["patch_successfully_applied"] is False
+    (unreadable / "report.json").write_text(json.dumps(theirs, indent=4))
+    # A log swebench's own run killed, beside a report.json someone left saying
+    # "not resolved": swebench would list the instance in error_ids.
+    killed = odd / next(
+        i for i, yes in resolved.items() if not yes and i not in (doctored, unreadable.name)
+    )
+    (killed / "test_output.txt").write_text(
+        (killed / "test_output.txt").read_text() + "\n\nTimeout error: 1800 seconds exceeded."
+    )
+
+    run_dir = tmp_path / "r"
+    done = evalrepro("regrade", odd, "--dataset", dataset, "--run-dir", run_dir)
+    assert done.returncode == 0, done.stderr
+    results = _results(run_dir)
+    assert results[unreadable.name].score.reason == "log_unparseable"  # ours: invalid
+    layout = run_dir / "swebench"
+    ours = json.loads((layout / f"{MODEL_DIR}.{RUN_ID}.json").read_text())
+    assert unreadable.name in ours["completed_ids"] and unreadable.name in ours["unresolved_ids"]
+    assert unreadable.name not in ours["error_ids"]
+    assert killed.name in ours["error_ids"] and killed.name not in ours["completed_ids"]
+    folder = layout / "logs" / "run_evaluation" / RUN_ID / MODEL_DIR / unreadable.name
+    assert (folder / "report.json").read_text() == json.dumps(theirs, indent=4)
+
+    # swebench's own reporting of our tree: the same lists.
+    monkeypatch.chdir(layout)
+    predictions = {
+        p.instance_id: {
+            "instance_id": p.instance_id,
+            "model_name_or_path": MODEL,
+            "model_patch": p.patch,
+        }
+        for p in HONEST
+    }
+    made = make_run_report(
+        predictions, [{"instance_id": p.instance_id} for p in HONEST], RUN_ID, client=None,
+        report_dir=str(tmp_path / "theirs"),
+    )  # fmt: skip
+    swebench_says = json.loads(Path(made).read_text())
+    for key in ("completed_ids", "resolved_ids", "unresolved_ids", "error_ids"):
+        assert ours[key] == swebench_says[key], key
+
+    summary = json.loads((run_dir / "regrade.json").read_text())
+    differing = {d["instance_id"]: d for d in summary["differences"]}
+    assert unreadable.name not in differing
+    assert differing[killed.name]["ours"].startswith("error (invalid: timeout")
+    assert differing[killed.name]["theirs"] == "not resolved"
+    assert "agree" in done.stdout and f"of {summary['compared']} agree" in done.stdout
+
+    graded = evalrepro(
+        "grade", "--instance", dataset, "--instance-id", unreadable.name, "--log", log, "--json"
+    )
+    assert graded.returncode == 0, graded.stderr
+    payload = json.loads(graded.stdout)
+    assert payload["status_map"] == {}  # swebench's get_logs_eval: ({}, False)
+    assert payload["fail_to_pass"] == {"success": [], "failure": []}
+    assert payload["score"]["reason"] == "log_unparseable"

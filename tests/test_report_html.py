@@ -29,12 +29,13 @@ from evalrepro.config.gate import Gate, GateRule
 from evalrepro.records.compare import ComparisonReport, PairComparison
 from evalrepro.records.metrics import RepoBreakdown, RunMetrics
 from evalrepro.records.report import Provenance, RunReport, SwebenchFields
-from evalrepro.records.stats import Interval, level_label
+from evalrepro.records.stats import Interval, level_label, p_label
 from evalrepro.records.timing import PhaseSeconds, RunTiming
 from evalrepro.records.trial import trial_label
 from evalrepro.report.compare import compare_runs, instance_outcomes, load_run
 from evalrepro.report.html import (
     PROVENANCE_LABELS,
+    rate_range,
     render_comparison_html,
     render_run_html,
     trial_page,
@@ -613,7 +614,7 @@ def test_comparison_table_reports_every_statistic_the_method_and_the_verdict(com
         assert f"A only {c.mcnemar.a_only}, B only {c.mcnemar.b_only}" in page
         assert f"{c.minimum_detectable_difference * 100:.1f} pp" in page
         assert f"{c.correlation:.2f}" in page
-        assert f"({c.cluster.n_clusters} clusters, cluster percentile)" in page
+        assert f"(98.33% CI, {c.cluster.n_clusters} clusters, cluster percentile)" in page
         assert c.verdict().replace('"', "&#34;") in page
         # The interval's method, as the record names it: Tango's for 0/1 outcomes.
         assert f"98.33% CI {c.difference.low * 100:.1f} to" in page
@@ -688,7 +689,7 @@ def test_per_instance_rates_compare_without_mcnemar():
     # The discordant instances are those whose shares differ; no McNemar for shares.
     assert f"A higher 0, B higher {len(a)} (shares of resolved samples)" in page
     flip = rates.sign_flip
-    assert f"<td>{flip.p_value:.3f} ({flip.name})</td>" in page and "not computed" in page
+    assert f"<td>{p_label(flip.p_value)} ({flip.name})</td>" in page and "not computed" in page
     assert f", {rates.difference.method})" in page
 
 
@@ -951,3 +952,25 @@ def test_two_sample_runs_compare_pass_at_k_and_show_k_of_n_per_instance(tmp_path
     assert "<td>pass@2</td>" in page and "<td>sample_rate</td>" in page
     assert "1/2 resolved" in page and "2/2 resolved" in page
     assert len(Document(page).links()) == 4  # sample 0 of each instance, in each run
+
+
+def test_a_compare_page_of_three_runs_has_one_level_per_quantity_and_states_each(
+    real_runs, tmp_path
+):
+    """Two comparisons against A: each at 97.5% (Bonferroni). A run's resolve rate is on
+    the page in the runs table and in the pair table: one interval, at one stated level."""
+    a, b = real_runs
+    page_file = tmp_path / "three.html"
+    argv = ["compare", str(a), str(b), str(b), "--html", str(page_file), "--n-resamples", "200"]
+    assert main(argv) == 0
+    page = page_file.read_text(encoding="utf-8")
+    comparison = compare_runs([a, b, b], n_resamples=200)
+    assert comparison.comparison_confidence == pytest.approx(0.975)
+    runs_table = page.split('<section id="runs">')[1].split("</table>")[0]
+    pair_table = page.split('<table class="comparison">')[1].split("</table>")[0]
+    rate_a = comparison.pairs[0].resolved.rate_a
+    shown = f"97.5% CI {rate_range(rate_a)}"
+    first_run = runs_table.split("<tbody>")[1].split("</tr>")[0]
+    assert shown in first_run
+    assert shown in pair_table.split("resolve rate A")[1].split("</tr>")[0]
+    assert "95% CI" not in runs_table and "95% CI" not in pair_table

@@ -23,10 +23,11 @@ from pathlib import Path
 import pytest
 
 from evalrepro.cli import main
+from evalrepro.config.gate import GateRule, RuleVerdict
 from evalrepro.plan.lockfile import LOCKFILE_NAME, read_lockfile
 from evalrepro.records.compare import ComparisonReport
 from evalrepro.records.report import RunReport
-from evalrepro.records.stats import Interval
+from evalrepro.records.stats import Interval, p_label
 from evalrepro.regrade import regrade
 from evalrepro.report.compare import compare_runs
 from evalrepro.report.latex import (
@@ -120,7 +121,8 @@ def cells(interval: Interval, *, sign: bool = False) -> str:
         text = f"{abs(shown):.1f}"
         return ("$-$" if shown < 0 else "+" if signed and shown > 0 else "") + text
 
-    return f"{number(interval.estimate, sign)} & {number(interval.low)} & {number(interval.high)}]"
+    low, high = number(interval.low, sign), number(interval.high, sign)
+    return f"{number(interval.estimate, sign)} & {low} & {high}]"
 
 
 # --- escaping -------------------------------------------------------------------------
@@ -316,7 +318,7 @@ def test_comparison_prints_both_rates_the_difference_mcnemar_and_each_verdict(co
         c = pair.resolved
         row = (
             f"{cells(c.rate_b)} & {cells(c.difference, sign=True)} & "
-            f"{c.mcnemar.a_only} / {c.mcnemar.b_only} & {c.mcnemar.p_value:.3f} \\\\"
+            f"{c.mcnemar.a_only} / {c.mcnemar.b_only} & {p_label(c.mcnemar.p_value)} \\\\"
         )
         assert row in tex, row
         assert minus(escape(c.verdict())) in tex
@@ -392,8 +394,8 @@ def test_comparison_of_pass_at_k_gets_a_block_of_rows_per_k(comparison):
     flip = by_k["pass@2"].sign_flip
     assert flip is not None and flip.resamples is None  # 12 instances: exact
     assert (
-        f"{cells(by_k['pass@2'].difference, sign=True)} & --- & {flip.p_value:.3f}$^{{s}}$ \\\\"
-        in tex
+        f"{cells(by_k['pass@2'].difference, sign=True)} & --- & "
+        f"{p_label(flip.p_value)}$^{{s}}$ \\\\" in tex
     )
 
 
@@ -519,7 +521,7 @@ def test_the_tables_compile_cleanly_and_print_the_records_numbers(
     for pair in comparison.pairs:
         c = pair.resolved
         assert f"{_range(c.rate_b)}" in page
-        assert f"{c.mcnemar.a_only}/{c.mcnemar.b_only}{c.mcnemar.p_value:.3f}" in page
+        assert f"{c.mcnemar.a_only}/{c.mcnemar.b_only}{p_label(c.mcnemar.p_value)}" in page
         assert _squeezed(c.verdict().replace("_", "")) in page
     assert report_a.provenance.lockfile_digest in page
 
@@ -547,3 +549,66 @@ def test_every_special_character_prints_as_itself_and_runs_nothing(tmp_path):
     # pdftotext drops the rule "_" prints as; every other character comes back.
     assert _squeezed(hostile.replace("_", "").replace("ð", "[U+00F0]")) in page
     assert "root:" not in text
+
+
+# --- one rule for each thing the table and its note both say ----------------------------
+
+
+def _table(tex: str) -> str:
+    return tex.split("\\begin{tabular}")[1].split("\\end{tabular}")[0]
+
+
+def test_the_p_in_the_table_is_the_p_in_the_verdict_under_it(comparison):
+    tex = render_comparison_latex(comparison)
+    for pair in comparison.pairs:
+        p = pair.resolved.mcnemar.p_value
+        shown = p_label(p)
+        assert f" & {shown} \\\\" in _table(tex)
+        assert f"exact McNemar p={shown})" in tex.split("\\end{tabular}")[1]
+
+
+def test_a_difference_signs_its_bounds_as_the_console_does(comparison):
+    tex = render_comparison_latex(comparison)
+    for pair in comparison.pairs:
+        d = pair.resolved.difference
+        for bound in (d.low, d.high):
+            if round(bound * 100, 1) > 0:
+                assert f"+{round(bound * 100, 1):.1f}" in _table(tex)
+    # A positive bound, as in a pair where B resolves more.
+    swapped = comparison.pairs[0].model_copy(
+        update={
+            "resolved": comparison.pairs[0].resolved.model_copy(
+                update={
+                    "difference": Interval(
+                        estimate=0.25, low=0.178, high=0.32, method="Tango score"
+                    )
+                }
+            )
+        }
+    )
+    tex = render_comparison_latex(comparison.model_copy(update={"pairs": [swapped]}))
+    assert "+25.0 & +17.8 & +32.0]" in tex
+
+
+def test_what_was_paired_is_said_once_per_table(comparison):
+    assert len(comparison.pairs) > 1
+    assert len({pair.paired for pair in comparison.pairs}) == 1
+    tex = render_comparison_latex(comparison)
+    assert tex.count("aired: ") == 1
+    assert f"Paired: {minus(escape(comparison.pairs[0].paired))}." in tex
+
+
+def test_a_run_whose_gate_failed_says_so_in_its_table(report_a):
+    assert report_a.gate_passed
+    assert "Gate" not in _table(render_run_latex(report_a))
+    rule = GateRule(metric="resolved_rate", op=">=", threshold=0.9)
+    failed = report_a.model_copy(
+        update={
+            "gate_name": "strict",
+            "gate": [RuleVerdict(rule=rule, value=0.5, passed=False)],
+            "gate_passed": False,
+        }
+    )
+    table = _table(render_run_latex(failed))
+    assert "Gate strict: \\textbf{failed}: " in table
+    assert f"{escape(str(rule))} (measured 0.5)" in table

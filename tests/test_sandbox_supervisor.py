@@ -19,7 +19,11 @@ What is guaranteed (``evalrepro/run/sandbox/supervisor.py``):
   ``clean`` only when every runner wrote its exit line with its streams in place,
   ``abnormal`` when one did not (``os._exit``) or had its output sent away, ``unknown``
   when no runner reported; malformed and overlong lines are ignored, records bounded;
-* ``neutralize`` prefixes every line that could pose as a harness line (``>>>>>``).
+* ``neutralize`` prefixes every line that could pose as a harness line (``>>>>>``);
+* the reset's git writes its blobs (base + test patch, no canaries) into root's private
+  folder, never into the harness's store; ``lock_away`` makes a folder of the test
+  user's root's alone, and ``still_readable``, run as the test user, names what it can
+  still list or read.
 """
 
 from __future__ import annotations
@@ -320,6 +324,17 @@ def test_removing_a_path_under_a_planted_symlink_deletes_nothing_outside(tmp_pat
     apply_writes(str(root), operations)
     assert (outside / "precious.txt").read_text() == "keep me\n"
     assert not (root / "tests").is_symlink()
+    assert verify_writes(str(root), operations, "sha1") == []
+
+
+def test_a_folder_and_its_files_both_absent_leave_no_folder(tmp_path):
+    # A patch that adds a folder in a test folder: both are restored to absent.
+    root = tmp_path / "testbed"
+    (root / "tests" / "sub").mkdir(parents=True)
+    (root / "tests" / "sub" / "test_new.py").write_text("x = 1\n")
+    operations = [("tests/sub", "absent", 0, b""), ("tests/sub/test_new.py", "absent", 0, b"")]
+    apply_writes(str(root), operations)
+    assert not (root / "tests" / "sub").exists()
     assert verify_writes(str(root), operations, "sha1") == []
 
 
@@ -721,3 +736,85 @@ def test_the_seccomp_filter_refuses_new_user_namespaces_and_nothing_else_we_use(
     # unshare(CLONE_NEWUSER) is refused in the process and in its children (the unshare
     # tool); threads (clone3 -> clone) and fork still work.
     assert done.stdout.split() == ["True", "True", "7"]
+
+
+# --- what the tests may not see ----------------------------------------------------------
+
+
+def _git_here(*args: str, cwd: Path) -> str:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "GIT_CONFIG_NOSYSTEM": "1"}
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
+
+
+def _objects(git_dir: Path) -> set[str]:
+    return {str(p.relative_to(git_dir)) for p in (git_dir / "objects").rglob("*") if p.is_file()}
+
+
+def test_the_reset_writes_its_blobs_to_the_private_folder_never_into_the_store(tmp_path):
+    """The blobs of base + test patch (without the canaries) are what a readable store
+    would give away: they stay in root's private folder, and the store is as built."""
+    from evalrepro.run.sandbox.supervisor import Git
+
+    work = tmp_path / "work"
+    (work / "tests").mkdir(parents=True)
+    (work / "tests" / "test_a.py").write_text("def test_old():\n    pass\n")
+    _git_here("init", "-q", cwd=work)
+    _git_here("add", "-A", cwd=work)
+    _git_here("commit", "-qm", "base", cwd=work)
+    base = _git_here("rev-parse", "HEAD", cwd=work).strip()
+    store = tmp_path / "repo.git"
+    _git_here("clone", "-q", "--bare", str(work), str(store), cwd=tmp_path)
+    (work / "tests" / "test_a.py").write_text(
+        "def test_old():\n    pass\n\n\ndef test_new():\n    pass\n"
+    )
+    patch = tmp_path / "test.patch"
+    patch.write_text(_git_here("diff", cwd=work))
+    built = _objects(store)
+    private = tmp_path / "private"
+    private.mkdir()
+    git = Git(str(store), str(private))
+    git.run("read-tree", base)
+    git.run("apply", "--cached", str(patch))
+    entry = git.index_entries(["tests/test_a.py"])["tests/test_a.py"]
+    assert b"def test_new" in git.blobs([entry[2]])[entry[2]]
+    assert _objects(store) == built
+    assert any((private / "objects").rglob("*")), "the new blob is in the private folder"
+
+
+@pytest.fixture
+def open_folder():
+    """A folder any user may enter (pytest's own is root's alone)."""
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="evalrepro-test-", dir="/tmp"))
+    os.chmod(folder, 0o755)
+    yield folder
+    shutil.rmtree(folder)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="locks to root and asks another user")
+def test_what_is_locked_away_cannot_be_listed_or_read_by_the_test_user(open_folder):
+    from evalrepro.run.sandbox.supervisor import User, as_user, lock_away, still_readable
+
+    tmp_path = open_folder
+    user = User({"uid": 1000, "gid": 1000, "name": "tester", "home": str(tmp_path)})
+    git_dir = tmp_path / "testbed" / ".git"
+    (git_dir / "objects").mkdir(parents=True)
+    (git_dir / "HEAD").write_text("base\n")
+    os.chmod(tmp_path / "testbed", 0o755)
+    for path in (tmp_path / "testbed", git_dir, git_dir / "objects", git_dir / "HEAD"):
+        os.chown(path, 1000, 1000)  # the test user's own, as in the image
+    paths = [str(git_dir), str(git_dir / "HEAD")]
+    assert "readable by the test user" in (as_user(user, still_readable, paths) or "")
+    assert lock_away(str(git_dir)) == str(git_dir)
+    assert as_user(user, still_readable, paths) is None
+    assert stat.S_IMODE(git_dir.stat().st_mode) == 0o700 and git_dir.stat().st_uid == 0
+    assert lock_away(str(tmp_path / "absent")) is None

@@ -35,7 +35,7 @@ pytestmark = [
     *needs_podman,
     pytest.mark.skipif(
         not slurm_up() and not os.environ.get("CI"),
-        reason="no Slurm cluster answers (as root: scripts/slurm-local start)",
+        reason="no Slurm cluster answers (as root: scripts/slurm-local start; SLURM_CONF)",
     ),
 ]
 

@@ -15,7 +15,7 @@ from rich.console import Console
 from scipy import stats as sps
 
 from evalrepro.records.compare import PairComparison
-from evalrepro.records.stats import ClusterInterval, Comparison, Interval, McNemar
+from evalrepro.records.stats import ClusterInterval, Comparison, Interval, McNemar, p_phrase
 from evalrepro.report import compare, stats
 from tests.demo_expectations import EXPECTED
 
@@ -604,7 +604,7 @@ def check_verdict(result):
     assert bool(claimed) == supported, verdict
     if claimed:
         assert claimed.group(1) == ("B" if result.difference.estimate > 0 else "A")
-    assert f"exact McNemar p={result.mcnemar.p_value:.3g}" in verdict
+    assert f"exact McNemar {p_phrase(result.mcnemar.p_value)}" in verdict
     assert all_finite(result.model_dump())
 
 
@@ -736,7 +736,7 @@ def test_too_few_clusters_are_mentioned_in_the_verdict_but_never_decide_it():
     assert d.excludes_zero and not c.excludes_zero
     assert result.verdict() == (
         f"B resolves 6.0 points more (95% CI {d.low * 100:.1f} to {d.high * 100:.1f}; exact "
-        f"McNemar p={result.mcnemar.p_value:.3g}): B is better at this n (by-repo "
+        f"McNemar {p_phrase(result.mcnemar.p_value)}): B is better at this n (by-repo "
         f"sensitivity: 95% CI 0.0 to {c.high * 100:.1f}, 4 clusters, too few to trust)"
     )
     # Nor does a few-cluster interval that excludes 0 make a claim of its own.

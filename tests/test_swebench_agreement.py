@@ -98,6 +98,10 @@ def assert_graded_as_swebench(
     resolved = score(observation).outcome is Outcome.RESOLVED
     if reference is None:
         assert observation.parser_status is not ParserStatus.OK, context
+        # swebench's get_logs_eval: ({}, False), no lists; key for key, a compatible
+        # parser keeps nothing of a log it cannot read either.
+        assert observation.status_map == {}, context
+        assert observation.tests is None, context
         assert not resolved, context
         return observation
     assert observation.parser_status is ParserStatus.OK, context
@@ -356,3 +360,27 @@ def test_difference_the_runners_own_count_shows_the_suite_ran_only_under_strict_
     strict = observe(text, sample([]), get_parser("django"), rules="strict")
     assert strict.parser_status is ParserStatus.OK
     assert score(strict).outcome is Outcome.RESOLVED
+
+
+def test_of_a_log_it_cannot_score_a_native_parser_says_more_than_swebench_and_says_so(tmp_path):
+    """A runner that printed only passes, then exited 1: swebench's reader keeps nothing
+    ({}, not found), and so does every compatible parser; a native parser keeps what it
+    read, unscored, and its detail says the map is that."""
+    log = next(
+        log
+        for log in all_corpus()
+        if log.native and log.compat and log.truth and set(log.truth.values()) == {"PASSED"}
+    )
+    text = eval_log(log.text, 1, "colon")
+    compat = log.compat[0]
+    statuses, found = swebench_logs_eval(text, compat, tmp_path)
+    assert (statuses, found) == ({}, False)
+    instance = sample([next(iter(log.truth))])
+    ours = observe(text, instance, get_parser(compat))
+    assert ours.parser_status is not ParserStatus.OK and ours.status_map == {}
+    native = observe(text, instance, get_parser(log.native))
+    assert native.parser_status is not ParserStatus.OK
+    assert native.status_map  # what it read
+    said = f"status_map: what {log.native} read of the log, not graded"
+    assert native.parser_detail.endswith(said)
+    assert score(native).reason == "log_unparseable"

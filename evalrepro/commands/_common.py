@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import sys
+from evalrepro.console import make_console
 
-from rich.console import Console
+__all__ = ["make_console"]
 
 #: Exit codes: a passed run or check, a failed check (verify, compare), a user error,
 #: a failed gate. A crash (a bug) exits 1 with a traceback, like any Python program.
@@ -14,11 +14,3 @@ EXIT_USER_ERROR = 2
 EXIT_GATE_FAILED = 3
 #: reproduce: the plan made here is not the bundle's (an image differs); nothing ran.
 EXIT_NOT_REPRODUCIBLE = 4
-
-
-def make_console(*, stderr: bool = False) -> Console:
-    """The console every command prints to. Outside a terminal (a log, a pipe) rich would
-    squeeze tables into 80 columns and cut instance ids and paths: never cut them there."""
-    stream = sys.stderr if stderr else sys.stdout
-    width = None if stream.isatty() else 400
-    return Console(stderr=stderr, width=width)

@@ -6,8 +6,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rich.markup import escape
-
 from evalrepro import atomic
 from evalrepro.commands._arguments import (
     database_arguments,
@@ -96,12 +94,25 @@ def _compare(args: argparse.Namespace, paths: list[Path], names: dict[str, str])
             method=args.method,
         )
     except NotComparable as refusal:
-        console = make_console(stderr=True)
-        for difference in refusal.differences:
-            console.print(f"  {difference.kind}: {escape(difference.detail)}", highlight=False)
-        console.print(
-            "[bold red]not comparable[/]: the runs measured different experiments "
-            "(--force compares them anyway, marked not comparable)"
+        # As verify says it: each difference by class, then which two runs (named as
+        # given: a bundle's path, a published run's id) and how many differences.
+        from evalrepro.publish.verify import Comparison, print_comparison
+
+        first, second = (names.get(str(p), str(p)) for p in (refusal.first, refusal.second))
+        print_comparison(
+            make_console(stderr=True),
+            Comparison(
+                first=Path(first),
+                second=Path(second),
+                same_target=False,
+                differences=refusal.differences,
+                information=[],
+            ),
+        )
+        make_console(stderr=True).print(
+            "the runs measured different experiments (--force compares them anyway, marked "
+            "not comparable)",
+            highlight=False,
         )
         return EXIT_CHECK_FAILED
     report = report.model_copy(
@@ -122,12 +133,14 @@ def _compare(args: argparse.Namespace, paths: list[Path], names: dict[str, str])
         from evalrepro.report.view import relative_link, write_view
 
         runs = [load_run(path) for path in paths]
+        # The page's run rates at the level of its comparisons (Bonferroni-corrected with
+        # several), so that a run's rate has one interval on the page, not two.
         reports = [
             build_run_report(
                 r.path,
                 r.lockfile,
                 r.results,
-                confidence=args.confidence,
+                confidence=report.comparison_confidence,
                 n_resamples=args.n_resamples,
                 seed=args.seed,
             )

@@ -8,12 +8,12 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
 from evalrepro.commands._arguments import json_argument, parser_argument, strict_argument
 from evalrepro.commands._common import make_console
 from evalrepro.config.sample import Sample, load_samples
+from evalrepro.console import Table
 from evalrepro.errors import UserError
 from evalrepro.grade.observation import observe
 from evalrepro.grade.parsers import LogParser, get_parser

@@ -23,6 +23,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     printed = board.add_mutually_exclusive_group()
     json_argument(printed, "print one JSON object")
     printed.add_argument("--markdown", action="store_true", help="Markdown tables")
+    printed.add_argument(
+        "--latex", action="store_true", help="one LaTeX table (booktabs) for a paper"
+    )
     html_argument(board, "also write a self-contained HTML page")
     return board
 
@@ -52,6 +55,10 @@ def main(args: argparse.Namespace) -> int:
         print(board.model_dump_json(indent=2))
     elif args.markdown:
         print(markdown_leaderboard(board), end="")
+    elif args.latex:
+        from evalrepro.report.latex import render_leaderboard_latex
+
+        print(render_leaderboard_latex(board), end="")
     else:
         console = make_console()
         print_leaderboard(console, board)

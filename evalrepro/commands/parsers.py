@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from rich.table import Table
-
 from evalrepro.commands._common import make_console
+from evalrepro.console import Table
 from evalrepro.grade.parsers import get_parser, parser_names
 
 

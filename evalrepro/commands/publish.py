@@ -65,8 +65,13 @@ def main(args: argparse.Namespace) -> int:
                 if done.unchanged
                 else f"{done.added} new trial{'' if done.added == 1 else 's'}"
             )
+            leftovers = (
+                f"; {done.leftovers_removed} temporary objects of killed uploads removed"
+                if done.leftovers_removed
+                else ""
+            )
             console.print(
-                f"published {done.run_id} {escape(str(run))}: {what}{unfinished}",
+                f"published {done.run_id} {escape(str(run))}: {what}{unfinished}{leftovers}",
                 highlight=False,
             )
     finally:

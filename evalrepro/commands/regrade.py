@@ -7,10 +7,10 @@ import argparse
 from pathlib import Path
 
 from rich.markup import escape
-from rich.table import Table
 
 from evalrepro.commands._arguments import parser_argument, run_dir_argument, strict_argument
 from evalrepro.commands._common import EXIT_OK, make_console
+from evalrepro.console import Table
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
@@ -20,6 +21,9 @@ from evalrepro.commands._common import (
     EXIT_OK,
     make_console,
 )
+
+if TYPE_CHECKING:
+    from evalrepro.config.experiment import ExecutorConfig
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -45,6 +49,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         metavar="K",
         help="run a disagreeing trial K more times to tell flaky from drift (default 2)",
     )
+    reproduce.add_argument(
+        "--executor",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="where the attempts run, as executor settings (kind=dask address=tcp://...; "
+        "repeat the flag): the reproducer's, never the bundle's (default: kind=local)",
+    )
     run_dir_argument(reproduce, "default: runs/reproduce-<run>-<time>")
     json_argument(reproduce, "print the Reproduction record")
     cache_argument(reproduce)
@@ -57,6 +69,7 @@ def main(args: argparse.Namespace) -> int:
     from evalrepro.publish.reproduce import print_reproduction, reproduce
 
     console = make_console()
+    executor = _executor(args.executor)
     try:
         reproduction = reproduce(
             args.bundle,
@@ -66,6 +79,7 @@ def main(args: argparse.Namespace) -> int:
             sample=args.sample,
             seed=args.seed,
             reruns=args.reruns,
+            executor=executor,
         )
     except PlanMismatch as mismatch:
         for difference in mismatch.differences:
@@ -87,3 +101,23 @@ def main(args: argparse.Namespace) -> int:
     else:
         print_reproduction(console, reproduction)
     return EXIT_OK if reproduction.agreeing == len(reproduction.trials) else EXIT_CHECK_FAILED
+
+
+def _executor(settings: list[str]) -> ExecutorConfig:
+    """``--executor KEY=VALUE ...`` as an executor config (values read as YAML scalars)."""
+    import yaml
+    from pydantic import TypeAdapter, ValidationError
+
+    from evalrepro.config.experiment import ExecutorConfig as Executors
+    from evalrepro.errors import UserError, validation_message
+
+    raw: dict[str, object] = {"kind": "local"}
+    for setting in settings:
+        key, equals, value = setting.partition("=")
+        if not equals or not key:
+            raise UserError(f"--executor {setting}: expected KEY=VALUE (kind=dask)")
+        raw[key] = yaml.safe_load(value) if value else ""
+    try:
+        return TypeAdapter(Executors).validate_python(raw)
+    except ValidationError as error:
+        raise UserError(f"--executor: {validation_message(error)}") from None

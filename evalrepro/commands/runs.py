@@ -6,10 +6,10 @@ import argparse
 from datetime import UTC, datetime
 
 from rich.markup import escape
-from rich.table import Table
 
 from evalrepro.commands._arguments import database_arguments, json_argument
 from evalrepro.commands._common import EXIT_OK, make_console
+from evalrepro.console import Table
 from evalrepro.errors import UserError
 
 
@@ -96,6 +96,8 @@ def main(args: argparse.Namespace) -> int:
         state = "complete" if run.complete else "publish unfinished"
         if run.complete and run.finished < run.planned:
             state = "run unfinished"
+        if run.retracted_at is not None:
+            state = "retracted"
         table.add_row(
             run.run_id,
             escape(run.experiment),

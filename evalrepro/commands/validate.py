@@ -16,7 +16,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "validate",
         help="derive the test lists by running before and after the gold patch; find flaky tests",
         description="An experiment (+experiment=NAME), or a dataset alone (+dataset=NAME), "
-        "composed as for run. Each side runs validation.repeats times (default 3) through "
+        "composed as for run. Each side runs as often as the flakiness bound needs "
+        "(validation.flaky.min_rate, validation.flaky.miss_probability: 9 runs by default; "
+        "or validation.repeats), fewer for an instance its runs already settle, through "
         "the run path (its own lockfile, resumable, any executor); the validated dataset "
         "goes to --output, its report beside it (FILE.validation.json).",
     )

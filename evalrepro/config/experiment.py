@@ -10,6 +10,7 @@ installed ``evalrepro`` package; a user's own paths are relative to the working 
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any, ClassVar
@@ -47,14 +48,63 @@ class RunSettings(BaseModel):
     output_dir: Path = Path("runs")
 
 
+#: The most runs of one side validation makes.
+MAX_VALIDATION_RUNS = 100
+
+
+class FlakyBoundSettings(BaseModel):
+    """A test that, in each run of a side (runs independent), has the other outcome than
+    the one it would be listed with with probability at least ``min_rate`` (fails after the
+    gold patch; for FAIL_TO_PASS, or passes before it) is written into FAIL_TO_PASS or
+    PASS_TO_PASS with probability at most ``miss_probability``: each side runs
+    n = ceil(log(miss_probability) / log(1 - min_rate)) times (defaults: 9), fewer when
+    every test reported has already both passed and failed, or a run already decided that
+    the instance is unusable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: The smallest per-run probability of a test's other outcome the bound covers (failing
+    #: on the side where it is listed as passing; passing before the fix, for FAIL_TO_PASS).
+    min_rate: float = Field(default=0.3, gt=0, lt=1)
+    #: The largest probability that such a test is written into a list: each side runs
+    #: ceil(log(miss_probability) / log(1 - min_rate)) times (9 with the defaults).
+    miss_probability: float = Field(default=0.05, gt=0, lt=1)
+
+    @model_validator(mode="after")
+    def _affordable(self) -> FlakyBoundSettings:
+        if self.runs() > MAX_VALIDATION_RUNS:
+            raise ValueError(
+                f"min_rate {self.min_rate} and miss_probability {self.miss_probability} need "
+                f"{self.runs()} runs of each side, more than {MAX_VALIDATION_RUNS}"
+            )
+        return self
+
+    def runs(self) -> int:
+        """n, the fewest runs of a side with (1 - min_rate) ** n <= miss_probability."""
+        n = math.ceil(math.log(self.miss_probability) / math.log1p(-self.min_rate))
+        # Floating point can put n one short of the bound (or past it by one): settle it.
+        while n > 1 and (1 - self.min_rate) ** (n - 1) <= self.miss_probability:
+            n -= 1
+        while (1 - self.min_rate) ** n > self.miss_probability:
+            n += 1
+        return max(n, 1)
+
+
 class ValidationSettings(BaseModel):
     """How ``evalrepro validate`` derives an instance's test lists."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    #: Runs of each side (before and after the gold patch), each in a fresh sandbox: a
-    #: test whose outcome differs between them is flaky.
-    repeats: int = Field(default=3, ge=1, le=100)
+    #: The flakiness bound that sets the runs of each side (before and after the gold
+    #: patch, each in a fresh sandbox; a test whose outcome differs between them is flaky).
+    flaky: FlakyBoundSettings = Field(default_factory=lambda: FlakyBoundSettings())
+    #: Runs of each side, in place of the bound's number (null: from ``flaky``); the report
+    #: gives the bound these runs reach at ``flaky.min_rate``.
+    repeats: int | None = Field(default=None, ge=1, le=MAX_VALIDATION_RUNS)
+
+    def planned_runs(self) -> int:
+        """The runs each side gets at most."""
+        return self.repeats if self.repeats is not None else self.flaky.runs()
 
 
 class ExperimentConfig(BaseModel):

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from evalrepro.digest import sha256_json
 from evalrepro.errors import UserError, validation_message
 from evalrepro.jsonfile import read_records
+from evalrepro.text import InstanceId
 
 #: The fields of an instance that define the experiment: what the harness reads (repo,
 #: commits, patches, test lists, version, parser, eval type) and what a model is shown
@@ -46,7 +47,7 @@ DEFINING_FIELDS = frozenset(
 class Sample(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
 
-    instance_id: str = Field(min_length=1)
+    instance_id: InstanceId
     repo: str = Field(min_length=1)
     base_commit: str = Field(min_length=1)
     test_patch: str
@@ -71,6 +72,8 @@ class Sample(BaseModel):
                 return json.loads(value)
             except json.JSONDecodeError as error:
                 raise ValueError(f"is a string but not a JSON list ({error.msg})") from None
+            except RecursionError:
+                raise ValueError("is a string of JSON nested too deeply") from None
         return value
 
     @field_validator("parser", mode="before")

@@ -54,6 +54,17 @@ class Published:
     planned: int
     #: Nothing changed: the run was published before exactly so.
     unchanged: bool
+    #: Temporary objects of killed uploads this publish removed from the store.
+    leftovers_removed: int = 0
+
+
+@dataclass(frozen=True)
+class Retraction:
+    run_id: str
+    retracted_at: datetime
+    reason: str | None
+    #: It was retracted before (then, with its reason): nothing changed.
+    earlier: bool
 
 
 def run_id(lockfile_digest: str, first_session: datetime) -> str:
@@ -105,6 +116,8 @@ def publish_run(
         ).first()
         if existing is None:
             _insert_new(connection, schema.runs, [{**row, "complete": False}])
+    # What killed uploads left in the store goes first (never a live upload's).
+    removed = store.remove_leftovers()
     # The files first (resumable), then the records that point at them.
     _stored, manifest_digest = store_run(directory.path, store, progress=progress)
     with failures(url, "cannot publish to"), engine.begin() as connection:
@@ -114,7 +127,7 @@ def publish_run(
             )
         ).one()
         if current.complete and current.manifest_digest == manifest_digest:
-            return Published(identity, path, 0, len(results), len(lockfile.trials), True)
+            return Published(identity, path, 0, len(results), len(lockfile.trials), True, removed)
         added = _insert_trials(connection, identity, lockfile, results)
         _insert_metrics(connection, identity, report.metrics)
         connection.execute(
@@ -122,7 +135,48 @@ def publish_run(
             .where(schema.runs.c.run_id == identity)
             .values(**row, manifest_digest=manifest_digest, complete=True)
         )
-    return Published(identity, path, added, len(results), len(lockfile.trials), False)
+    return Published(identity, path, added, len(results), len(lockfile.trials), False, removed)
+
+
+def unpublish_run(
+    engine: Engine, url: DatabaseUrl, reference: str, reason: str | None = None
+) -> Retraction:
+    """Retract the run ``reference`` names (its id as ``runs`` lists it, its first
+    characters, or its run folder): its rows stay, marked retracted, and it leaves the
+    leaderboard. A run that is not in the database is one UserError line."""
+    identity = _run_id_of(reference)
+    runs = schema.runs.c
+    with failures(url, "cannot retract in"), engine.begin() as connection:
+        found = connection.execute(
+            select(runs.run_id, runs.retracted_at, runs.retraction_reason)
+            .where(runs.run_id.startswith(identity, autoescape=True))
+            .limit(2)
+        ).all()
+        if not found:
+            raise UserError(f"{reference}: no such run in {url.redacted} (see evalrepro runs)")
+        if len(found) > 1:
+            raise UserError(f"{reference}: more than one run's id begins so in {url.redacted}")
+        ((run, retracted_at, earlier_reason),) = found
+        if retracted_at is not None:
+            return Retraction(run, retracted_at, earlier_reason, earlier=True)
+        now = datetime.now(UTC)
+        connection.execute(
+            update(schema.runs)
+            .where(runs.run_id == run)
+            .values(retracted_at=now, retraction_reason=reason)
+        )
+    return Retraction(run, now, reason, earlier=False)
+
+
+def _run_id_of(reference: str) -> str:
+    """A run id (or its first characters), from itself or from a run folder."""
+    folder = Path(reference)
+    if not (folder / LOCKFILE_NAME).is_file():
+        return reference
+    sessions = read_record(folder / "run.json", RunSessions).sessions
+    if not sessions:
+        raise UserError(f"{reference}: run.json records no session: it was never published")
+    return run_id(sha256_bytes((folder / LOCKFILE_NAME).read_bytes()), sessions[0].started_at)
 
 
 def _run_row(

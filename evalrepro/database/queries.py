@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from sqlalchemy import Engine, select
 
 from evalrepro.database import schema
+from evalrepro.database.comparability import defining_facts
 from evalrepro.database.engine import failures
 from evalrepro.database.url import DatabaseUrl
 from evalrepro.errors import UserError
@@ -85,6 +86,8 @@ def _published(row) -> PublishedRun:
         gate_passed=row["gate_passed"],
         complete=row["complete"],
         store_url=row["store_url"],
+        retracted_at=row["retracted_at"],
+        retraction_reason=row["retraction_reason"],
     )
 
 
@@ -117,16 +120,11 @@ def leaderboard(engine: Engine, url: DatabaseUrl, *, dataset: str | None = None)
     with failures(url, "cannot read"), engine.connect() as connection:
         rows = connection.execute(query).mappings().all()
     left_out = [
-        f"{row['run_id']} ({row['experiment']}): "
-        + (
-            "its publish did not finish"
-            if not row["complete"]
-            else f"unfinished, {row['finished']} of {row['planned']} trials"
-        )
+        f"{row['run_id']} ({row['experiment']}): {why}"
         for row in rows
-        if not row["complete"] or row["finished"] < row["planned"]
+        if (why := _left_out(row)) is not None
     ]
-    included = [row for row in rows if row["complete"] and row["finished"] >= row["planned"]]
+    included = [row for row in rows if _left_out(row) is None]
     classes: dict[str, list] = {}
     for row in included:
         classes.setdefault(row["comparability"], []).append(row)
@@ -141,8 +139,10 @@ def leaderboard(engine: Engine, url: DatabaseUrl, *, dataset: str | None = None)
     )
     groups = []
     reference: Lockfile | None = None
-    for members in ordered:
-        lockfile = Lockfile.model_validate_json(members[0]["lockfile_json"])
+    lockfiles = [Lockfile.model_validate_json(m[0]["lockfile_json"]) for m in ordered]
+    # Each heading names what makes its class: its value of what the classes do not share.
+    defined = defining_facts(lockfiles) if len(lockfiles) > 1 else [[] for _ in lockfiles]
+    for members, lockfile, defined_by in zip(ordered, lockfiles, defined, strict=True):
         found = (
             []
             if reference is None
@@ -157,9 +157,22 @@ def leaderboard(engine: Engine, url: DatabaseUrl, *, dataset: str | None = None)
                 harness_version=members[0]["harness_version"],
                 rows=_ranked(members),
                 differences=found,
+                defined_by=defined_by,
             )
         )
     return Leaderboard(database=url.redacted, dataset=dataset, groups=groups, left_out=left_out)
+
+
+def _left_out(row) -> str | None:
+    """Why a run is not on the leaderboard, or None."""
+    if row["retracted_at"] is not None:
+        reason = row["retraction_reason"]
+        return "retracted" + (f": {reason}" if reason else "")
+    if not row["complete"]:
+        return "its publish did not finish"
+    if row["finished"] < row["planned"]:
+        return f"unfinished, {row['finished']} of {row['planned']} trials"
+    return None
 
 
 def _ranked(members: list) -> list[LeaderboardRow]:

@@ -68,6 +68,9 @@ runs = Table(
     # True only once every file is in the store and every row below is in.
     Column("complete", Boolean, nullable=False),
     Column("published_at", DateTime(timezone=True), nullable=False),
+    # Set by `evalrepro unpublish`: the run stays (its history), off the leaderboard.
+    Column("retracted_at", DateTime(timezone=True)),
+    Column("retraction_reason", Text),
 )
 
 trials = Table(

@@ -74,10 +74,11 @@ def observe(
     ``"swebench"`` (the default: a bare log comes from elsewhere, most often SWE-bench's
     own harness) reproduces swebench 5.0.2's ``get_logs_eval`` for every compatible
     parser: "found" exactly when ``parser_status`` is OK, and then its status map, so
-    the F2P/P2P lists and the resolution are its own (when it finds nothing, the log is
-    unscorable here, and ``status_map`` still shows what was parsed, for a reader). A
+    the F2P/P2P lists and the resolution are its own; when it finds nothing ("not
+    found"), the log is unscorable here and, as there, has no status map and no lists. A
     native parser gets the same region and fallback, still checks the runner's totals
-    (a mismatch is ``untrusted``) and gives its own evidence that the suite ran.
+    (a mismatch is ``untrusted``) and gives its own evidence that the suite ran; of a log
+    it cannot score it keeps what it read in ``status_map``, and its detail says so.
     ``"strict"`` is the distrusting reading: whole-line markers, one region, no
     fallback to the whole log, duplicate markers unscorable.
 
@@ -179,6 +180,13 @@ def _parsed_as_swebench(log: TestLog, sample: Sample, parser: LogParser) -> dict
     status, detail = _judge_parse(parsed.problems, statuses, suite_ran, log.exit_code)
     if status is ParserStatus.OK and whole_log:
         detail = "no results between the markers: the whole log was parsed, as swebench does"
+    if status is not ParserStatus.OK:
+        if parser.family is Family.SWEBENCH:
+            # swebench's get_logs_eval answers ({}, False) for a log it cannot read: no
+            # map, no lists. A compatible parser says the same, key for key.
+            return {"parser_status": status, "parser_detail": detail, "status_map": {}}
+        # A native parser says more than swebench would (what it read), and says so.
+        detail += f"; status_map: what {parser.name} read of the log, not graded"
     return {
         "parser_status": status,
         "parser_detail": detail,

@@ -324,6 +324,16 @@ def differences(a: Lockfile, b: Lockfile, *, same_target: bool = True) -> list[D
             )
     if a.gate != b.gate:
         add("gate", f"rules {[str(r) for r in a.gate.rules]} vs {[str(r) for r in b.gate.rules]}")
+    if same_target:
+        # The trials themselves, by (instance, sample): a lockfile trimmed of a trial with
+        # its instance and prediction left in place differs in nothing else.
+        keys_a = {(t.key.instance_id, t.key.sample_index) for t in a.trials}
+        keys_b = {(t.key.instance_id, t.key.sample_index) for t in b.trials}
+        for side, keys in (("first", keys_a - keys_b), ("second", keys_b - keys_a)):
+            if keys:
+                listed = ", ".join(f"{i} sample {n}" for i, n in sorted(keys)[:5])
+                more = f" and {len(keys) - 5} more" if len(keys) > 5 else ""
+                add("trials", f"only in the {side}: {listed}{more}")
     if same_target and a.target != b.target:
         detail = f"{a.target.kind} '{a.target.target_id}' vs {b.target.kind} '{b.target.target_id}'"
         if a.target.target_id == b.target.target_id:

@@ -219,3 +219,55 @@ def build_images(
             builder=builder.kind, layer="history", key="", reason=f"repo source: {reason}"
         )
     return images
+
+
+# --- the plan a lockfile's own config gives -----------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlanShape:
+    """The trials a config and its dataset give, by (instance id, sample index), without
+    building anything: instances x samples, less what the config itself excludes."""
+
+    keys: list[tuple[str, int]]
+    #: What the config excludes of instances x samples, and why.
+    excluded: dict[tuple[str, int], str]
+
+
+def plan_shape(config: ExperimentConfig) -> PlanShape:
+    """The (instance, sample) pairs :func:`build_plan` plans for ``config`` (the same
+    selection: the dataset's ``instance_ids`` and ``filter``, the target's samples and
+    ``missing``), without sources or images; a UserError when the plan cannot be made."""
+    samples = config.dataset.load()
+    target = config.target
+    predictions = target.patches(samples)
+    planned = planned_predictions(samples, predictions, target, target.target_id(predictions))
+    keys = [(sample.instance_id, prediction.sample_index) for sample, prediction in planned]
+    kept = set(keys)
+    excluded = {
+        (sample.instance_id, index): "the target gave no patch (target.missing: skip)"
+        for sample in samples
+        for index in range(target.samples)
+        if (sample.instance_id, index) not in kept
+    }
+    return PlanShape(keys=keys, excluded=excluded)
+
+
+def trimmed(shape: PlanShape, locked: list[tuple[str, int]]) -> list[str]:
+    """How the lockfile's trials (``locked``) differ from the plan ``shape`` its own config
+    and dataset give: one line per trial missing from it or added to it."""
+    ours = set(locked)
+    found = [
+        f"{instance_id} sample {index}: in the plan its config and dataset give, not among "
+        "the lockfile's trials (trimmed?)"
+        for instance_id, index in shape.keys
+        if (instance_id, index) not in ours
+    ]
+    planned = set(shape.keys)
+    for instance_id, index in sorted(ours - planned):
+        why = shape.excluded.get((instance_id, index))
+        found.append(
+            f"{instance_id} sample {index}: among the lockfile's trials, not in the plan its "
+            "config and dataset give" + (f" (excluded: {why})" if why else "")
+        )
+    return found

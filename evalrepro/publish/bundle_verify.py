@@ -37,10 +37,10 @@ from urllib.parse import unquote
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
 from evalrepro import __version__
+from evalrepro.console import Table
 from evalrepro.digest import sha256_bytes, sha256_file
 from evalrepro.errors import UserError
 from evalrepro.files import read_regular_file
@@ -65,6 +65,13 @@ from evalrepro.records.bundle import BundleIndex
 from evalrepro.records.lockfile import Lockfile
 
 _HEX = re.compile(r"[0-9a-f]{64}")
+#: What ``verify`` says of a bundle without a signature.
+UNSIGNED_NOTE = (
+    "unsigned: these checks find an edit that breaks a digest or a meaning they re-derive; "
+    "an edit with its digests recomputed (a gate threshold in the lockfile, say) cannot be "
+    "told apart from the author's bundle without a signature (bundle --sign, verify "
+    "--allowed-signers)"
+)
 #: The largest metadata file read (the crate and the statement list every file).
 _MAX_METADATA = 256 << 20
 
@@ -353,6 +360,8 @@ def _check_signature(check: BundleCheck, opened: OpenedBundle, allowed: Path | N
     if not signature.is_file():
         if allowed is not None:
             check.add("signature", "the bundle is not signed (no tagmanifest-sha256.txt.sig)")
+        else:
+            check.notes.append(UNSIGNED_NOTE)
         return
     if allowed is None:
         check.notes.append("signed; the signature was not checked (pass --allowed-signers)")

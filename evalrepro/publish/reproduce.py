@@ -34,12 +34,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from evalrepro import __version__, atomic
-from evalrepro.config.experiment import ExperimentConfig
+from evalrepro.config.executor import LocalExecutorConfig
+from evalrepro.config.experiment import ExecutorConfig, ExperimentConfig
 from evalrepro.config.sample import Sample
+from evalrepro.console import Table
 from evalrepro.errors import UserError
 from evalrepro.files import read_regular_file
 from evalrepro.grade.foreign import MAX_PATCH_BYTES
@@ -87,10 +88,13 @@ def reproduce(
     seed: int = 0,
     reruns: int = 2,
     backends: Callable[[], Backend] | None = None,
+    executor: ExecutorConfig | None = None,
 ) -> Reproduction:
     """Reproduce ``bundle``; PlanMismatch when an image (or anything locked) differs.
 
-    ``backends``: opens the backend of each run (the config's, unless a test brings one)."""
+    ``backends``: opens the backend of each run (the config's, unless a test brings one).
+    ``executor``: where the attempts run: the reproducer's choice (default: a local pool),
+    never the bundle's (its lockfile's executor could name a scheduler of the author's)."""
     from evalrepro.publish.bundle_verify import check_bundle
 
     if sample is not None and sample < 1:
@@ -112,6 +116,7 @@ def reproduce(
             seed=seed,
             reruns=reruns,
             backends=backends,
+            executor=executor or LocalExecutorConfig(),
         )
 
 
@@ -125,6 +130,7 @@ def _reproduce(
     seed: int,
     reruns: int,
     backends: Callable[[], Backend] | None,
+    executor: ExecutorConfig,
 ) -> Reproduction:
     from evalrepro.digest import sha256_bytes
     from evalrepro.plan.harness import code_digest
@@ -137,6 +143,8 @@ def _reproduce(
             "there is no environment to run them in again"
         )
     config = _config(opened, index, lockfile, cache_dir)
+    # The executor is not part of a trial's identity: the reproducer's, not the bundle's.
+    config = config.model_copy(update={"executor": executor})
     keys = sorted((t.key.instance_id, t.key.sample_index) for t in lockfile.trials)
     chosen = (
         keys

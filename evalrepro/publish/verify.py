@@ -26,10 +26,10 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from evalrepro.build.images import package_manifest_name
 from evalrepro.config.sample import Sample
+from evalrepro.console import Table
 from evalrepro.digest import sha256_bytes
 from evalrepro.errors import UserError
 from evalrepro.grade.foreign import recorded_spec_digest
@@ -95,7 +95,8 @@ def locate_lockfile(path: Path, *, checked: bool = True) -> Lockfile:
 def compare(first: Path, second: Path, *, same_target: bool) -> Comparison:
     # Always compare the targets, so that a difference the user expects is still shown.
     found = differences(locate_lockfile(first), locate_lockfile(second), same_target=True)
-    information = [] if same_target else [d for d in found if d.kind == "target"]
+    # Comparing two models, the trials (which instances each answered) follow the target.
+    information = [] if same_target else [d for d in found if d.kind in ("target", "trials")]
     return Comparison(
         first=first,
         second=second,
@@ -122,6 +123,7 @@ class Problem(BaseModel):
         "results",  # results.json differs from the aggregate of the trial results
         "regrade",  # the final log re-graded does not give the recorded score
         "dataset",  # the instances to re-grade with are unavailable or changed
+        "plan",  # the lockfile's trials are not the plan its own config and dataset give
         # A bundle's own checks (bundle_verify):
         "checksum",  # a file against the bag's manifests
         "signature",  # the manifests' signature
@@ -179,6 +181,8 @@ def check_run(
     directory, lockfile = RunDirectory.open(path, checked=False)
     check = RunCheck(run=directory.path, planned=len(lockfile.trials))
     _check_lockfile(check, lockfile)
+    _check_plan(check, lockfile, config_paths)
+    _check_sessions(check, directory)
     why = "missing from the bundle" if bundled else None
     results = _check_trials(check, directory, lockfile, why or "the trial did not finish")
     _check_image_manifests(check, directory, lockfile)
@@ -190,6 +194,33 @@ def check_run(
 def _check_lockfile(check: RunCheck, lockfile: Lockfile) -> None:
     for problem in lockfile_problems(lockfile):
         check.add("lockfile", f"{LOCKFILE_NAME}: {problem}")
+
+
+def _check_plan(
+    check: RunCheck, lockfile: Lockfile, config_paths: Mapping[str, str] | None
+) -> None:
+    """The lockfile's trials against the plan its own config and dataset give: a run
+    whose lockfile, results and reports were rewritten together to drop a trial keeps
+    its config and dataset, and they name the trial (docs/threat-model.md, "The author")."""
+    from evalrepro.plan.plan import plan_shape, trimmed
+
+    try:
+        shape = plan_shape(lockfile.experiment_config(config_paths))
+    except UserError as error:
+        check.add("plan", f"cannot make the plan its config and dataset give: {error}")
+        return
+    locked = [(t.key.instance_id, t.key.sample_index) for t in lockfile.trials]
+    for line in trimmed(shape, locked):
+        check.add("plan", f"{LOCKFILE_NAME}: {line}")
+
+
+def _check_sessions(check: RunCheck, directory: RunDirectory) -> None:
+    """The lockfile's sha256 against the one run.json recorded at the first session."""
+    from evalrepro.run.sessions import lockfile_drift
+
+    drift = lockfile_drift(directory.path)
+    if drift is not None:
+        check.add("lockfile", drift)
 
 
 def _check_trials(

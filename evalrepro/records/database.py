@@ -4,12 +4,13 @@ recorded RunMetrics interval."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from evalrepro.records.base import Record
+from evalrepro.records.base import Record, unchanged
 from evalrepro.records.lockfile import Difference
 from evalrepro.records.stats import Interval
 
@@ -39,11 +40,16 @@ class PublishedRun(BaseModel):
     #: Every file is in the store and every row in the database.
     complete: bool
     store_url: str
+    #: When ``evalrepro unpublish`` retracted it, and why: kept, off the leaderboard.
+    retracted_at: datetime | None = None
+    retraction_reason: str | None = None
 
 
 class PublishedRuns(Record):
     record: Literal["PublishedRuns"] = "PublishedRuns"
-    schema_version: int = 1
+    #: 2: a run's retraction (optional fields: a version 1 file reads as it is).
+    schema_version: int = 2
+    migrations: ClassVar[dict[int, Callable[[dict[str, Any]], dict[str, Any]]]] = {1: unchanged}
     database: str
     runs: list[PublishedRun]
 
@@ -77,11 +83,17 @@ class LeaderboardGroup(BaseModel):
     #: How this group differs from the first (empty for the first): ``verify A B``'s
     #: differences between their lockfiles, the targets left out.
     differences: list[Difference] = []
+    #: What makes this class, as its heading names it: its own value of each thing the
+    #: board's classes do not share (``comparability.defining_facts``; empty when the
+    #: board has one class).
+    defined_by: list[str] = []
 
 
 class Leaderboard(Record):
     record: Literal["Leaderboard"] = "Leaderboard"
-    schema_version: int = 1
+    #: 2: each group's ``defined_by``.
+    schema_version: int = 2
+    migrations = {1: unchanged}
     database: str
     dataset: str | None
     groups: list[LeaderboardGroup]

@@ -28,6 +28,7 @@ from evalrepro.errors import UserError, validation_message
 from evalrepro.records.base import Record, unchanged
 from evalrepro.records.image import BuildFailure, ImageRecord, PinnedInput
 from evalrepro.records.trial import TrialKey
+from evalrepro.text import InstanceId
 
 
 class _Frozen(BaseModel):
@@ -41,7 +42,7 @@ class Harness(_Frozen):
 
 
 class LockedInstance(_Frozen):
-    instance_id: str
+    instance_id: InstanceId
     repo: str
     base_commit: str
     #: sha256 over the canonical JSON of the instance's defining fields.
@@ -61,7 +62,7 @@ class LockedDataset(_Frozen):
 
 
 class LockedPrediction(_Frozen):
-    instance_id: str
+    instance_id: InstanceId
     sample_index: int
     #: sha256 over the patch's bytes ("" for a missing or empty patch).
     patch_digest: str
@@ -224,5 +225,6 @@ class Difference(_Frozen):
         "target",
         "dataset",
         "config",
+        "trials",
     ]
     detail: str

@@ -15,7 +15,8 @@ class RegradeDifference(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     instance_id: str
-    #: Our outcome (resolved / unresolved / invalid) and reason.
+    #: Our verdict in swebench's terms (the list our SWE-bench layout puts the instance
+    #: in: resolved / unresolved / error / empty patch), then our outcome and reason.
     ours: str
     #: What swebench's report.json beside the log says.
     theirs: str

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from evalrepro.records.base import Record
+from evalrepro.records.base import Record, unchanged
 
 
 class HarnessSource(BaseModel):
@@ -40,7 +40,13 @@ class Session(BaseModel):
 
 class RunSessions(Record):
     record: Literal["RunSessions"] = "RunSessions"
+    #: 2: the lockfile's sha256 as the first session wrote it.
+    schema_version: int = 2
+    migrations = {1: unchanged}
     sessions: list[Session] = []
+    #: sha256 of ``lockfile.lock.json``'s bytes when the first session wrote it (None in a
+    #: run.json of schema 1): a lockfile rewritten later no longer matches it.
+    lockfile_sha256: str | None = None
     max_bytes = 16 << 20
     # run.json was plain JSON before it was a record.
     unnamed_ok = True

@@ -103,7 +103,7 @@ class Comparison(BaseModel):
             detail = f"{level} CI {_points(d.low)} to {_points(d.high)}"
         test = self._test()
         if test is not None:
-            detail += f"; {test[0]} p={_p_value(test[1])}"
+            detail += f"; {test[0]} {p_phrase(test[1])}"
         direction, why = self._decision()
         line = f"{_difference_phrase(d.estimate)} ({detail}): {_conclusion(direction)}"
         return f"{line} ({'; '.join(why)})" if why else line
@@ -191,8 +191,17 @@ def level_label(confidence: float) -> str:
     return f"{round(confidence * 100, 2):g}%"
 
 
-def _p_value(p: float) -> str:
-    return f"{p:.3g}"
+def p_label(p: float) -> str:
+    """A p-value as every output prints it (verdicts, tables, LaTeX, HTML): one rounding
+    rule, three significant digits; below 0.0001, where that would need an exponent,
+    "<0.0001"."""
+    return "<0.0001" if p < 0.0001 else f"{p:.3g}"
+
+
+def p_phrase(p: float) -> str:
+    """ "p=0.00781", or "p<0.0001"."""
+    label = p_label(p)
+    return f"p{label}" if label.startswith("<") else f"p={label}"
 
 
 def _difference_phrase(estimate: float) -> str:

@@ -83,6 +83,10 @@ class TestsStartedEvent(_Event):
     user_namespace: bool
     #: Whether the code under test may create user namespaces of its own.
     new_user_namespaces: Literal["refused", "allowed"]
+    #: The repository's .git and the harness's store: locked away from the tests
+    #: (``hidden``), or left readable because the dataset declared that its tests read
+    #: git (``protection.tests_read_git``); None in reports of older supervisors.
+    git: Literal["hidden", "readable"] | None = None
 
 
 class StopReason(_Event):
@@ -126,6 +130,9 @@ class FreshEvent(_Event):
     runs: list[FreshResult]
     #: Test files and test infrastructure that the fresh runs changed.
     changed_during_run: list[str] = []
+    #: Paths put back to the state the tests started from, before the fresh runs (what
+    #: the run and each fresh run before changed); 0 in reports of older supervisors.
+    restored: int = 0
 
 
 class RerunEvent(_Event):
@@ -138,6 +145,9 @@ class RerunEvent(_Event):
     asked: int
     #: Test files and test infrastructure that the re-runs changed.
     changed_during_run: list[str] = []
+    #: Paths put back to the state the tests started from, before the re-runs (what the
+    #: run and each re-run before changed); 0 in reports of older supervisors.
+    restored: int = 0
 
 
 class ErrorEvent(_Event):

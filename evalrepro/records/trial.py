@@ -24,6 +24,7 @@ from evalrepro.records.base import Record, read_record, unchanged
 from evalrepro.records.observation import Observation
 from evalrepro.records.score import Score
 from evalrepro.records.usage import Usage
+from evalrepro.text import InstanceId
 
 
 class TrialKey(BaseModel):
@@ -31,7 +32,7 @@ class TrialKey(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    instance_id: str
+    instance_id: InstanceId
     target_id: str
     repository_commit: str
     image_digest: str

@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
+from evalrepro.console import Table
 from evalrepro.errors import UserError
 from evalrepro.plan.lockfile import differences
 from evalrepro.records.compare import (
@@ -37,7 +37,7 @@ from evalrepro.records.compare import (
 )
 from evalrepro.records.lockfile import Difference, Lockfile
 from evalrepro.records.report import Provenance
-from evalrepro.records.stats import Comparison, level_label
+from evalrepro.records.stats import Comparison, level_label, p_label
 from evalrepro.records.trial import TrialResult
 from evalrepro.report.metrics import sample_outcomes
 from evalrepro.report.run_report import percent, provenance, trial_rows
@@ -117,9 +117,11 @@ def _share_differs(cell: RunCell, first: RunCell) -> bool:
 
 
 class NotComparable(Exception):
-    def __init__(self, found: list[Difference]) -> None:
+    def __init__(self, found: list[Difference], first: Path, second: Path) -> None:
         super().__init__("; ".join(f"{d.kind}: {d.detail}" for d in found))
         self.differences = found
+        #: The two runs that differ (a comparison of several refuses at its first pair).
+        self.first, self.second = first, second
 
 
 def _per_instance(run: LoadedRun) -> dict[str, np.ndarray]:
@@ -140,7 +142,7 @@ def compare_pair(
 ) -> PairComparison:
     found = differences(a.lockfile, b.lockfile, same_target=False)
     if found and not force:
-        raise NotComparable(found)
+        raise NotComparable(found, a.path, b.path)
     outcomes_a, outcomes_b = _per_instance(a), _per_instance(b)
     shared = [i for i in outcomes_a if i in outcomes_b]
     if len(shared) < 1:
@@ -335,9 +337,9 @@ def print_comparison_report(console: Console, report: ComparisonReport) -> None:
         else:
             table.add_row("discordant (share of resolved samples): A higher / B higher", counts)
         if c.mcnemar is not None:
-            table.add_row("exact McNemar p", f"{c.mcnemar.p_value:.3g}")
+            table.add_row("exact McNemar p", p_label(c.mcnemar.p_value))
         elif c.sign_flip is not None:
-            table.add_row(f"{c.sign_flip.name} p", f"{c.sign_flip.p_value:.3g}")
+            table.add_row(f"{c.sign_flip.name} p", p_label(c.sign_flip.p_value))
         correlation = "undefined (a run is constant)"
         if c.correlation is not None:
             correlation = f"{c.correlation:.2f}"

@@ -39,8 +39,9 @@ from evalrepro.grade.score import JUDGEMENT, TEST_REASONS
 from evalrepro.records.compare import ComparisonReport, InstanceOutcomes, RunCell, run_label
 from evalrepro.records.metrics import RepoBreakdown, RunMetrics
 from evalrepro.records.report import Provenance, RunReport, TrialRow
-from evalrepro.records.stats import Comparison, Interval, level_label
+from evalrepro.records.stats import Comparison, Interval, level_label, p_label
 from evalrepro.report.run_report import LIMIT_LABELS, provenance_line, seconds
+from evalrepro.text import visible
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -122,36 +123,7 @@ _EN_DASH, _MINUS = "\u2013", "\u2212"  # typography: ranges, and "B minus A"
 _MAX_LABEL_CHARS = 34
 
 
-# --- text from a run, made visible ------------------------------------------------------
-
-# C0 controls but tab and newline, DEL, C1 controls, bidi overrides and isolates, other
-# invisible format characters, lone surrogates (a JSON string can hold one; UTF-8 cannot).
-_HIDDEN = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e"
-    "\u2060-\u206f\ufeff\ufff9-\ufffb\ud800-\udfff]"
-)
-
-
-_C0 = (
-    "NUL SOH STX ETX EOT ENQ ACK BEL BS HT LF VT FF CR SO SI DLE DC1 DC2 DC3 DC4 NAK SYN ETB "
-    "CAN EM SUB ESC FS GS RS US"
-).split()
-
-
-def _mark(match: re.Match[str]) -> str:
-    # Guillemets and a name: in every font (the Control Pictures block is in few).
-    code = ord(match.group())
-    if code < 0x20:
-        return f"\u00ab{_C0[code]}\u00bb"
-    if code == 0x7F:
-        return "\u00abDEL\u00bb"
-    return f"\u00abU+{code:04X}\u00bb"
-
-
-def visible(text: str) -> str:
-    """``text`` with every character that would hide, reorder or break what is shown
-    replaced by a visible mark (tab and newline kept)."""
-    return _HIDDEN.sub(_mark, text)
+# --- text from a run, made visible (the one rule: evalrepro.text.visible) ---------------
 
 
 def clip(text: object, limit: int = 200) -> str:
@@ -201,7 +173,8 @@ def difference_range(interval: Interval) -> str:
 
 
 def p_value(p: float) -> str:
-    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+    # The verdict's rule: the table and the verdict below it print one p the same way.
+    return p_label(p)
 
 
 def size(count: int) -> str:

@@ -23,8 +23,10 @@ from datetime import datetime
 
 from evalrepro import __version__
 from evalrepro.records.compare import ComparisonReport, PairComparison, run_label
+from evalrepro.records.database import Leaderboard
 from evalrepro.records.report import Provenance, RunReport
-from evalrepro.records.stats import Comparison, Interval
+from evalrepro.records.stats import Comparison, Interval, p_label
+from evalrepro.text import visible
 
 PREAMBLE = "\\usepackage{booktabs}"
 
@@ -145,10 +147,12 @@ def _number(value: float, *, sign: bool = False) -> str:
 
 
 def _interval_cells(interval: Interval, *, sign: bool = False) -> str:
-    """Three cells, estimate & low & high, for the ``_INTERVAL_COLUMNS`` group."""
+    """Three cells, estimate & low & high, for the ``_INTERVAL_COLUMNS`` group; ``sign``
+    (a difference): every number of it signed, the bounds as the estimate, as the console
+    prints "+17.8"."""
     return (
-        f"{_number(interval.estimate, sign=sign)} & {_number(interval.low)} & "
-        f"{_number(interval.high)}]"
+        f"{_number(interval.estimate, sign=sign)} & {_number(interval.low, sign=sign)} & "
+        f"{_number(interval.high, sign=sign)}]"
     )
 
 
@@ -185,7 +189,9 @@ def _p_cell(c: Comparison) -> str:
 
 
 def _p_value(p: float) -> str:
-    return "$<$0.001" if p < 0.001 else f"{p:.3f}"
+    """The verdict's rounding rule (``p_label``): the table and the note below it print
+    one p the same way."""
+    return p_label(p).replace("<", "$<$")
 
 
 def _when(value: datetime) -> str:
@@ -350,10 +356,30 @@ def render_run_latex(report: RunReport, *, label: str | None = None) -> str:
             f"{escape(name)} & & {_NO_INTERVAL if i is None else _interval_cells(i)} \\\\"
             for name, i in rows.items()
         ]
+    if not report.gate_passed:
+        # A failed gate is said in the table itself, not only in the provenance note.
+        lines += [
+            "\\midrule",
+            f"\\multicolumn{{5}}{{@{{}}l}}{{Gate {escape(report.gate_name)}: "
+            f"{_failed_gate(report)}}} \\\\",
+        ]
     lines += ["\\bottomrule", "\\end{tabular}", *_repo_table(report)]
     lines.append("\\end{table}")
     lines += _provenance_note(label, _run_provenance(report))
-    return "\n".join(lines) + "\n"
+    # Comment lines quote names raw: the one rule shows them (evalrepro.text.visible).
+    return visible("\n".join(lines) + "\n")
+
+
+def _failed_gate(report: RunReport) -> str:
+    """\\textbf{failed}, and each rule that failed with what was measured."""
+    failed = [
+        f"{escape(str(v.rule))} (measured "
+        + ("n/a" if v.value is None else escape(f"{v.value:.4g}"))
+        + ")"
+        for v in report.gate
+        if not v.passed
+    ]
+    return "\\textbf{failed}" + (f": {_listing(failed)}" if failed else "")
 
 
 def _subject(experiment: str, target_id: str) -> str:
@@ -514,7 +540,8 @@ def render_comparison_latex(report: ComparisonReport, *, label: str | None = Non
         f"\\label{{{label}}}",
         "\\smallskip",
         "\\small",
-        "\\setlength{\\tabcolsep}{4pt}",
+        # Signed bounds and three-digit p: columns set close, to keep within the text.
+        "\\setlength{\\tabcolsep}{3.5pt}",
         f"\\begin{{tabular}}{{@{{}}l{'r' if with_n else ''}{_INTERVAL_COLUMNS * 2}cr@{{}}}}",
         "\\toprule",
         *_two_line_head(head),
@@ -550,7 +577,8 @@ def render_comparison_latex(report: ComparisonReport, *, label: str | None = Non
     lines += ["\\bottomrule", "\\end{tabular}", *_note(_comparison_notes(report, blocks))]
     lines.append("\\end{table}")
     lines += _provenance_note(label, _comparison_provenance(report, blocks))
-    return "\n".join(lines) + "\n"
+    # Comment lines quote names raw: the one rule shows them (evalrepro.text.visible).
+    return visible("\n".join(lines) + "\n")
 
 
 def _comparison_caption(report: ComparisonReport, blocks: list[Block], levels: list[str]) -> str:
@@ -610,11 +638,18 @@ def _comparison_notes(report: ComparisonReport, blocks: list[Block]) -> list[str
     the correction, and what was not comparable or missing."""
     pairs = report.pairs
     notes = []
+    # Once per table: what the pairs paired, naming the runs only when it differs
+    # between them (other shared instances, other numbers of samples). Read
+    # defensively: a record of an older version says nothing of it.
+    by_sentence: dict[str, list[str]] = {}
     for pair in pairs:
-        # Read defensively: a record of an older version says neither.
         paired = getattr(pair, "paired", None)
         if paired:
-            notes.append(f"{_name(pair.b)} against A, paired: {_prose(paired)}.")
+            by_sentence.setdefault(paired, []).append(_name(pair.b))
+    for paired, runs in by_sentence.items():
+        whose = "" if len(by_sentence) == 1 else f"{_listing(runs)} against A, "
+        said = f"{whose}paired: {_prose(paired)}."
+        notes.append(said[0].upper() + said[1:])
     counting = {getattr(pair, "counting", None) for pair in pairs} - {None}
     for said in sorted(counting):
         notes.append(f"{_prose(said[0].upper() + said[1:])}.")
@@ -666,3 +701,87 @@ def _comparison_provenance(report: ComparisonReport, blocks: list[Block]) -> lis
             + "."
         )
     return notes
+
+
+# --- a leaderboard ---------------------------------------------------------------------
+
+
+def render_leaderboard_latex(board: Leaderboard, *, label: str | None = None) -> str:
+    """The leaderboard as one table: a block of rows per comparability class, each headed
+    by what makes its class (the record's heading), ranked as the record ranks them, each
+    rate with the interval its run recorded; under it, that a rank is no comparison."""
+    from evalrepro.report.leaderboard import RANK_NOTE, heading
+
+    label = label or label_key("leaderboard", board.dataset or "all")
+    lines = [*_header("a leaderboard", board.dataset or "every dataset", label)]
+    if not board.groups:
+        return "\n".join([*lines, "% No complete, finished runs."]) + "\n"
+    rows = [row for group in board.groups for row in group.rows]
+    levels = list(dict.fromkeys(_level(row.resolved_rate.confidence) for row in rows))
+    methods = sorted({_method(row.resolved_rate.method) for row in rows})
+    ci = f"[{levels[0]} CI]" if len(levels) == 1 else "[CI]"
+    names = [run_label(row.experiment, row.target_id) for row in rows]
+    wrap = _wrap_width(names, *_RUN_NAME)
+    head = [
+        ("", "Rank", 1),
+        ("", "Run", 1),
+        ("", "Resolved", 1),
+        ("Resolved, \\%", ci, 3),
+        ("Invalid", "\\%", 1),
+        ("", "Gate", 1),
+    ]
+    width = sum(span for *_, span in head)
+    caption = (
+        f"Published runs of {escape(board.dataset) if board.dataset else 'every dataset'}, "
+        "ranked by resolve rate within each comparability class (runs of different classes "
+        "measured different experiments and are not ranked together): resolved trials of "
+        f"planned, and each run's recorded rate with its {_listing(levels)} "
+        f"{_listing(methods)} interval"
+    )
+    lines += [
+        "\\begin{table}[tbp]",
+        "\\centering",
+        f"\\caption{{{caption}.}}",
+        f"\\label{{{label}}}",
+        "\\smallskip",
+        "\\small",
+        f"\\begin{{tabular}}{{@{{}}rl r{_INTERVAL_COLUMNS}rl@{{}}}}",
+        "\\toprule",
+        *_two_line_head(head),
+    ]
+    for group in board.groups:
+        lines += [
+            "\\midrule",
+            f"\\multicolumn{{{width}}}{{@{{}}l}}{{\\emph{{{_name(heading(group))}}}}} \\\\",
+        ]
+        for row in group.rows:
+            lines.append(
+                f"{row.rank} & {_name_cell(run_label(row.experiment, row.target_id), wrap=wrap)}"
+                f" & {row.resolved}/{row.planned} & {_interval_cells(row.resolved_rate)} & "
+                f"{_number(row.invalid_rate.estimate)} & "
+                f"{'passed' if row.gate_passed else 'failed'} \\\\"
+            )
+    lines += ["\\bottomrule", "\\end{tabular}"]
+    # The note's Markdown code marks are not LaTeX's: the command in typewriter type.
+    pieces = RANK_NOTE.split("`evalrepro compare`")
+    notes = [" \\texttt{evalrepro compare} ".join(map(escape, pieces))]
+    for group in board.groups[1:]:
+        found = "; ".join(escape(f"{d.kind}: {d.detail}") for d in group.differences)
+        if found:
+            notes.append(f"{_name(heading(group))}: not comparable with the first class ({found}).")
+    lines += [*_note(notes), "\\end{table}"]
+    lines += _provenance_note(
+        label,
+        [
+            f"Source: evalrepro {escape(__version__)} leaderboard of the database "
+            f"\\texttt{{{escape(board.database)}}}; each rate is the run's own recorded "
+            "metric, read back, not computed again.",
+            "Runs: "
+            + "; ".join(
+                f"{_name(name)} \\texttt{{{escape(row.run_id)}}}"
+                for name, row in zip(names, rows, strict=True)
+            )
+            + ".",
+        ],
+    )
+    return "\n".join(lines) + "\n"

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
+from evalrepro.console import Table
 from evalrepro.records.compare import run_label
 from evalrepro.records.database import Leaderboard, LeaderboardGroup, LeaderboardRow
 from evalrepro.records.stats import Interval
 from evalrepro.report.run_report import percent
+from evalrepro.text import visible
 
 #: Said under every leaderboard: a rank orders point estimates; whether two runs differ is
 #: a paired question, with its own test (docs/statistics.md).
@@ -27,11 +28,15 @@ def _interval(interval: Interval) -> str:
     return f"{percent(interval.estimate)} ({interval.confidence * 100:g}% CI {low} to {high})"
 
 
+def heading(group: LeaderboardGroup) -> str:
+    """A table's heading: its dataset and harness, and what makes its class (the record's
+    ``defined_by``: where the board's classes differ, this one's values)."""
+    said = f"{group.dataset}: {group.instances} instances, harness {group.harness_version}"
+    return f"{said}; {', '.join(group.defined_by)}" if group.defined_by else said
+
+
 def _heading(group: LeaderboardGroup) -> str:
-    return (
-        f"{group.dataset}: {group.instances} instances, harness {group.harness_version} "
-        f"(comparability class {group.comparability[:19]})"
-    )
+    return f"{heading(group)} (comparability class {group.comparability[:19]})"
 
 
 def _label(row: LeaderboardRow) -> str:
@@ -95,7 +100,7 @@ def markdown_leaderboard(board: Leaderboard) -> str:
         lines += ["Left out:", *[f"- {_cell(line)}" for line in board.left_out], ""]
     if board.groups:
         lines += [RANK_NOTE, ""]
-    return "\n".join(lines) if lines else "No complete, finished runs.\n"
+    return visible("\n".join(lines)) if lines else "No complete, finished runs.\n"
 
 
 def render_leaderboard_html(board: Leaderboard, *, title: str = "evalrepro leaderboard") -> str:
@@ -103,5 +108,10 @@ def render_leaderboard_html(board: Leaderboard, *, title: str = "evalrepro leade
 
     labels = {row.run_id: _label(row) for group in board.groups for row in group.rows}
     return render_page(
-        "leaderboard.html", title=title, board=board, labels=labels, rank_note=RANK_NOTE
+        "leaderboard.html",
+        title=title,
+        board=board,
+        labels=labels,
+        rank_note=RANK_NOTE,
+        heading=heading,
     )

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from evalrepro import __version__
+from evalrepro.console import Table
 from evalrepro.digest import sha256_bytes
 from evalrepro.plan.lockfile import LOCKFILE_NAME
 from evalrepro.records.compare import run_label
@@ -38,6 +38,7 @@ from evalrepro.records.trial import TrialResult, outcome_counts, trial_label
 from evalrepro.report.metrics import compute_metrics, evidence_of
 from evalrepro.report.timing import run_timing, trial_timing
 from evalrepro.run.sessions import read_sessions
+from evalrepro.text import visible
 
 
 def aggregate(
@@ -565,8 +566,8 @@ def print_gate(console: Console, report: RunReport) -> None:
 
 
 def _md(text: str) -> str:
-    """Text for a Markdown table cell: pipes escaped, no line breaks."""
-    return " ".join(text.replace("|", "\\|").split())
+    """Text for a Markdown table cell: pipes escaped, no line breaks, nothing hidden."""
+    return " ".join(visible(text).replace("|", "\\|").split())
 
 
 def markdown_run_report(report: RunReport) -> str:
@@ -661,4 +662,5 @@ def markdown_run_report(report: RunReport) -> str:
             for v in report.gate
         ),
     ]
-    return "\n".join(lines) + "\n"
+    # Every string from the run shown by the one rule, whatever a line above forgot.
+    return visible("\n".join(lines) + "\n")

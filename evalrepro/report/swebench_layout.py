@@ -26,7 +26,11 @@ Our verdict, said in swebench's terms (``score.Outcome`` and its reason decide):
   ``tests_status`` and ``patch_successfully_applied: false``;
 * invalid -> no ``report.json``: what swebench's harness leaves for an instance whose
   evaluation errored (timeout, broken environment), so ``make_run_report`` counts it
-  in ``error_ids``; the test output and patch are still there for a reader;
+  in ``error_ids``; the test output and patch are still there for a reader; but an
+  unscorable log (``log_unparseable``) -> ``report.json`` with ``resolved: false`` and
+  no ``tests_status``: swebench grades every log its run finished, and that is what its
+  ``get_eval_report`` writes for one its reader finds nothing in (``make_run_report``:
+  completed, unresolved);
 * an empty patch (``""`` or none, swebench's rule; the final attempt's ``patch.diff``
   when there is one, else the plan's; an agent that left none) -> nothing at all:
   swebench never runs one, and
@@ -49,8 +53,11 @@ Resolved and unresolved trials are never classified, so every ``report.json`` sa
 A target with several samples per instance: swebench keys predictions by instance id
 and has no convention for more than one, so only sample 0 is written.
 
-Every file is written atomically; what an earlier call wrote under this run id and
-model and this call would not write (a verdict changed by a re-grade) is removed.
+Every file is written atomically; what an earlier call wrote and this call would not
+write is removed: a file of a verdict changed by a re-grade, and a tree or run report
+under another run id or model name (the layout holds one run: a rebuild replaces it).
+The run id is the caller's: a run's is the one its layout was first written under
+(``RunDirectory.swebench_run_id``), so renaming the run's folder does not rename it.
 """
 
 from __future__ import annotations
@@ -69,6 +76,7 @@ from evalrepro.records.artifact import Artifact
 from evalrepro.records.lockfile import Lockfile
 from evalrepro.records.score import Outcome
 from evalrepro.records.trial import Attempt, TrialResult
+from evalrepro.text import inside
 
 #: Under the run directory.
 LAYOUT_DIR = "swebench"
@@ -138,15 +146,24 @@ class Verdicts:
                 continue
             self.kept[instance_id] = result
             if result.score.outcome is Outcome.INVALID:
-                self.ids["error"].add(instance_id)
                 tier = _tier(result.score.reason)
                 if tier is not None:
                     self.tiers[tier].add(instance_id)
                     self.reasons[instance_id] = result.score.reason
-                continue
+                if not unreadable_log(result):
+                    self.ids["error"].add(instance_id)
+                    continue
             self.ids["completed"].add(instance_id)
             outcome = "resolved" if result.score.outcome is Outcome.RESOLVED else "unresolved"
             self.ids[outcome].add(instance_id)
+
+    def verdict(self, instance_id: str) -> str:
+        """The instance in swebench's terms: the run report list that holds it
+        (resolved, unresolved, error, empty, incomplete)."""
+        for kind in ("resolved", "unresolved", "error", "empty", "incomplete"):
+            if instance_id in self.ids[kind]:
+                return kind
+        return "not in the dataset"
 
     def run_report(self) -> dict[str, Any]:
         return run_report(self.dataset, self.submitted, self.ids, self.tiers, self.reasons)
@@ -201,9 +218,16 @@ def write_swebench_layout(
                 _check_artifact(run_dir, artifact, intact)
                 copies.append((folder / name, artifact))
                 names.add(name)
-        if result.score.outcome is not Outcome.INVALID:
+        if result.score.outcome is not Outcome.INVALID or unreadable_log(result):
             reports.append((folder / REPORT, instance_report(instance_id, result)))
             names.add(REPORT)
+
+    # Every folder written to (or removed from) resolves inside the run directory: a link
+    # planted at swebench/ or below cannot send a write or a removal elsewhere.
+    for folder in {root, *(target.parent for target, _ in [*copies, *reports])}:
+        inside(run_dir, folder.relative_to(run_dir), "SWE-bench layout folder")
+    for model_dir in {*model_dirs.values(), swebench_model_dir(model)}:
+        inside(run_dir, (runs_dir / model_dir).relative_to(run_dir), "SWE-bench layout folder")
 
     def copy(item: tuple[Path, Artifact]) -> None:
         target, artifact = item
@@ -222,12 +246,18 @@ def write_swebench_layout(
         _remove_stale(runs_dir / model_dir, written.get(model_dir, {}))
 
     path = root / f"{swebench_model_dir(verdicts.report_model(model))}.{run_id}.json"
-    # A run report an earlier call named otherwise (by the target's id) would mislead.
-    renamed = root / f"{swebench_model_dir(model)}.{run_id}.json"
-    if renamed != path and renamed.is_file():
-        renamed.unlink()
     # swebench prints json.dumps(report, indent=4) into the file: one final newline.
     atomic.write_text(path, json.dumps(verdicts.run_report(), indent=4) + "\n")
+    # The layout is one run's: a tree or run report an earlier call wrote under another
+    # run id (a folder renamed since) or model name (the target's id) would be a second
+    # run to whoever reads it. Ours alone are under RUN/swebench/.
+    trees = root / RUN_EVALUATION
+    for tree in trees.iterdir() if trees.is_dir() else ():
+        if tree.name != run_id:
+            _remove(tree)
+    for report in root.glob("*.json"):
+        if report != path:
+            _remove(report)
     return path
 
 
@@ -303,6 +333,15 @@ def _empty_patch(locked_digest: str | None, result: TrialResult | None) -> bool:
     if recorded is not None:
         return recorded.sha256 == _EMPTY_PATCH
     return result.score.reason in _AGENT_NO_PATCH
+
+
+def unreadable_log(result: TrialResult) -> bool:
+    """A trial made invalid by a log no reader could score (``log_unparseable``): swebench
+    grades every log its run finished and, when ``get_logs_eval`` finds nothing, writes a
+    ``report.json`` saying ``resolved: false`` (the patch not applied): ``make_run_report``
+    counts it completed and unresolved, and so does the layout. Our verdict (invalid)
+    stays in the run's own records, and in ``failure_reasons``."""
+    return result.score.reason == "log_unparseable"
 
 
 def _tier(reason: str) -> str | None:

@@ -9,8 +9,8 @@ from collections import Counter
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
+from evalrepro.console import Table
 from evalrepro.records.validation import ValidationReport
 
 
@@ -18,11 +18,14 @@ def print_validation(console: Console, report: ValidationReport) -> None:
     verdicts = Counter(i.verdict for i in report.instances)
     console.print(
         f"[bold]{escape(report.dataset)}[/]: {len(report.instances)} instances, "
-        f"{report.repeats} run(s) of each side; "
+        f"up to {report.repeats} run(s) of each side{_asked(report)}; "
         + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())),
         highlight=False,
     )
-    table = Table("instance", "verdict", "F2P", "P2P", "flaky", "detail", title_justify="left")
+    table = Table(
+        "instance", "verdict", "F2P", "P2P", "flaky", "runs", "bound", "detail",
+        title_justify="left",
+    )  # fmt: skip
     for i in report.instances:
         colour = (
             "green" if i.verdict == "valid" else "yellow" if i.verdict == "flaky_tests" else "red"
@@ -33,7 +36,11 @@ def print_validation(console: Console, report: ValidationReport) -> None:
             str(len(i.fail_to_pass)),
             str(len(i.pass_to_pass)),
             str(len(i.flaky)),
-            escape(i.detail),
+            f"{i.bound.runs_before}+{i.bound.runs_after}" if i.bound else "",
+            f"{i.bound.miss_probability:.3g}" if i.bound else "",
+            escape(
+                i.detail + (f" (stopped {i.bound.stopped})" if i.bound and i.bound.stopped else "")
+            ),
         )
     console.print(table)
     transitions = Counter(t.transition for i in report.instances for t in i.transitions)
@@ -71,6 +78,14 @@ def print_validation(console: Console, report: ValidationReport) -> None:
         console.print(f"[yellow]differs from the dataset[/] {escape(instance_id)}: {escape(line)}")
     if len(disagreements) > 50:
         console.print(f"... and {len(disagreements) - 50} more (in the report's JSON)")
+
+
+def _asked(report: ValidationReport) -> str:
+    """The flakiness bound the runs were planned for (each instance's reached is its own)."""
+    if report.min_rate is None:
+        return ""
+    asked = f", miss probability {report.miss_probability}" if report.miss_probability else ""
+    return f" (flakiness bound: min_rate {report.min_rate}{asked})"
 
 
 def validation_html(report: ValidationReport) -> str:

@@ -21,7 +21,7 @@ Everything of a trial is hostile input, read with bounds:
   region's start and end, with some context) are shown, each cut said with its size;
   a window of very many short lines is cut to its first and last lines;
 * what is shown is escaped, and control characters, bidi overrides and invalid UTF-8 are
-  shown as visible marks (``report_html.visible``); lists (tests, status map) are cut at
+  shown as visible marks (``evalrepro.text.visible``); lists (tests, status map) are cut at
   ``MAX_LISTED`` entries, with a count of the rest.
 
 The site is written file by file atomically; pages an earlier ``view`` wrote into the

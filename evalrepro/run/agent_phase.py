@@ -8,9 +8,11 @@ On the machine that runs the attempt (a worker, or this process), in order:
    commit, ref, tag or reflog entry, no copy of the history elsewhere), the problem
    statement is written to ``/tmp/evalrepro/problem.md``, and the adapter drives the
    agent within the wall-time budget;
-3. the harness copies the agent's working tree out, stops the sandbox (everything the
-   agent started goes with it), and takes the diff itself (``evalrepro.run.worktree``:
-   never through the repository's git, which the agent controlled);
+3. the harness stops every process of the sandbox (the agent's end: what it started and
+   left running, detached or not, writes nothing after it), copies the agent's working
+   tree out of the stopped sandbox, removes it, and takes the diff itself
+   (``evalrepro.run.worktree``: never through the repository's git, which the agent
+   controlled);
 4. a patch that the checks pass is then run exactly as a saved patch is, in a fresh
    sandbox of the same image, under the supervisor.
 
@@ -150,8 +152,31 @@ def attempt_with_agent(runtime: Any, spec: AttemptSpec) -> AttemptOutput:
                     last = (forwarder.output.strip().splitlines() or ["no output"])[-1][:300]
                     raise SandboxError(f"cannot open the model_only path: {last}")
             sandbox.write_file(PROBLEM_PATH, spec.agent.problem_statement.encode())
+            own = sandbox.processes() or 0  # the sandbox's own (init, its main process)
             deadline = started + target.budgets.wall_seconds
             end = runner.run(sandbox, target, spec.agent.problem_statement, deadline)
+            # The agent's end: every process of its sandbox stopped, the files kept. What
+            # is taken below is what the sandbox held then, written by nothing after.
+            watch.last_look(sandbox)
+            try:
+                left = sandbox.end() - own
+            except SandboxError:
+                if not watch.tripped:
+                    raise
+                left = 0
+            watch.close()
+            if not getattr(sandbox, "capped", False):
+                end.log += (
+                    b"\n[evalrepro: no kernel cap on the agent's processes in this sandbox "
+                    b"(no user namespace of its own for the agent's user: an image without "
+                    b"unshare, nsenter or prlimit, or the agent runs as root); the watcher "
+                    b"alone stops a fork bomb]\n"
+                )
+            if left > 0 and not watch.tripped:
+                end.log += (
+                    f"\n[evalrepro: {left} process(es) the agent left running were stopped "
+                    "before its tree was taken]\n"
+                ).encode()
             work = None
             if watch.tripped and watch.agent_to_blame:
                 # Its sandbox is gone with what it left: nothing to take, its own failure.
@@ -218,7 +243,9 @@ class _Reserves:
     reserves are the environment's, as for the tests); whatever is to blame, the attempt
     is then an infrastructure error: the host comes first. A sandbox that runs more
     processes than the environment's ``pids`` (a fork bomb, counted by the host in the
-    sandbox's PID namespace) is stopped too, and that is the agent's doing."""
+    sandbox's PID namespace) is stopped too, and that is the agent's doing. The count is
+    bounded by the kernel's cap (see ``podman_sandbox``), so the host's scan of ``/proc``
+    keeps up under load; the watcher gives the reason, the kernel holds the line."""
 
     def __init__(self, runtime: Any, sandbox: Any, spec: AttemptSpec) -> None:
         limits = spec.program.limits if spec.program is not None else {}
@@ -237,22 +264,38 @@ class _Reserves:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
         self._done.set()
-        self._thread.join()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def last_look(self, sandbox: Any) -> int | None:
+        """One more look, the last before the sandbox's processes are stopped: a fork bomb
+        whose first process has already returned is at the limit still (the kernel holds
+        it there), and is caught here if the watcher's last scan was before it got
+        there. The number of processes counted (None: not counted)."""
+        running = sandbox.processes() if self.pids else None
+        if not self.tripped and running is not None and running >= self.pids:
+            self.tripped, self.agent_to_blame = _over_limit(running, self.pids), True
+        return running
 
     def _watch(self) -> None:
         while not self._done.wait(_WATCH_SECONDS):
-            problem = self._problem()
-            if problem:
+            problem = self._problem(self.sandbox.processes() if self.pids else None)
+            if problem and not self._done.is_set():
                 self.tripped = problem
                 self.sandbox.stop()
                 return
 
-    def _problem(self) -> str:
-        running = self.sandbox.processes() if self.pids else None
-        if running is not None and running > self.pids:
+    def _problem(self, running: int | None) -> str:
+        # The kernel holds the agent's processes at the limit (the nproc ulimit in the
+        # sandbox's own user namespace; root mode's cgroup behind it), so it is reached,
+        # never passed by more than the sandbox's own few: reaching it is the trip.
+        if self.pids and running is not None and running >= self.pids:
             self.agent_to_blame = True
-            return f"{running} processes ran in it, over the limit of {self.pids}"
+            return _over_limit(running, self.pids)
         try:
             fs = os.statvfs(self.path)
         except OSError:
@@ -266,6 +309,10 @@ class _Reserves:
                 f"the machine has {available} bytes available, below the reserve of {self.memory}"
             )
         return ""
+
+
+def _over_limit(running: int, pids: int) -> str:
+    return f"{running} processes ran in it, at or over the limit of {pids}"
 
 
 def _refused(end: AgentEnd, why: str) -> AgentEnd:

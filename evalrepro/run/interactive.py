@@ -9,14 +9,18 @@ interactive sandbox lives across many commands (inspect_ai's sandbox is the shap
 2. :meth:`Sandbox.exec` runs a command with a timeout and bounded output; a command that
    runs past its timeout is killed with its process group, and the result says so;
 3. :meth:`Sandbox.read_file` / :meth:`Sandbox.write_file` move bounded bytes in and out;
-4. :meth:`Sandbox.export_tree` streams a folder out as a tar, bounded (what the harness
+4. :meth:`Sandbox.end` stops every process in it and keeps its files: from then on
+   nothing writes there, so what is read after is one moment's state (the agent's end);
+5. :meth:`Sandbox.export_tree` streams a folder out as a tar, bounded (what the harness
    takes a diff from: the container's files, never its git);
-5. :meth:`Sandbox.stop` removes it with everything still running in it (also on exit of
+6. :meth:`Sandbox.stop` removes it with everything still running in it (also on exit of
    a ``with`` block, and when evalrepro dies: a backstop timeout stops it).
 
 Nothing in the sandbox can write on the host: no volume is mounted (for ``model_only``,
 one folder read-only, holding the egress proxy's socket: ``evalrepro.run.egress``), and
-what comes out (output, files, trees) is read within the caller's bounds.
+what comes out (output, files, trees) is read within the caller's bounds. Nor does it
+learn the host's names: its ``/etc/hosts`` and ``/etc/resolv.conf`` are the harness's,
+not copies of the host's.
 """
 
 from __future__ import annotations
@@ -117,6 +121,14 @@ class Sandbox(ABC):
         """How many processes run in the sandbox now, as the host counts them (None: the
         runtime cannot tell)."""
         return None
+
+    def end(self) -> int:
+        """Stop every process in the sandbox (killed, by the kernel's PID namespace, not
+        by a program of the sandbox's), keep its files for :meth:`export_tree`; the
+        number of processes that were still running then, besides the sandbox's own
+        (what the agent left behind). A sandbox that cannot be ended this way is a
+        :class:`SandboxError`: its tree is never read live."""
+        raise SandboxError(f"{type(self).__name__} cannot stop its processes and keep its files")
 
     @abstractmethod
     def stop(self) -> None:

@@ -86,6 +86,12 @@ class TestProtection(BaseModel):
     #: process the supervisor starts after the run and judges by its exit status, beside
     #: one must-fail canary run alone the same way. 0: off (it costs a runner start each).
     fresh_runs: int = Field(default=0, ge=0, le=100)
+    #: The tests read the repository's git data (``git describe`` for a version, a test of
+    #: the project's git tooling). Off by default: from the repository's ``.git`` (``git
+    #: diff``, ``git show HEAD:<file>``) code under test learns which tests the test patch
+    #: added, so the supervisor locks it (and the harness's history) away before the tests.
+    #: On, both stay readable, and each trial records it (``tests_started.git``).
+    tests_read_git: bool = False
 
     def resolve(self, test_files: list[str]) -> ResolvedProtection:
         if self.test_dirs == "auto":
@@ -101,6 +107,7 @@ class TestProtection(BaseModel):
             framework_sources=self.framework_sources,
             site_hooks=self.site_hooks,
             fresh_runs=self.fresh_runs,
+            tests_read_git=self.tests_read_git,
         )
 
 

@@ -39,6 +39,7 @@ from evalrepro.run.evalscript import without_model_patch
 from evalrepro.run.patchcheck import PatchCheck, check_patch
 from evalrepro.run.sandbox.supervisor import as_text
 from evalrepro.run.supervision import region_text
+from evalrepro.text import inside
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,8 @@ class Recorder:
         self.run_dir = run_dir
 
     def trial_dir(self, label: str) -> Path:
-        return self.run_dir / "trials" / label
+        # Checked before anything is written there: inside the run directory.
+        return inside(self.run_dir, Path("trials") / label, "trial folder")
 
     def begin_attempt(self, spec: AttemptSpec) -> list[Artifact]:
         """Write what the attempt runs from (the patch, the test patch, the program) before

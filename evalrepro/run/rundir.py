@@ -28,12 +28,15 @@ from pathlib import Path
 from evalrepro import atomic
 from evalrepro.errors import UserError
 from evalrepro.plan.lockfile import LOCKFILE_NAME, differences, read_lockfile
+from evalrepro.records.base import read_record
 from evalrepro.records.lockfile import Lockfile
+from evalrepro.records.regrade import RegradeSummary
 from evalrepro.records.report import RunResults
 from evalrepro.records.trial import TrialResult, trial_label
-from evalrepro.report.swebench_layout import write_swebench_layout
+from evalrepro.report.swebench_layout import LAYOUT_DIR, RUN_EVALUATION, write_swebench_layout
 from evalrepro.run.evidence import Survey, survey
-from evalrepro.run.sessions import log_session
+from evalrepro.run.sessions import lockfile_drift, log_session
+from evalrepro.text import inside
 
 
 class RunDirectory:
@@ -59,6 +62,11 @@ class RunDirectory:
     @property
     def trials_dir(self) -> Path:
         return self.path / "trials"
+
+    def trial_folder(self, label: str) -> Path:
+        """``trials/<label>``, checked to resolve inside the run directory (a label is
+        made of an instance id: one safe path component, but a lockfile is an input)."""
+        return inside(self.path, Path("trials") / label, "trial folder")
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
@@ -103,6 +111,9 @@ class RunDirectory:
         ``previous``: the directory's own lockfile, when the caller read it already."""
         resuming = self.lockfile_path.exists()
         if resuming:
+            drift = lockfile_drift(self.path)
+            if drift is not None:
+                raise UserError(f"run directory {self.path}: {drift}; refusing to resume")
             locked = previous or read_lockfile(self.lockfile_path)
             found = differences(locked, lockfile, same_target=True)
             if found:
@@ -147,7 +158,7 @@ class RunDirectory:
         removed = []
         for trial in lockfile.trials:
             label = trial_label(trial.key.instance_id, trial.key.sample_index, trial.trial_id)
-            folder = self.trials_dir / label
+            folder = self.trial_folder(label)
             if folder.is_dir() and not (folder / "result.json").exists():
                 shutil.rmtree(folder)
                 removed.append(label)
@@ -175,17 +186,37 @@ class RunDirectory:
         *,
         intact: bool = False,
     ) -> Path:
-        """``swebench/``: SWE-bench's layout of this run, by the trial results; run id: the
-        directory's name, unless a regrade keeps its own. ``intact``: the results'
-        artifacts are known to have their digests (not hashed again)."""
+        """``swebench/``: SWE-bench's layout of this run, by the trial results; run id:
+        ``run_id`` (a regrade keeps the logs' own), else the run's (``swebench_run_id``).
+        ``intact``: the results' artifacts are known to have their digests (not hashed
+        again)."""
         return write_swebench_layout(
             self.path,
             lockfile,
             results,
-            run_id=run_id or self.path.name,
+            run_id=run_id or self.swebench_run_id(),
             model=lockfile.target.target_id,
             intact=intact,
         )
+
+    def swebench_run_id(self) -> str:
+        """The run id the run's SWE-bench layout has: the one it was first written under
+        (the directory's name then, or a regrade's logs' run id), so that a renamed run
+        folder, rebuilt or resumed, keeps it; the directory's name for a run not laid out
+        yet. Several trees (an older evalrepro wrote one per name) give the first written."""
+        if (self.path / "regrade.json").is_file():
+            try:
+                return read_record(self.path / "regrade.json", RegradeSummary).run_id
+            except UserError:
+                pass  # unreadable: the tree decides, as for any run
+        runs = self.path / LAYOUT_DIR / RUN_EVALUATION
+        try:
+            trees = [p for p in runs.iterdir() if p.is_dir() and not p.is_symlink()]
+        except OSError:
+            trees = []
+        if not trees:
+            return self.path.name
+        return min(trees, key=lambda p: (p.stat().st_mtime_ns, p.name)).name
 
     def write_results(self, results: RunResults) -> None:
         atomic.write_text(self.path / "results.json", results.model_dump_json(indent=2) + "\n")

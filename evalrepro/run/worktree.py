@@ -20,7 +20,12 @@ repository. Instead:
 4. the diff is ``git diff --no-index --binary`` of the two folders, with no config, no
    attributes, no external diff or text conversion (``--no-index`` reads no
    ``.gitattributes`` in the trees; symbolic links are compared as links, never
-   followed), bounded.
+   followed), bounded, and never built whole when it is over its bound: first what the
+   diff must hold at least (every line of a new or deleted text file, the growth or
+   shrinkage of a changed one) is summed from the files' sizes, and a sum over the bound
+   is refused before git runs; then git's output is read as it comes and git is killed
+   at the first byte over the bound, or at ``DIFF_SECONDS`` (a rewrite of a large text
+   file in place, which git's line diff may take minutes over).
 
 The patch that comes out is then evaluated as a saved patch is, in a fresh sandbox.
 """
@@ -29,10 +34,12 @@ from __future__ import annotations
 
 import io
 import os
+import selectors
 import shutil
 import subprocess
 import tarfile
 import tempfile
+import time
 from pathlib import Path, PurePosixPath
 
 from evalrepro.errors import UserError
@@ -40,6 +47,12 @@ from evalrepro.publish.tarball import normalised
 
 #: Entries a tree may have (files, folders, links), by default.
 MAX_ENTRIES = 200_000
+#: Seconds git may take over the diff of an agent's tree before it is refused.
+DIFF_SECONDS = 300
+#: Files larger than this are binary to git (``core.bigFileThreshold``'s default).
+_BIG_FILE = 512 << 20
+#: How much of a file git reads to tell text from binary (a NUL in it: binary).
+_FIRST_FEW_BYTES = 8000
 #: New files the harness never takes into an agent's patch, whatever the repository says
 #: (gitignore syntax): what running Python leaves behind.
 HARNESS_IGNORES = "__pycache__/\n*.py[cod]\n"
@@ -131,7 +144,6 @@ def harness_diff(
         for name, data in (("a", base_tar), ("b", work_tar)):
             (root / name).mkdir()
             unpack_tree(data, root / name, max_entries=max_entries)
-        output = root / "patch.diff"
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": scratch,
@@ -142,7 +154,12 @@ def harness_diff(
         }
         for path in _ignored(root, _new_files(root / "a", root / "b"), env):
             (root / "b" / path).unlink()
-        _git(
+        least = _least_diff(root / "a", root / "b")
+        if least > limit:
+            raise TreeError(
+                f"the working tree's diff is at least {least} bytes, over the limit of {limit}"
+            )
+        patch = _bounded_git(
             [
                 "-c",
                 "core.attributesFile=" + os.devnull,
@@ -154,17 +171,92 @@ def harness_diff(
                 "--no-color",
                 "--no-renames",
                 "--no-prefix",
-                f"--output={output}",
                 "a",
                 "b",
             ],
             root,
             env,
+            limit,
         )
-        size = output.stat().st_size
-        if size > limit:
-            raise TreeError(f"the working tree's diff is {size} bytes, over the limit of {limit}")
-        return output.read_bytes()
+        return patch
+
+
+def _least_diff(base: Path, work: Path) -> int:
+    """Bytes the diff of ``base`` to ``work`` holds at least, from the files alone: all of
+    a new or deleted text file (each of its lines is in the diff), and the difference in
+    size of a changed one (its added lines are at least that much longer than its
+    removed ones, or the other way round). Binary files count nothing: git compresses
+    them."""
+    least = 0
+    seen: set[str] = set()
+    for side, other in ((work, base), (base, work)):
+        for folder, _, files in os.walk(side):
+            for name in files:
+                path = Path(folder) / name
+                relative = path.relative_to(side).as_posix()
+                if relative in seen or path.is_symlink():
+                    continue
+                seen.add(relative)
+                twin = other / relative
+                if not os.path.lexists(twin) or twin.is_symlink() or twin.is_dir():
+                    least += _text_size(path) or 0
+                elif path.stat().st_size != twin.stat().st_size:  # else: nothing to read
+                    size, size_twin = _text_size(path), _text_size(twin)
+                    if size is not None and size_twin is not None:
+                        least += abs(size - size_twin)
+    return least
+
+
+def _text_size(path: Path) -> int | None:
+    """The size of a file git diffs as text (None: one it diffs as binary)."""
+    size = path.stat().st_size
+    if size > _BIG_FILE:
+        return None
+    with path.open("rb") as handle:
+        return None if b"\0" in handle.read(_FIRST_FEW_BYTES) else size
+
+
+def _bounded_git(args: list[str], cwd: Path, env: dict[str, str], limit: int) -> bytes:
+    """``git ARGS``' stdout, as :func:`_git`, read as it comes: git is killed, and the
+    diff refused, at the first byte over ``limit`` or after :data:`DIFF_SECONDS`."""
+    started = time.monotonic()
+    with tempfile.TemporaryFile() as errors:
+        process = subprocess.Popen(
+            ["git", *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=errors
+        )
+        assert process.stdout is not None
+        kept = bytearray()
+        over = ""
+        with selectors.DefaultSelector() as selector:
+            selector.register(process.stdout, selectors.EVENT_READ)
+            while True:
+                remaining = started + DIFF_SECONDS - time.monotonic()
+                if remaining <= 0:
+                    over = f"the working tree's diff took git more than {DIFF_SECONDS} s"
+                    break
+                if not selector.select(min(remaining, 1.0)):
+                    continue
+                chunk = os.read(process.stdout.fileno(), 1 << 20)
+                if not chunk:
+                    break
+                kept += chunk
+                if len(kept) > limit:
+                    over = (
+                        f"the working tree's diff is more than {len(kept)} bytes, "
+                        f"over the limit of {limit}"
+                    )
+                    break
+        if over:
+            process.kill()
+        process.stdout.close()
+        code = process.wait()
+        if over:
+            raise TreeError(over)
+        if code not in (0, 1):
+            errors.seek(0)
+            last = errors.read(1 << 16).decode(errors="replace").strip().splitlines() or ["?"]
+            raise TreeError(f"git diff of the working tree failed: {last[-1][:300]}")
+    return bytes(kept)
 
 
 def _new_files(base: Path, work: Path) -> list[str]:

@@ -2,10 +2,16 @@
 plain path) or any S3-compatible store (``s3://bucket/prefix``, through s3fs).
 
 Each object is stored once, under its sha256: ``<prefix>/sha256/<hex[:2]>/<hex>``. An
-upload goes to a temporary key (``<prefix>/tmp/<random>``), is read back and checked
-(size and sha256), and only then moved to its final key: an object under a final key is
-always whole and right, so "is it stored?" is "does its key exist?". Every read checks
-the sha256 again (a store can be edited, or rot).
+upload goes to a temporary key (``<prefix>/tmp/<session>/<random>``), is read back and
+checked (size and sha256), and only then moved to its final key: an object under a final
+key is always whole and right, so "is it stored?" is "does its key exist?". Every read
+checks the sha256 again (a store can be edited, or rot).
+
+A killed upload leaves its temporary objects behind. While a store uploads (``uploading``)
+it renews a heartbeat object ``<prefix>/tmp/<session>.alive`` every ``HEARTBEAT_SECONDS``;
+``remove_leftovers`` (each publish calls it first) removes the temporary objects of
+sessions without a heartbeat renewed in ``STALE_SECONDS``, and only those themselves
+older than that: a live upload, another machine's included, keeps its objects.
 
 Credentials come from the URL's userinfo (``s3://KEY:SECRET@bucket/prefix``) or from the
 environment (botocore's own chain: ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``, a
@@ -19,6 +25,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,6 +42,11 @@ CHUNK = 1 << 20
 _DIGEST = re.compile(r"sha256:([0-9a-f]{64})")
 _USERINFO = re.compile(r"//[^@\s'\"]*@")
 ENDPOINT_VARIABLES = ("AWS_ENDPOINT_URL", "EVALREPRO_S3_ENDPOINT_URL")
+#: How often a live upload renews its heartbeat, and how old a heartbeat (and a temporary
+#: object) must be before its upload counts as gone: far apart, so that neither a slow
+#: renewal nor clocks a little apart make a live upload look dead.
+HEARTBEAT_SECONDS = 30.0
+STALE_SECONDS = 600.0
 
 
 class StoreError(UserError):
@@ -60,6 +73,8 @@ class ObjectStore:
         self.url = url
         # What never appears in a message (credentials given in the URL or environment).
         self._secrets = tuple(s for s in secrets if s)
+        #: This store's uploads: their temporary objects go under tmp/<session>/.
+        self._session = uuid.uuid4().hex
 
     def __repr__(self) -> str:
         return f"ObjectStore({self.url!r})"
@@ -200,7 +215,74 @@ class ObjectStore:
         return f"{self.root}/sha256/{hex_digest[:2]}/{hex_digest}"
 
     def _temporary_key(self) -> str:
-        return f"{self.root}/tmp/{uuid.uuid4().hex}"
+        return f"{self.root}/tmp/{self._session}/{uuid.uuid4().hex}"
+
+    # --- temporary objects: a heartbeat while uploading, leftovers removed --------------
+
+    @contextmanager
+    def uploading(self) -> Iterator[None]:
+        """Uploads under a heartbeat that says this session is live (renewed by a thread
+        until the block ends, then removed with the session's temporary objects)."""
+        alive = f"{self.root}/tmp/{self._session}.alive"
+        stop = threading.Event()
+
+        def beat() -> None:
+            while not stop.wait(HEARTBEAT_SECONDS):
+                self._touch(alive)
+
+        self._touch(alive)
+        thread = threading.Thread(target=beat, name="evalrepro-store-heartbeat", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+            self._remove_quietly(alive)
+            self._remove_empty_folder(f"{self.root}/tmp/{self._session}")
+
+    def _remove_empty_folder(self, folder: str) -> None:
+        # Only a folder store has folders (S3's are prefixes): an empty one is left by
+        # every upload session.
+        if self._bucket is None:
+            try:
+                os.rmdir(folder)
+            except OSError:
+                pass  # not empty (a live upload), or gone
+
+    def _touch(self, key: str) -> None:
+        with self._errors("cannot write the upload's heartbeat"):
+            if self._bucket is None:
+                self.fs.makedirs(self.fs._parent(key), exist_ok=True)
+            self.fs.pipe_file(key, b"")
+
+    def remove_leftovers(self, now: float | None = None) -> int:
+        """Remove the temporary objects that killed uploads left: those of sessions with no
+        heartbeat renewed in ``STALE_SECONDS`` that are themselves older than that (a
+        heartbeat of a dead session too). How many were removed. ``now``: the time to
+        judge ages by (seconds since the epoch; default the clock's)."""
+        now = time.time() if now is None else now
+        folder = f"{self.root}/tmp"
+        with self._errors("cannot list temporary objects"):
+            self.fs.invalidate_cache()
+            if not self.fs.exists(folder):
+                return 0
+            found = self.fs.find(folder, detail=True)
+        live = {
+            key[len(folder) + 1 : -len(".alive")]
+            for key, info in found.items()
+            if key.endswith(".alive") and now - _modified(info, now) < STALE_SECONDS
+        }
+        removed = 0
+        for key, info in found.items():
+            session = key[len(folder) + 1 :].split("/", 1)[0].removesuffix(".alive")
+            if session in live or now - _modified(info, now) < STALE_SECONDS:
+                continue
+            self._remove_quietly(key)
+            removed += 1
+            if "/" in key[len(folder) + 1 :]:
+                self._remove_empty_folder(f"{folder}/{session}")
+        return removed
 
     # --- the operations ----------------------------------------------------------------
 
@@ -349,6 +431,16 @@ class ObjectStore:
             raise _NotFound(self._error(what, error).args[0]) from None
         except Exception as error:
             raise self._error(what, error) from None
+
+
+def _modified(info: dict[str, Any], now: float) -> float:
+    """When an object was last written (seconds since the epoch), from fsspec's
+    ``info``: ``mtime`` on a folder, ``LastModified`` on S3; ``now`` when neither says
+    (an object of unknown age is kept)."""
+    moment = info.get("LastModified", info.get("mtime"))
+    if hasattr(moment, "timestamp"):
+        return float(moment.timestamp())
+    return float(moment) if isinstance(moment, int | float) else now
 
 
 def _redact(url: str) -> str:

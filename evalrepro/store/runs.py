@@ -119,22 +119,23 @@ def store_run(
     run_dir = Path(run_dir)
     files: list[StoredFile] = []
     total = 0
-    for relative, path in run_files(run_dir):
-        digest, size = _hash_file(path, relative)
-        total += size
-        if total > MAX_TOTAL_SIZE:
-            raise StoreError(f"{run_dir}: more than {MAX_TOTAL_SIZE >> 30} GiB: not stored")
-        uploaded = store.put_file(path, digest, size)
-        files.append(StoredFile(path=relative, sha256=digest, size=size))
-        if progress is not None:
-            progress(relative, uploaded)
-    manifest = StoredRun(files=files)
-    data = canonical_json(manifest.model_dump(mode="json"))
-    digest = "sha256:" + hashlib.sha256(data).hexdigest()
-    with tempfile.TemporaryDirectory(prefix="evalrepro-manifest-") as scratch:
-        path = Path(scratch) / "manifest.json"
-        path.write_bytes(data)
-        store.put_file(path, digest, len(data))
+    with store.uploading():
+        for relative, path in run_files(run_dir):
+            digest, size = _hash_file(path, relative)
+            total += size
+            if total > MAX_TOTAL_SIZE:
+                raise StoreError(f"{run_dir}: more than {MAX_TOTAL_SIZE >> 30} GiB: not stored")
+            uploaded = store.put_file(path, digest, size)
+            files.append(StoredFile(path=relative, sha256=digest, size=size))
+            if progress is not None:
+                progress(relative, uploaded)
+        manifest = StoredRun(files=files)
+        data = canonical_json(manifest.model_dump(mode="json"))
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        with tempfile.TemporaryDirectory(prefix="evalrepro-manifest-") as scratch:
+            path = Path(scratch) / "manifest.json"
+            path.write_bytes(data)
+            store.put_file(path, digest, len(data))
     return manifest, digest
 
 

@@ -25,6 +25,7 @@ from evalrepro.config.sample import Sample
 from evalrepro.digest import sha256_bytes
 from evalrepro.records.usage import Usage
 from evalrepro.run.patchcheck import patch_bytes
+from evalrepro.text import InstanceId
 
 
 class Prediction(BaseModel):
@@ -32,7 +33,7 @@ class Prediction(BaseModel):
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    instance_id: str = Field(min_length=1)
+    instance_id: InstanceId
     model_name_or_path: str = Field(min_length=1)
     #: None or "" is an empty patch: evaluated, and scored as such, never dropped.
     model_patch: str | None

@@ -107,13 +107,14 @@ def load_predictions(
 
 def _prediction_records(path: Path):
     """Records of a predictions file; a JSON object keyed by instance_id is unfolded."""
-    records = list(read_records(path))
-    if len(records) == 1 and records[0][0] == str(path) and _keyed_by_id(records[0][1]):
-        for instance_id, raw in records[0][1].items():
-            item = {"instance_id": instance_id, **raw} if isinstance(raw, dict) else raw
-            yield f"{path}[{instance_id!r}]", item
-        return
-    yield from records
+    for where, raw in read_records(path):
+        # A whole-file object (its location is the file alone) keyed by instance id.
+        if where == str(path) and _keyed_by_id(raw):
+            for instance_id, item in raw.items():
+                record = {"instance_id": instance_id, **item} if isinstance(item, dict) else item
+                yield f"{path}[{instance_id!r}]", record
+            return
+        yield where, raw
 
 
 def _keyed_by_id(data: object) -> bool:

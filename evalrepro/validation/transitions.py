@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from evalrepro.grade.grading import fail_to_pass_ok, resolve_key
 from evalrepro.grade.parsers import Status
 from evalrepro.records.validation import (
+    FlakyBound,
     InstanceValidation,
     RunFacts,
     TestTransition,
@@ -81,40 +82,93 @@ def transitions_of(
     return found
 
 
+def _numbered(
+    before: Sequence[RunFacts], after: Sequence[RunFacts]
+) -> list[tuple[str, int, RunFacts]]:
+    return [
+        (side, number, run)
+        for side, runs in (("before", before), ("after", after))
+        for number, run in enumerate(runs, start=1)
+    ]
+
+
+def unusable(before: Sequence[RunFacts], after: Sequence[RunFacts]) -> tuple[str, str] | None:
+    """The verdict and detail of an instance its runs already make unusable, in the
+    documented order (``records.validation.Verdict``), or None."""
+    numbered = _numbered(before, after)
+    # A run whose score is invalid for what ran in it reported something other than the
+    # tests' outcome: nothing it reported is used, and no other run outweighs it.
+    for side, number, run in numbered:
+        if not run.trusted:
+            return "run_untrusted", f"{side} the gold patch, run {number}: {run.problem}"
+    for side, number, run in numbered:
+        if not run.ran:
+            return "tests_not_run", f"{side} the gold patch, run {number}: {run.problem}"
+    everything = [run for *_, run in numbered]
+    if not any(passes(t, run.status_map) for run in everything for t in run.status_map):
+        # Not one test passed in any run, with the gold patch or without: the environment
+        # runs no test to success (a package that cannot be imported, a missing tool), or
+        # the test command reports nothing (a log with no results is this too, not a
+        # parsing problem: no run gave a log to parse).
+        errors = sorted({t for run in everything for t in run.status_map})
+        unread = [(side, number, run) for side, number, run in numbered if not run.parsed]
+        detail = "no test passed in any run, with the gold patch or without" + (
+            f" (reported: {_some(errors)})" if errors else " (none reported)"
+        )
+        if unread:
+            side, number, run = unread[0]
+            more = f" (and {len(unread) - 1} more runs)" if len(unread) > 1 else ""
+            detail += f"; {side} the gold patch, run {number}: {run.problem}{more}"
+        return "tests_not_run", detail
+    for side, number, run in numbered:
+        if not run.parsed:
+            return "log_unparseable", f"{side} the gold patch, run {number}: {run.problem}"
+    return None
+
+
+def settled(before: Sequence[RunFacts], after: Sequence[RunFacts]) -> str:
+    """Why more runs cannot change what the instance gives, or "" when they can: a run
+    already makes it unusable, or every test reported has already both passed and failed
+    (no test can be listed). A test seen one way only needs every planned run."""
+    if not before or not after:
+        return ""
+    # One run that is untrusted, did not finish, or cannot be read makes the instance
+    # unusable whatever the others say (no test passing in any run so far does not: a
+    # later run may pass one).
+    if any(not (run.trusted and run.ran and run.parsed) for run in [*before, *after]):
+        found = unusable(before, after)
+        assert found is not None
+        return f"{found[0]} whatever the other runs say (the detail names the run)"
+    alone = Counter(test for run in [*before, *after] for test in run.passed_alone)
+    transitions = transitions_of(
+        [r.status_map for r in before], [r.status_map for r in after], alone
+    )
+    if transitions and all(t.transition == "flaky" for t in transitions):
+        return "every test reported has both passed and failed: none can be listed"
+    return ""
+
+
 def validate_instance(
     instance_id: str,
     before: Sequence[RunFacts],
     after: Sequence[RunFacts],
     *,
     declared: tuple[list[str], list[str]] | None = None,
+    bound: FlakyBound | None = None,
 ) -> InstanceValidation:
     """The instance's verdict and derived lists; ``declared``: the dataset's own
-    (FAIL_TO_PASS, PASS_TO_PASS), whose every disagreement with the derived is listed."""
-    for side, runs in (("before", before), ("after", after)):
-        for number, run in enumerate(runs, start=1):
-            if not run.ran:
-                return InstanceValidation(
-                    instance_id=instance_id,
-                    verdict="tests_not_run",
-                    detail=f"{side} the gold patch, run {number}: {run.problem}",
-                )
-            if not run.parsed:
-                return InstanceValidation(
-                    instance_id=instance_id,
-                    verdict="log_unparseable",
-                    detail=f"{side} the gold patch, run {number}: {run.problem}",
-                )
-    everything = [*before, *after]
-    if not any(passes(t, run.status_map) for run in everything for t in run.status_map):
-        # Not one test passed in any run, with the gold patch or without: the environment
-        # runs no test to success (a package that cannot be imported, a missing tool).
-        errors = sorted({t for run in everything for t in run.status_map})
+    (FAIL_TO_PASS, PASS_TO_PASS), whose every disagreement with the derived is listed;
+    ``bound``: the runs made and the flakiness bound they reach, recorded as given."""
+    found = unusable(before, after)
+    if found is not None:
+        verdict, detail = found
         return InstanceValidation(
             instance_id=instance_id,
-            verdict="tests_not_run",
-            detail="no test passed in any run, with the gold patch or without"
-            + (f" (reported: {_some(errors)})" if errors else " (none reported)"),
+            verdict=verdict,  # type: ignore[arg-type]
+            detail=detail,
+            bound=bound,
         )
+    everything = [*before, *after]
     alone = Counter(test for run in everything for test in run.passed_alone)
     transitions = transitions_of(
         [r.status_map for r in before], [r.status_map for r in after], alone
@@ -144,6 +198,7 @@ def validate_instance(
         flaky=flaky,
         transitions=transitions,
         disagreements=_disagreements(transitions, declared) if declared else [],
+        bound=bound,
     )
 
 

@@ -14,6 +14,7 @@ catch it on their own.
 from __future__ import annotations
 
 import json
+import py_compile
 import subprocess
 import tempfile
 from collections import defaultdict
@@ -42,6 +43,16 @@ class Link:
 
 
 @dataclass(frozen=True)
+class Compiled:
+    """The bytecode of ``source`` as the tree has it at that point (the gold fix applied,
+    when the attack has it), as an unchecked hash-based ``.pyc`` (CPython loads it
+    without looking at the source) for this interpreter's version, which is the demo
+    images' (Debian 12's Python 3.11); ``source`` is then put back to the base commit."""
+
+    source: str
+
+
+@dataclass(frozen=True)
 class Attack:
     name: str
     #: docs/threat-model.md's class: log, reset, infrastructure, host, limits, input, control.
@@ -50,8 +61,9 @@ class Attack:
     what: str
     #: (outcome, reason) it must be scored with.
     expect: tuple[str, str]
-    #: path -> new content (appended to the file when ``append``), None = delete, Link.
-    edits: dict[str, str | Link | None] = field(default_factory=dict)
+    #: path -> new content (appended to the file when ``append``), None = delete, Link,
+    #: Compiled.
+    edits: dict[str, str | Link | Compiled | None] = field(default_factory=dict)
     append: bool = True
     #: Apply the instance's gold patch first (positive controls).
     with_gold: bool = False
@@ -1016,6 +1028,16 @@ def make_patch(attack: Attack, instance: dict, repos: dict[str, Path]) -> str:
                     if target.exists() or target.is_symlink():
                         target.unlink()
                     target.symlink_to(content.target)
+                elif isinstance(content, Compiled):
+                    py_compile.compile(
+                        str(tree / content.source),
+                        cfile=str(target),
+                        dfile=content.source,
+                        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
+                        doraise=True,
+                    )
+                    _git(tree, "checkout", "HEAD", "--", content.source)
+                    _git(tree, "add", "--force", path)  # an ignore rule may name it
                 else:
                     data = content.encode("utf-8", "surrogatepass")
                     if attack.append and target.exists():

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 
+from evalrepro.run.sandbox import PROGRAM_PATH
 from tests.adversarial.attacks import Attack
 from tests.adversarial.test_inodes import run_small
 from tests.podman_support import needs_podman
@@ -26,7 +27,7 @@ EXIT_ZERO_BUILTIN = "\nsetattr(__import__('s' + 'ys'), 'ex' + 'it', int)\n"
 #: the canaries and the fresh runs, and is the supervisor's alone.
 READS_THE_PROGRAM = (
     "\ntry:\n"
-    "    open('/evalrepro/program.json').read()\n"
+    f"    open({PROGRAM_PATH!r}).read()\n"
     "except OSError:\n"
     "    pass\n"
     "else:\n"

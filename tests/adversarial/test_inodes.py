@@ -25,23 +25,30 @@ from evalrepro.records.trial import read_trial_result
 from evalrepro.run.sandbox import supervisor
 from evalrepro.run.sandbox.supervisor import InodeCount, Watchdog, writable_roots
 from tests.adversarial.attacks import Attack, write_adversary
-from tests.podman_support import needs_podman, run_demo
+from tests.podman_support import needs_podman, run_demo, sandboxes_left
 
-#: The inode limit of these runs: far below the floods, far above what the demo needs.
-INODES = 20_000
+#: The inode limit of these runs: far below the floods, far above what the demo needs
+#: (the control keeps 500 files). Low enough that a flood reaches it well within the
+#: floods' timeout on a slow disk: this machine's ext4 creates from about 100 to 2,500
+#: empty files a second under load (measured in root containers and on the host), so a
+#: flood that stopped itself after 30 s, as these did, often ended below a limit of 20,000:
+#: in the repository then as a timeout (the tests ran on), in /tmp as tests_failed.
+INODES = 5_000
+#: The floods' timeout: a flood is stopped by the limit, whatever the disk's speed, long
+#: before it (5,000 files in 240 s is 21 a second).
+FLOOD_TIMEOUT = 240
 
 
 def _flood(folder: str) -> str:
-    """Library code that creates up to 300,000 empty files in ``folder`` (30 s at most)."""
+    """Library code that creates up to 300,000 empty files in ``folder``, as fast as it
+    can, until it is stopped: a flood that stops itself below the limit is not one the
+    limit has to stop."""
     return (
-        "\nimport os as _o, time as _t\n"
+        "\nimport os as _o\n"
         f"_d = {folder!r}\n"
         "_o.makedirs(_d, exist_ok=True)\n"
-        "_end = _t.monotonic() + 30\n"
         "for _i in range(300000):\n"
         "    if _i % 1000 == 0:\n"
-        "        if _t.monotonic() > _end:\n"
-        "            break\n"
         "        _sub = _o.path.join(_d, str(_i // 1000))\n"
         "        _o.mkdir(_sub)\n"
         "    _o.close(_o.open(_o.path.join(_sub, str(_i)), _o.O_CREAT | _o.O_WRONLY, 0o644))\n"
@@ -152,11 +159,12 @@ def run_small(tmp: Path, attacks: tuple[Attack, ...], *extra: str) -> SmallRun:
     return SmallRun(run_dir, adversary.expected, adversary.samples, adversary.instances, planned)
 
 
+FLOOD_SETTINGS = (f"environment.limits.inodes={INODES}", f"environment.timeout={FLOOD_TIMEOUT}")
+
+
 @pytest.fixture(scope="module")
 def flood_run(tmp_path_factory) -> SmallRun:
-    return run_small(
-        tmp_path_factory.mktemp("inodes"), ATTACKS, f"environment.limits.inodes={INODES}"
-    )
+    return run_small(tmp_path_factory.mktemp("inodes"), ATTACKS, *FLOOD_SETTINGS)
 
 
 def check_floods(run: SmallRun) -> None:
@@ -166,7 +174,9 @@ def check_floods(run: SmallRun) -> None:
     for attack in ATTACKS:
         result = run.result(attack.name)
         # The same enforcement in both modes, and the trial says which.
-        assert result.limits["inodes"].startswith("supervisor watchdog: 20000 files"), result.limits
+        assert result.limits["inodes"].startswith(f"supervisor watchdog: {INODES} files"), (
+            result.limits
+        )
         assert "reserve 100000 free inodes" in result.limits["inodes"]
         if attack.kind != "control":
             detail = result.score.detail
@@ -186,10 +196,10 @@ class TestInContainers:
     def test_an_inode_flood_is_stopped_by_its_own_limit_and_the_run_completes(self, flood_run):
         check_floods(flood_run)
 
-    def test_the_floods_leave_the_hosts_inodes_where_they_were(self, flood_run, tmp_path):
-        fs = os.statvfs(tmp_path)
-        # The containers are gone with what they made: far more than the floods' reach free.
-        assert fs.f_files == 0 or fs.f_favail > 300_000
+    def test_the_floods_go_with_their_sandboxes(self, flood_run):
+        # Every container is gone from podman's store, with the files it made. (Not the
+        # host's count of free inodes, which whatever else runs here moves.)
+        assert sandboxes_left(flood_run.run_dir) == []
 
 
 @pytest.mark.podman
@@ -197,7 +207,7 @@ class TestInContainers:
 @pytest.mark.root_podman
 @pytest.mark.skipif(os.geteuid() != 0, reason="root podman: scripts/test runs this as root")
 def test_as_root_an_inode_flood_is_stopped_the_same_way(tmp_path):
-    check_floods(run_small(tmp_path, ATTACKS, f"environment.limits.inodes={INODES}"))
+    check_floods(run_small(tmp_path, ATTACKS, *FLOOD_SETTINGS))
 
 
 # --- the watchdog's part, on this machine -----------------------------------------------
@@ -229,13 +239,14 @@ def test_the_count_is_the_files_and_folders_created_since_the_start(tmp_path):
     deep.mkdir(parents=True)
     for i in range(300):
         (deep / str(i)).write_bytes(b"")
-    deadline = time.monotonic() + 5
+    # A wait for the next pass, bounded far above its period (a loaded machine is slow).
+    deadline = time.monotonic() + 60
     while count.step() != 302 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert count.step() == 302
     for i in range(300):
         (deep / str(i)).unlink()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60
     while count.step() != 2 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert count.step() == 2  # net: removed files no longer count

@@ -33,10 +33,10 @@ from evalrepro.run.sandbox import (
     GUARD,
     GUARD_PATH,
     PATCH_PATH,
+    PRIVATE_DIR,
     PROGRAM_PATH,
     SUPERVISOR,
     SUPERVISOR_PATH,
-    TEST_PATCH_PATH,
 )
 from evalrepro.run.supervision import StreamReader, region_text
 
@@ -166,15 +166,24 @@ class PodmanRuntime(Runtime):
         with tempfile.TemporaryDirectory(prefix="evalrepro-attempt-") as inputs:
             folder = Path(inputs)
             os.chmod(folder, 0o755)  # rootless: the container's root is not this user
-            for name, data in (
-                ("program.json", spec.program.model_dump_json(indent=2).encode() + b"\n"),
-                ("patch.diff", spec.patch),
-                ("test.patch", spec.test_patch),
+            # The program (canaries, fresh runs) and the test patch name the instance's
+            # tests: in a folder only the container's root (the supervisor) may enter,
+            # whose files the test user can neither read nor stat. The model patch is
+            # read by the patch tools, which run as the test user.
+            private = folder / "private"
+            private.mkdir(mode=0o700)
+            for path, data, mode in (
+                (
+                    private / "program.json",
+                    spec.program.model_dump_json(indent=2).encode() + b"\n",
+                    0o600,
+                ),
+                (private / "test.patch", spec.test_patch, 0o600),
+                (folder / "patch.diff", spec.patch, 0o644),
             ):
-                (folder / name).write_bytes(data)
-                # The program names the canaries and the fresh runs: the container's root
-                # (the supervisor) reads it, the test user may not.
-                os.chmod(folder / name, 0o600 if name == "program.json" else 0o644)
+                path.write_bytes(data)
+                os.chmod(path, mode)
+            os.chmod(private, 0o700)
             return self._run(spec, folder)
 
     def _run(self, spec: AttemptSpec, inputs: Path) -> AttemptOutput:
@@ -183,9 +192,12 @@ class PodmanRuntime(Runtime):
         mounts = [
             (SUPERVISOR, SUPERVISOR_PATH),
             (GUARD, GUARD_PATH),
-            (inputs / "program.json", PROGRAM_PATH),
+            (inputs / "private", PRIVATE_DIR),
             (inputs / "patch.diff", PATCH_PATH),
-            (inputs / "test.patch", TEST_PATCH_PATH),
+            # No name or resolver of the host's (podman would write them in): the code
+            # under test learns nothing of the machine, as an agent's sandbox does not.
+            (self.files / "sandbox-hosts", "/etc/hosts"),
+            (self.files / "sandbox-resolv.conf", "/etc/resolv.conf"),
         ]
         # The tests, then each fresh run and each re-run, have the timeout each.
         rerun = spec.program.rerun if spec.program is not None else None
@@ -197,6 +209,8 @@ class PodmanRuntime(Runtime):
             "--rm",
             "--name",
             spec.sandbox_name,
+            "--hostname",
+            "sandbox",
             "--network",
             spec.network,
             "--init",

@@ -7,7 +7,28 @@ after which conmon kills it even if evalrepro died. Each command is a ``podman e
 every byte that comes back is read by this process within a bound and a deadline of its
 own: whatever runs inside is the agent's (it may replace ``bash``, ``timeout`` or ``cat``
 in the container), so no bound relies on a program in the container. A tree comes out
-through ``podman cp``, which podman itself reads from the container's filesystem.
+through ``podman cp``, which podman itself reads from the container's filesystem, after
+:meth:`PodmanSandbox.end` (``podman stop --time 0``: PID 1 is killed, and the kernel kills
+every other process of the PID namespace, ``exec``'d or detached, before PID 1's end is
+reported): nothing is still writing while it is read.
+
+The process limit is the kernel's in both modes, and the same number. Commands of the
+sandbox's user run in a user namespace of the sandbox's own, nested in the container's
+and made at its start by its root (a process of root's holds it; the map gives root and
+that user themselves, nothing else): each ``podman exec`` enters it as root and only
+then becomes the user (``nsenter --setuid``) under an ``nproc`` ulimit of ``pids``
+(``prlimit``), which the kernel counts per user *and user namespace*: this sandbox's
+processes only, whatever else the host user runs (podman's ``--pids-limit`` is ignored
+rootless on cgroup v1; ``--userns=auto`` gives a namespace too, but costs a chowned copy
+of the image per range of ids and leaves room for few sandboxes). Root mode keeps the
+cgroup (``--pids-limit``, with headroom) as a backstop. The harness's watcher
+(``agent_phase``) stops the sandbox when it counts the limit reached. An image without
+the programs this needs (``unshare``, ``nsenter``, ``prlimit``) gets no kernel cap:
+:attr:`PodmanSandbox.capped` says so and the watcher is the only stop.
+
+``/etc/hosts`` and ``/etc/resolv.conf`` are the harness's own files (``localhost`` and
+the sandbox's fixed host name; no name server), mounted read-only: podman's would hold
+the host's names and address and its resolver.
 """
 
 from __future__ import annotations
@@ -16,7 +37,8 @@ import os
 import selectors
 import subprocess
 import time
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol
 
 from evalrepro.run.egress import MOUNT as EGRESS_MOUNT
 from evalrepro.run.interactive import (
@@ -33,6 +55,8 @@ class PodmanRuntime(Protocol):
 
     env: dict[str, str]
     _running: set[str]
+    files: Path
+    config: Any
 
     def image_id(self, tag: str) -> str | None: ...
 
@@ -45,6 +69,32 @@ class PodmanRuntime(Protocol):
 _GRACE = 5.0
 #: Seconds podman itself may take to answer (start, copy, remove).
 _PODMAN_SECONDS = 120.0
+#: The sandbox's host name (podman's default, the container's id, is not in its hosts).
+HOSTNAME = "sandbox"
+#: Run as root at the sandbox's start, the user's name on stdin: a process of root's that
+#: holds a new user namespace whose map is root and that user themselves (written in one
+#: write each, as the kernel wants), then one line: its pid, the user's uid, gid and home,
+#: and where nsenter and prlimit are (root's own, found on root's PATH).
+_JAIL = r"""
+set -eu
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+read -r name
+nsenter=$(command -v nsenter); prlimit=$(command -v prlimit); command -v unshare >/dev/null
+entry=$(getent passwd "$name")
+uid=$(echo "$entry" | cut -d: -f3); gid=$(echo "$entry" | cut -d: -f4)
+home=$(echo "$entry" | cut -d: -f6)
+[ -n "$uid" ] && [ "$uid" != 0 ]
+setsid unshare --user sleep infinity </dev/null >/dev/null 2>&1 &
+holder=$!
+mine=$(readlink /proc/self/ns/user)
+tries=0
+while [ "$(readlink /proc/$holder/ns/user)" = "$mine" ]; do
+  tries=$((tries + 1)); [ "$tries" -lt 1000 ]; sleep 0.01
+done
+printf '0 0 1\n%s %s 1\n' "$uid" "$uid" | cat > /proc/$holder/uid_map
+printf '0 0 1\n%s %s 1\n' "$gid" "$gid" | cat > /proc/$holder/gid_map
+printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$holder" "$uid" "$gid" "$home" "$nsenter" "$prlimit"
+"""
 
 
 class PodmanSandbox(Sandbox):
@@ -73,6 +123,9 @@ class PodmanSandbox(Sandbox):
             "none",
             "--security-opt",
             "no-new-privileges",
+            f"--hostname={HOSTNAME}",
+            f"--volume={runtime.files / 'sandbox-hosts'}:/etc/hosts:ro",
+            f"--volume={runtime.files / 'sandbox-resolv.conf'}:/etc/resolv.conf:ro",
             f"--timeout={request.lifetime}",
             "--workdir",
             request.workdir,
@@ -88,7 +141,39 @@ class PodmanSandbox(Sandbox):
         if done.exit_code != 0:
             self.stop()
             raise SandboxError(f"cannot start sandbox {request.name}: {_last(done.output)}")
+        self._ended = False
         self._pid_namespace = self._namespace()
+        self._jail: list[str] | None = None
+        self._home = ""
+        #: Whether the kernel caps the processes of the sandbox's user at ``pids``.
+        self.capped = False
+        if request.user not in (None, "root", "0"):
+            self._open_jail(runtime.config.limits.pids)
+
+    def _open_jail(self, pids: int) -> None:
+        """Make the user namespace the user's commands run in, held by a process of root's
+        (see the module docstring); without it (an image that lacks a program this
+        needs) commands run as before, uncapped."""
+        done = self.exec(
+            _JAIL, timeout=60, user="root", cwd="/", stdin=f"{self.request.user}\n".encode()
+        )
+        lines = done.output.strip().splitlines() if done.exit_code == 0 else []
+        fields = lines[-1].split("\t") if lines else []
+        if len(fields) != 6 or not fields[0].isdigit() or not all(fields):
+            return
+        holder, uid, gid, self._home, nsenter, prlimit = fields
+        self._jail = [
+            nsenter,
+            "--user",
+            f"--target={holder}",
+            f"--setuid={uid}",
+            f"--setgid={gid}",
+            "--",
+            prlimit,
+            f"--nproc={pids}:{pids}",
+            "--",
+        ]
+        self.capped = True
 
     def _namespace(self) -> str | None:
         argv = ["podman", "inspect", "--format", "{{.State.Pid}}", self.request.name]
@@ -102,6 +187,8 @@ class PodmanSandbox(Sandbox):
         """How many processes run in the sandbox now, counted by the host from ``/proc``
         (every process in the container's PID namespace: ``exec``'d commands too, however
         they were started); None: not known here."""
+        if self._ended:
+            return 0
         if self._pid_namespace is None:
             return None
         count = 0
@@ -125,7 +212,12 @@ class PodmanSandbox(Sandbox):
         user: str | None = None,
     ) -> ExecResult:
         argv = ["podman", "exec", "--interactive", "--workdir", cwd or self.request.workdir]
-        if (user or self.request.user) is not None:
+        jail: list[str] = []
+        if self._jail is not None and (user is None or user == self.request.user):
+            # As root into the sandbox's user namespace, then the user, capped.
+            jail = self._jail
+            argv += ["--user", "root", f"--env=HOME={self._home}"]
+        elif (user or self.request.user) is not None:
             argv += ["--user", user or self.request.user or ""]
         # By name only: podman takes each value from its own environment, so that no
         # value (a key) shows in the host's process list.
@@ -135,6 +227,7 @@ class PodmanSandbox(Sandbox):
         # deadline holds even if the container's `timeout` is not coreutils' any more.
         argv += [
             self.request.name,
+            *jail,
             "timeout",
             "--signal=KILL",
             f"{timeout:g}",
@@ -182,6 +275,24 @@ class PodmanSandbox(Sandbox):
         if done.exit_code != 0:
             raise SandboxError(f"cannot copy {path} out of sandbox {self.request.name}")
         return done.data
+
+    def end(self) -> int:
+        running = self.processes() or 0
+        output = ""
+        # Stopped means PID 1 has ended, and with it (the kernel waits for them) every
+        # process of the namespace; podman is asked for the state rather than trusted by
+        # the stop's exit status (a second stop for a sandbox podman was slow to stop).
+        for _ in range(2):
+            argv = ["podman", "stop", "--time", "0", self.request.name]
+            output = _bounded(argv, self.runtime.env, b"", 1 << 16, _PODMAN_SECONDS).output
+            argv = ["podman", "inspect", "--format", "{{.State.Status}}", self.request.name]
+            state = _bounded(argv, self.runtime.env, b"", 1 << 10, _PODMAN_SECONDS)
+            if state.exit_code == 0 and state.output.strip() in ("exited", "stopped"):
+                self._ended = True
+                return running
+        raise SandboxError(
+            f"cannot stop the processes of sandbox {self.request.name}: {_last(output)}"
+        )
 
     def stop(self) -> None:
         if self._stopped:

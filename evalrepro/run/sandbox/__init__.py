@@ -11,10 +11,14 @@ SANDBOX_DIR = Path(__file__).resolve().parent
 SUPERVISOR = SANDBOX_DIR / "supervisor.py"
 GUARD = SANDBOX_DIR / "guard.py"
 
-#: Where the attempt's inputs are mounted (read-only) in the sandbox.
+#: Where the attempt's inputs are mounted (read-only) in the sandbox. The model patch is
+#: the patch tools' (they run as the test user); the test patch and the program name the
+#: instance's tests and the canaries: they are in a folder only the container's root may
+#: enter (docs/threat-model.md, "What the test process can see").
 PATCH_PATH = "/evalrepro/patch.diff"
-TEST_PATCH_PATH = "/evalrepro/test.patch"
-PROGRAM_PATH = "/evalrepro/program.json"
+PRIVATE_DIR = "/evalrepro/private"
+TEST_PATCH_PATH = PRIVATE_DIR + "/test.patch"
+PROGRAM_PATH = PRIVATE_DIR + "/program.json"
 SUPERVISOR_PATH = "/evalrepro/supervisor.py"
 GUARD_PATH = "/evalrepro/guard.py"
 TESTBED = "/testbed"

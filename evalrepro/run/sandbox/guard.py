@@ -23,6 +23,10 @@ names:
   is imported from outside the repository whenever a copy exists there, so a module or
   package of the repository (``unittest/``, ``difflib.py``, ``json.py``) cannot shadow
   it; a name with no copy outside (a repository that is the framework) imports as usual;
+* no bytecode cache is read or written (``sys.pycache_prefix`` is the supervisor's empty
+  folder of root's, ``sys.dont_write_bytecode`` is on), in every process, with the
+  variable or without (a parent may have cleared the environment): every module
+  compiles from its source;
 * the repository's own ``sitecustomize`` and ``usercustomize`` do not run (``site``
   finds none) unless the dataset's ``protection.site_hooks`` says so: the supervisor
   writes ``_SITE_HOOKS = True`` or ``False`` as this file's first line. The image's own,
@@ -38,6 +42,8 @@ import sys
 
 #: Written by the supervisor as the first line; off when the module is imported bare.
 _SITE_HOOKS = bool(globals().get("_SITE_HOOKS", False))
+#: Written by the supervisor as the second line: a folder of root's, empty.
+_PYCACHE_PREFIX = globals().get("_PYCACHE_PREFIX")
 
 _FRAMEWORKS = ("unittest", "_pytest", "pytest", "pluggy")
 #: Also scanned: what a runner exits and prints through.
@@ -160,7 +166,61 @@ class _FrameworkFromOutside:
         return self._finder.find_spec(name, self.outside_entries())
 
 
+def _verified_bytecode():
+    """No bytecode is written, and none is read but the image's own: the repository's
+    modules (and anything else the test user can write) compile from their sources.
+
+    The supervisor gives the test run ``PYTHONPYCACHEPREFIX`` (a folder of root's, empty)
+    and ``PYTHONDONTWRITEBYTECODE``; code under test may start a child without them, and
+    this runs in that child too (before any code of the repository), whatever its
+    environment says. With the prefix alone the standard library and the environment
+    would compile from source in every process (seconds per pytest start): a module
+    whose ``__pycache__`` folder, that folder's ancestors and the cached file are root's
+    alone (the image's) keeps its usual cache. pytest's assertion-rewriting cache
+    follows the prefix alone: test modules and conftests are rewritten from source."""
+    if not _PYCACHE_PREFIX or not hasattr(sys, "pycache_prefix"):
+        return
+    sys.pycache_prefix = _PYCACHE_PREFIX
+    sys.dont_write_bytecode = True
+    try:
+        import _frozen_importlib_external as external
+    except ImportError:
+        return
+    original = external.cache_from_source
+    folders = {}
+
+    def root_only(path):
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return False
+        return st.st_uid == 0 and not st.st_mode & 0o022
+
+    def trusted(given):
+        """The real folder, if its cache is the image's; per folder, once."""
+        found = folders.get(given, False)
+        if found is False:
+            folder = found = os.path.realpath(given)
+            parent = os.path.join(folder, "__pycache__")
+            while found and parent != os.sep:
+                found = folder if root_only(parent) else None
+                parent = os.path.dirname(parent)
+            folders[given] = found
+        return found
+
+    def cache_from_source(path, debug_override=None, *, optimization=None):
+        cached = original(path, debug_override, optimization=optimization)
+        folder = trusted(os.path.dirname(os.path.abspath(os.fspath(path))))
+        if folder is None:
+            return cached
+        usual = os.path.join(folder, "__pycache__", os.path.basename(cached))
+        return usual if root_only(usual) or not os.path.lexists(usual) else cached
+
+    external.cache_from_source = cache_from_source
+
+
 def _install():
+    _verified_bytecode()
     spec = os.environ.get("EVALREPRO_GUARD", "")
     parts = spec.split(":", 2)
     if len(parts) != 3:

@@ -12,14 +12,20 @@ output. The phases, in order::
                                by the patch, are restored to the base commit (or only
                                recorded, or make the trial invalid: the dataset's policy)
     reset                      the test patch's files are written as base + test patch
-                               from the harness's own git store, then verified
+                               from the harness's own git store, then verified (every
+                               process of the test user killed first)
+    hide                       what says which tests are new (the repository's .git,
+                               the harness's store) locked to root; the test user is
+                               asked to read it, and the test patch and the program
     run the tests              as the test user, in a user namespace of its own (so the
                                process cap is this trial's), under a watchdog
                                (memory, processes, disk written, files created,
-                               output, time)
+                               output, time); no bytecode cache but the image's is read
+                               or written (an empty prefix of root's)
     fresh runs, re-runs        single tests, each alone in a fresh process, judged by
                                exit status (the re-runs: the failing tests the host names
-                               on this process's stdin, the only thing it reads there)
+                               on this process's stdin, the only thing it reads there),
+                               each from the state the tests started from
 
 Everything the host learns comes from one framed stream on this process's own stdout
 (the code under test has no handle on it): ``FRAME`` headers (kind, length), then
@@ -75,6 +81,9 @@ TEST_DIR_NAMES = frozenset({"test", "tests", "testing", "t", "spec", "__tests__"
 #: (dotted for TOML and JSON).
 #: Files whose pytest configuration pytest itself is asked about (``pytest_reading``).
 PYTEST_READS = ("setup.cfg", "pyproject.toml", "tox.ini")
+
+#: Compiled Python: what runs instead of a source when it sits beside it or in its cache.
+BYTECODE_SUFFIXES = (".pyc", ".pyo")
 
 SECTION_FILES = {
     "setup.cfg": ("tool:pytest", "pytest", "nosetests", "tool:nose"),
@@ -230,8 +239,11 @@ def protected_reason(path: str, protection: dict) -> str | None:
     """Why ``path`` (relative, posix) is test infrastructure under ``protection``, if it is.
 
     Files named in SECTION_FILES are not answered here: only a change to their test
-    sections counts, which needs their content (``sections_changed``).
+    sections counts, which needs their content (``sections_changed``). Compiled bytecode
+    is, whatever the patterns: it runs in place of a source nobody verified.
     """
+    if is_bytecode(path):
+        return "compiled bytecode (runs in place of its source)"
     for folder in protection.get("test_dirs", ()):
         if path == folder or path.startswith(folder + "/"):
             return f"in test folder {folder}/"
@@ -241,6 +253,23 @@ def protected_reason(path: str, protection: dict) -> str | None:
         if fnmatch.fnmatchcase(subject, pattern):
             return f"matches {pattern}"
     return None
+
+
+def is_bytecode(path: str) -> bool:
+    """A ``.pyc`` / ``.pyo`` file, or anything in a ``__pycache__`` folder (or that folder)."""
+    return path.endswith(BYTECODE_SUFFIXES) or "__pycache__" in path.split("/")
+
+
+def bytecode_source(path: str) -> str | None:
+    """The source a bytecode file stands for (``a/__pycache__/m.cpython-311.pyc`` and the
+    legacy ``a/m.pyc``: ``a/m.py``), or None."""
+    if not path.endswith(BYTECODE_SUFFIXES):
+        return None
+    folder, _, name = path.rpartition("/")
+    parts = folder.split("/") if folder else []
+    if parts and parts[-1] == "__pycache__":
+        parts, name = parts[:-1], name.split(".", 1)[0] + ".pyc"
+    return "/".join([*parts, name[: -len(".pyc")] + ".py"])
 
 
 def sections_changed(name: str, old: bytes | None, new: bytes | None) -> list[str]:
@@ -378,8 +407,9 @@ def _flatten_tables(table: dict, prefix: str = "") -> dict:
 # --- the tree: snapshots and restores --------------------------------------------------
 
 
-def snapshot(root: str) -> dict[str, tuple]:
-    """Every entry under ``root`` (not following links, skipping .git) with its stat facts.
+def snapshot(root: str, skip: frozenset[str] = frozenset()) -> dict[str, tuple]:
+    """Every entry under ``root`` (not following links, skipping .git and the relative
+    paths in ``skip``) with its stat facts.
 
     Two snapshots differ exactly where a tool wrote: a patch cannot choose an inode or
     a nanosecond mtime.
@@ -397,6 +427,8 @@ def snapshot(root: str) -> dict[str, tuple]:
             if item.name == ".git":
                 continue
             path = f"{rel}/{item.name}" if rel else item.name
+            if path in skip:
+                continue
             try:
                 st = item.stat(follow_symlinks=False)
             except OSError:
@@ -447,18 +479,140 @@ def changed_paths(before: dict[str, tuple], after: dict[str, tuple]) -> list[str
     )
 
 
+class SavedState:
+    """What the test user may write (the repository and every other writable folder), as
+    it was when the tests started, kept in a folder of root's that the test user cannot
+    enter; ``restore`` puts back everything a run changed since.
+
+    Each fresh run and each re-run starts from this state, so nothing a run before it
+    wrote (a file in /tmp, a marker in its home, bytecode in ``__pycache__``) can make it
+    pass. Every test process is dead when it is used (the kill(-1) that ends a run): no
+    one races it, and a changed parent is put back before anything below it."""
+
+    def __init__(self, roots: list[str], store: str, skip: list[str]) -> None:
+        self.roots = roots
+        self.store = store
+        #: Per root: the relative paths of the supervisor's own folders inside it.
+        self.skip = [
+            frozenset(
+                os.path.relpath(s, root) for s in skip if s.startswith(root.rstrip("/") + "/")
+            )
+            for root in roots
+        ]
+        self.baseline: list[dict[str, tuple]] = []
+        for index, root in enumerate(roots):
+            entries = snapshot(root, self.skip[index])
+            saved = os.path.join(store, str(index))
+            os.mkdir(saved, 0o700)
+            for rel in sorted(entries):
+                _copy_entry(os.path.join(root, rel), os.path.join(saved, rel), recurse=False)
+            self.baseline.append(entries)
+
+    def restore(self) -> int:
+        """Put back what changed since the state was saved (or last restored); how many
+        paths were put back."""
+        count = 0
+        for index, root in enumerate(self.roots):
+            before = self.baseline[index]
+            now = snapshot(root, self.skip[index])
+            changed = changed_paths(before, now)
+            moded = [
+                p
+                for p in before.keys() & now.keys()
+                if before[p][0] == now[p][0] == stat.S_IFDIR and before[p][1] != now[p][1]
+            ]  # folders whose mode changed (changed_paths leaves folders out)
+            done: set[str] = set()
+            for rel in changed:  # sorted: a folder before what it holds
+                parts = rel.split("/")
+                if any("/".join(parts[:depth]) in done for depth in range(1, len(parts))):
+                    continue  # put back with its folder
+                full = os.path.join(root, rel)
+                if rel in now:
+                    _remove(full)
+                if rel in before:
+                    _copy_entry(os.path.join(self.store, str(index), rel), full, recurse=True)
+                done.add(rel)
+            for rel in moded:
+                os.chmod(os.path.join(root, rel), stat.S_IMODE(before[rel][1]))
+            if done or moded:
+                self.baseline[index] = snapshot(root, self.skip[index])
+            count += len(done) + len(moded)
+        return count
+
+
+def _copy_entry(source: str, target: str, *, recurse: bool) -> None:
+    """``source`` (not followed) at ``target`` with its kind, content, mode, owner and
+    times; a folder with what it holds when ``recurse``. Sockets and devices are not
+    kept (a run's state cannot depend on one: nothing outlives its processes)."""
+    st = os.lstat(source)
+    kind = stat.S_IFMT(st.st_mode)
+    if kind == stat.S_IFDIR:
+        os.mkdir(target, 0o700)
+        if recurse:
+            with os.scandir(source) as listing:
+                for item in listing:
+                    _copy_entry(item.path, os.path.join(target, item.name), recurse=True)
+    elif kind == stat.S_IFLNK:
+        os.symlink(os.readlink(source), target)
+    elif kind == stat.S_IFREG:
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
+        out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "rb") as reader, os.fdopen(out, "wb") as writer:
+            shutil.copyfileobj(reader, writer, 1 << 20)
+    elif kind == stat.S_IFIFO:
+        os.mkfifo(target, 0o600)
+    else:
+        return
+    os.lchown(target, st.st_uid, st.st_gid)
+    if kind != stat.S_IFLNK:
+        os.chmod(target, stat.S_IMODE(st.st_mode))
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
+
+
+def root_folder(prefix: str, mode: int) -> str:
+    """A new empty folder of root's with ``mode``, where no other user can replace it (its
+    parent and the parent's ancestors are root's and writable by root alone)."""
+    for parent in ("/var/lib", "/"):
+        try:
+            chain = [parent] + [
+                os.path.dirname(parent.rstrip("/")) or "/" for _ in range(parent.count("/"))
+            ]
+            if all(_root_only(os.lstat(p)) for p in chain):
+                folder = tempfile.mkdtemp(prefix=prefix, dir=parent)
+                os.chmod(folder, mode)
+                return folder
+        except OSError:
+            continue
+    raise HarnessError("no folder of root's alone for the supervisor (/var/lib, /)")
+
+
+def _root_only(st: os.stat_result) -> bool:
+    return (
+        stat.S_ISDIR(st.st_mode)
+        and st.st_uid == 0
+        and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    )
+
+
 class Git:
     """The harness's own view of the base commit: a root-owned store outside /testbed."""
 
     def __init__(self, git_dir: str, private: str) -> None:
         self.git_dir = git_dir
         self.index = os.path.join(private, "index")
+        # What the reset writes (the blobs of base + test patch, without the canaries)
+        # goes to root's private folder, never into the store: a store the tests may
+        # read (``tests_read_git``) must not tell the canaries from the test patch.
+        objects = os.path.join(private, "objects")
+        os.makedirs(objects, mode=0o700, exist_ok=True)
         self.env = {
             "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
             "HOME": private,
             "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_CONFIG_GLOBAL": "/dev/null",
             "GIT_INDEX_FILE": self.index,
+            "GIT_OBJECT_DIRECTORY": objects,
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES": os.path.join(git_dir, "objects"),
         }
 
     def run(self, *args: str, stdin: bytes | None = None) -> bytes:
@@ -548,6 +702,16 @@ def _ensure_parents(root: str, rel: str) -> None:
             os.mkdir(current, 0o755)
 
 
+def _missing_parent(root: str, rel: str) -> bool:
+    """Whether an ancestor of ``rel`` under ``root`` does not exist."""
+    current = root
+    for part in rel.split("/")[:-1]:
+        current = os.path.join(current, part)
+        if not os.path.lexists(current):
+            return True
+    return False
+
+
 def _remove(path: str) -> None:
     try:
         st = os.lstat(path)
@@ -563,6 +727,8 @@ def apply_writes(root: str, operations: list[tuple]) -> None:
     """(path, kind, mode, data) in path order: "file", "link", "dir" or "absent"."""
     for path, kind, mode, data in sorted(operations, key=lambda op: op[0]):
         full = os.path.join(root, path)
+        if kind == "absent" and _missing_parent(root, path):
+            continue  # under a folder that went (a folder and its files both absent)
         _ensure_parents(root, path)
         if kind == "dir":
             try:
@@ -824,6 +990,62 @@ def tool_env(user: User) -> dict[str, str]:
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_CONFIG_GLOBAL": "/dev/null",
     }
+
+
+# --- what the tests may not see ------------------------------------------------------
+
+
+def lock_away(path: str) -> str | None:
+    """``path`` (a folder or a file; a link: what it resolves to) made root's alone, closed
+    to every other user; the path locked, or None when there is none. Only the top needs
+    it: nothing under a folder the test user cannot enter can be opened by it, whoever
+    owns what is inside (root owns it, so the test user cannot open it again)."""
+    target = os.path.realpath(path) if os.path.islink(path) else path
+    try:
+        st = os.lstat(target)
+    except FileNotFoundError:
+        return None
+    os.chown(target, 0, 0, follow_symlinks=False)
+    os.chmod(target, 0o700 if stat.S_ISDIR(st.st_mode) else 0o600)
+    return target
+
+
+def still_readable(paths: list[str]) -> None:
+    """Run as the test user: fails naming each of ``paths`` it can list or read."""
+    found = []
+    for path in paths:
+        try:
+            os.listdir(path)
+            found.append(path)
+            continue
+        except NotADirectoryError:
+            pass
+        except OSError:
+            continue
+        try:
+            with open(path, "rb") as handle:
+                handle.read(1)
+            found.append(path)
+        except OSError:
+            continue
+    if found:
+        raise PermissionError("readable by the test user: " + ", ".join(found))
+
+
+def kill_leftovers() -> None:
+    """Every process but init and this one killed, in one ``kill(-1)``, and what was ours
+    reaped: before the reset, nothing of the test user's (a daemon left by a tool or by
+    code pytest's config reader imported) may watch the test files being written."""
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                return
+        except ChildProcessError:
+            return
 
 
 # --- the test run ----------------------------------------------------------------------
@@ -1213,18 +1435,25 @@ class GuardRecords:
         return "clean", ""
 
 
-def guard_module(source: str, site_hooks: bool) -> bytes:
-    """The exit guard as installed: its switch (``_SITE_HOOKS``: the repository's own
-    sitecustomize and usercustomize run) as the first line, then the module's source."""
+def guard_module(source: str, site_hooks: bool, pycache_prefix: str | None = None) -> bytes:
+    """The exit guard as installed: its switches (``_SITE_HOOKS``: the repository's own
+    sitecustomize and usercustomize run; ``_PYCACHE_PREFIX``: where every process looks
+    for bytecode, None: as usual) as the first lines, then the module's source."""
     with open(source, "rb") as handle:
-        return b"_SITE_HOOKS = %s\n" % repr(bool(site_hooks)).encode() + handle.read()
+        return (
+            b"_SITE_HOOKS = %s\n" % repr(bool(site_hooks)).encode()
+            + b"_PYCACHE_PREFIX = %s\n" % repr(pycache_prefix).encode()
+            + handle.read()
+        )
 
 
-def install_guard(source: str, testbed: str, site_hooks: bool) -> list[str]:
+def install_guard(
+    source: str, testbed: str, site_hooks: bool, pycache_prefix: str | None = None
+) -> list[str]:
     """Put the exit guard into every site directory of the image; where it went."""
     import glob
 
-    module = guard_module(source, site_hooks)
+    module = guard_module(source, site_hooks, pycache_prefix)
     places = []
     candidates = sorted(glob.glob("/opt/venv/lib/python3*/site-packages"))
     candidates += [p for p in ("/usr/lib/python3/dist-packages",) if os.path.isdir(p)]
@@ -1289,6 +1518,13 @@ class TestRun:
         )
         if self.fresh:
             env["PYTHONNOUSERSITE"] = "1"
+        prefix = self.program.get("pycache_prefix")
+        if prefix:
+            # Every Python process compiles from the verified sources: no cache is read
+            # beside them (a planted __pycache__) and none is written (the prefix is
+            # root's and empty). The exit guard sets the same for a child whose
+            # environment lost these.
+            env.update(PYTHONPYCACHEPREFIX=prefix, PYTHONDONTWRITEBYTECODE="1")
         return env
 
     def launch(self) -> tuple[int, int, int]:
@@ -1382,6 +1618,7 @@ class TestRun:
                 "tests_started",
                 user_namespace=self.nested,
                 new_user_namespaces="refused" if self.namespaces_blocked else "allowed",
+                git="readable" if tests_read_git(self.program) else "hidden",
             )
         deadline = started + self.limits["timeout"]
         poller = select.poll()
@@ -1513,9 +1750,15 @@ def _exit_code(status: int | None) -> tuple[int | None, int | None]:
 # --- the phases ------------------------------------------------------------------------
 
 
+def tests_read_git(program: dict) -> bool:
+    """Whether the dataset declared that its tests read the repository's git data."""
+    return bool(program["protection"].get("tests_read_git", False))
+
+
 class Trial:
-    def __init__(self, program: dict, stream: Stream) -> None:
+    def __init__(self, program: dict, stream: Stream, program_path: str | None = None) -> None:
         self.program = program
+        self.program_path = program_path
         self.stream = stream
         self.testbed = program["testbed"]
         self.user = User(program["user"])
@@ -1523,7 +1766,9 @@ class Trial:
         self.git = Git(program["git_dir"], self.private)
         self.base = program["base_commit"]
         self._python: str | bool | None = False  # the test environment's, when first asked
+        self.state: SavedState | None = None  # what the lone runs start from
         self.placed: list[str] = []  # the canaries the reset placed
+        self.restored = 0  # paths put back before the lone runs
 
     def run(self) -> None:
         started = time.monotonic()
@@ -1544,11 +1789,20 @@ class Trial:
         protected = self.protect(changed)
         if self.program["protection"]["policy"] == "invalid" and protected:
             return  # the trial is invalid by policy: running the tests would change nothing
+        kill_leftovers()
         test_files = self.reset_test_files(protected)
+        self.hide()
+        prefix = root_folder("evalrepro-pycache-", 0o555)
+        self.program["pycache_prefix"] = prefix
         if self.program.get("guard", True):
             site_hooks = self.program["protection"].get("site_hooks", False)
-            sites = install_guard(self.program["guard_source"], self.testbed, site_hooks)
+            sites = install_guard(self.program["guard_source"], self.testbed, site_hooks, prefix)
             self.stream.event("guard", sites=sites)
+        if self.program.get("fresh") or self.program.get("rerun"):
+            # Saved before the run: each lone run starts from it, whatever the run wrote.
+            store = root_folder("evalrepro-state-", 0o700)
+            roots = writable_roots(self.user, self.testbed)
+            self.state = SavedState(roots, store, [self.private, store, prefix])
         before_tests = snapshot(self.testbed)
         hash_kind = self.git.hash_kind()
 
@@ -1561,6 +1815,31 @@ class Trial:
         if self.program.get("rerun"):
             self.reruns(changed, integrity)
 
+    def hide(self) -> None:
+        """After the reset, before any test runs: what says which tests are the test
+        patch's is made unreadable to the test user, and the test user is asked.
+
+        The test patch and the program are in root's folder from the start (the host
+        mounts it so). The repository's ``.git`` and the harness's store hold the base:
+        with them, ``git diff`` or ``git show HEAD:<file>`` says which tests are new.
+        They are locked away unless the dataset declared that its tests read git
+        (``protection.tests_read_git``, recorded in ``tests_started``). Whatever is still
+        readable after this is the harness's failure, never a trial that runs."""
+        private = [os.path.dirname(self.program["test_patch"]), self.program["test_patch"]]
+        if self.program_path is not None:
+            private.append(self.program_path)
+        locked = []
+        if not tests_read_git(self.program):
+            for path in (os.path.join(self.testbed, ".git"), self.program["git_dir"]):
+                done = lock_away(path)
+                if done is not None:
+                    locked.append(done)
+        # The supervisor's own folder (its index names the test files' blobs) too.
+        error = as_user(self.user, still_readable, [*private, *locked, self.private])
+        if error:
+            raise HarnessError(f"the test user can still read what names the tests: {error}")
+        self.stream.log(f"hidden from the tests: {', '.join([private[0], *locked])}")
+
     def fresh_runs(self, changed: list[str], integrity: Callable[[], list[str]]) -> None:
         """Each fresh run of the program alone, in a process of its own: how it ended.
 
@@ -1571,7 +1850,10 @@ class Trial:
             if run["expect"] == "fail" and run["test"] not in self.placed:
                 continue
             results.append(self.run_alone(run, changed))
-        self.stream.event("fresh", runs=results, changed_during_run=integrity())
+        self.stream.event(
+            "fresh", runs=results, changed_during_run=integrity(), restored=self.restored
+        )
+        self.restored = 0
 
     def reruns(self, changed: list[str], integrity: Callable[[], list[str]]) -> None:
         """The runs the host names on stdin (it parsed the log: the failing tests, and a
@@ -1592,10 +1874,14 @@ class Trial:
             runs=results,
             asked=-1 if asked is None else len(asked),
             changed_during_run=integrity(),
+            restored=self.restored,
         )
 
     def run_alone(self, run: dict, changed: list[str]) -> dict:
-        """One run of a single test in a fresh process: how it ended (a ``FreshResult``)."""
+        """One run of a single test in a fresh process, from the state the tests started
+        from: how it ended (a ``FreshResult``)."""
+        if self.state is not None:
+            self.restored += self.state.restore()
         test = TestRun(
             self.program, self.stream, self.user, changed, command=run["command"], fresh=True
         )
@@ -1623,12 +1909,18 @@ class Trial:
             for problem in verify_writes(self.testbed, test_files, hash_kind)
         ]
         patterns = self.program["protection"].get("patterns", ())
+        tests = {op[0] for op in test_files}
         for path in changed_paths(before, snapshot(self.testbed)):
-            if "__pycache__" in path.split("/"):
-                continue
             name = path.rsplit("/", 1)[-1]
+            source = bytecode_source(path)
             if any(fnmatch.fnmatchcase(path if "/" in p else name, p) for p in patterns):
                 found.append(f"{shown(path)} (test infrastructure)")
+            elif source is not None and (
+                source in tests or protected_reason(source, self.program["protection"])
+            ):
+                # The tests' processes write no bytecode (an empty prefix of root's): this
+                # is code standing in for a test file or test infrastructure.
+                found.append(f"{shown(path)} (bytecode of {shown(source)})")
         return found[:50]
 
     def apply_model_patch(self, before: dict[str, tuple]) -> tuple[str | None, list[str]]:
@@ -1855,7 +2147,7 @@ def main(argv: list[str]) -> int:
         phase = "load"
         program = load_program(argv[1])
         phase = "trial"
-        Trial(program, stream).run()
+        Trial(program, stream, argv[1]).run()
     except Stop:
         pass
     except BrokenPipeError:
