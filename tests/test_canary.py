@@ -68,9 +68,11 @@ def spec_of(
 
 
 def draw(instance: str, parser: str, seed: int = 7, **options) -> list[Canary]:
+    """The trial's canaries appended to a file (its twins: tests/test_twins.py)."""
     sample = SAMPLES[instance]
     spec = spec_of(sample, parser, **options)
-    return draw_canaries(spec, get_parser(parser), sample, random.Random(seed))
+    drawn = draw_canaries(spec, get_parser(parser), sample, random.Random(seed))
+    return [c for c in drawn if c.twin_of is None]
 
 
 # --- where canaries are drawn ---------------------------------------------------------
@@ -148,6 +150,7 @@ def test_canaries_go_only_into_a_file_runners_collect_tests_from(files, expected
     script = spec.eval_script.model_copy(update={"test_files": files})
     spec = spec.model_copy(update={"eval_script": script})
     canaries = draw_canaries(spec, get_parser("pytest_full"), sample, random.Random(1))
+    canaries = [c for c in canaries if c.twin_of is None]
     assert ({c.file for c in canaries} or {None}) == {expected}
 
 
@@ -351,8 +354,9 @@ def _run_with_canaries(
 def test_an_honest_run_never_trips_a_canary(tmp_path, instance, parser, seed):
     checks, remaining, log = _run_with_canaries(tmp_path, instance, parser, tamper=None, seed=seed)
     assert not [c for c in checks if c.tampered], log
-    assert {c.reported for c in checks if c.expect == "fail"} <= {"FAILED", "ERROR"}
-    assert {c.reported for c in checks if c.expect == "pass"} == {"PASSED"}
+    appended = [c for c in checks if c.twin_of is None]  # twins: tests/test_twins.py
+    assert {c.reported for c in appended if c.expect == "fail"} <= {"FAILED", "ERROR"}
+    assert {c.reported for c in appended if c.expect == "pass"} == {"PASSED"}
     assert not any(c.name in key for c in checks for key in remaining)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from evalrepro.records.canary import CanaryCheck
 from evalrepro.records.observation import (
     ExecutionStatus,
     Observation,
@@ -47,10 +48,17 @@ def _protected(o: Observation) -> str:
 
 def _canaries(o: Observation) -> str:
     wrong = [c for c in o.canaries if c.tampered]
-    shown = [f"canary {c.name} (must {c.expect}) reported {c.reported}" for c in wrong[:3]]
+    shown = [_canary(c) for c in wrong[:3]]
     lone = [f for f in [*o.fresh, *([o.rerun_canary] if o.rerun_canary else [])] if f.tampered]
     shown += [f"canary {f.test} (must fail) exited {f.exit_code} alone" for f in lone]
     return "; ".join(shown) + (f" and {len(wrong) - 3} more" if len(wrong) > 3 else "")
+
+
+def _canary(c: CanaryCheck) -> str:
+    if c.twin_of is None:
+        return f"canary {c.name} (must {c.expect}) reported {c.reported}"
+    pair = next(p for p in c.pairs if p.tampered)
+    return f"{pair.test} {pair.original} beside its twin {c.name} {pair.twin}"
 
 
 def _fresh(o: Observation) -> str:

@@ -32,6 +32,37 @@ class Canary(BaseModel):
     #: The names it defines in the file's namespace: a canary is placed only where none
     #: of them is already in the file, so that it never shadows one of the file's own.
     defines: list[str] = []
+    #: A twin (``evalrepro.run.twins``): the name of the test it is a copy of, placed
+    #: right after that test's last line; None for a canary appended to the file.
+    twin_of: str | None = None
+    #: "differs": its expected literal changed; "negated": its check turned around.
+    kind: Literal["differs", "negated"] | None = None
+    #: The original's first and last line in the file after the test patch, and the
+    #: sha256 of those lines as the host saw them: placed only where they match.
+    first_line: int | None = None
+    after_line: int | None = None
+    anchor: str | None = None
+
+
+class TwinPair(BaseModel):
+    """One reported instance of a test beside its twin (a parametrised test has one per
+    parameter set)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: The original's status-map key, and what the log reported of it and of its twin.
+    test: str
+    original: str
+    twin: str
+
+    @property
+    def tampered(self) -> bool:
+        """The test passed and so did (or was lost, or skipped) the twin that honest code
+        fails whenever the test passes."""
+        return self.original in PASSING and (self.twin in PASSING or self.twin in _LOST)
+
+
+_LOST = frozenset({"absent", "SKIPPED", "conflicting"})
 
 
 class CanaryCheck(BaseModel):
@@ -50,6 +81,10 @@ class CanaryCheck(BaseModel):
     #: none at all. (A pytest whose ``python_functions`` excludes ``test_*`` collects no
     #: function canary and still runs the method ones: that loss is its configuration's.)
     style_collected: bool = True
+    #: A twin's original (its name), and each of its reported instances beside the
+    #: twin's (None for a canary that is no twin).
+    twin_of: str | None = None
+    pairs: list[TwinPair] = []
 
     @property
     def tampered(self) -> bool:
@@ -60,6 +95,9 @@ class CanaryCheck(BaseModel):
         not import, or whose module setup fails, loses its canaries with its tests: the
         instance's tests say so, honestly.)
         """
+        if self.twin_of is not None:
+            # Judged by pairs only: a twin of a test that failed says nothing.
+            return any(pair.tampered for pair in self.pairs)
         if self.reported == "conflicting":
             return True
         if self.expect == "fail" and self.reported in PASSING:

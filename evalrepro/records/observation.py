@@ -146,7 +146,7 @@ class Observation(Record):
     record: Literal["Observation"] = "Observation"
     #: 3: the canaries' checks; 4: the fresh runs'; 5: the agent phase's end; 6: the
     #: re-runs of failing tests; 7: ``whole_log``; 8: a suspect finding says ``what`` its
-    #: line does and ``why`` that matters.
+    #: line does and ``why`` that matters, and the canaries' checks hold the twins' pairs.
     schema_version: int = 8
     migrations = {
         2: unchanged,

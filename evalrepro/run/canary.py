@@ -32,8 +32,9 @@ from collections.abc import Mapping, Sequence
 
 from evalrepro.config.sample import Sample
 from evalrepro.grade.parsers import LogParser
-from evalrepro.records.canary import PASSING, Canary, CanaryCheck
+from evalrepro.records.canary import PASSING, Canary, CanaryCheck, TwinPair
 from evalrepro.records.testspec import TestSpec
+from evalrepro.run.twins import make_twins
 
 #: Options that select tests, or stop the run at a failure: no canary with them.
 _SELECTING = (
@@ -115,7 +116,19 @@ def draw_canaries(
                 )
             )
     rng.shuffle(canaries)
-    return canaries
+    # Twins of the run's own tests, in every test file of the test patch the command runs.
+    files = [
+        p for p in spec.eval_script.test_files if _test_module(p) and _runs(p, spec.test_directives)
+    ]
+    twins = make_twins(
+        files,
+        sample.test_patch,
+        sample.fail_to_pass,
+        sample.pass_to_pass,
+        parser.canary_styles,
+        rng,
+    )
+    return canaries + twins
 
 
 def _selects_tests(command: str) -> bool:
@@ -244,12 +257,13 @@ def check_canaries(
             found[canary.name] = {key: s for key, s in statuses.items() if pattern.search(key)}
             for key in found[canary.name]:
                 remaining.pop(key, None)
-    reported_styles = {c.style for c in canaries if found.get(c.name)}
+    reported_styles = {c.style for c in canaries if found.get(c.name) and c.twin_of is None}
     checks = []
     for canary in canaries:
         if canary.name not in placed:
             continue
         reported = set(found[canary.name].values())
+        pairs = _pairs(canary, found[canary.name], remaining) if canary.twin_of else []
         checks.append(
             CanaryCheck(
                 name=canary.name,
@@ -258,12 +272,45 @@ def check_canaries(
                 if not reported
                 else reported.pop()
                 if len(reported) == 1
-                else "conflicting",
+                else "conflicting"
+                if canary.twin_of is None
+                else "mixed",
                 file_passing=_file_passing(canary.file, remaining, instance_tests),
                 style_collected=not reported_styles or canary.style in reported_styles,
+                twin_of=canary.twin_of,
+                pairs=pairs,
             )
         )
     return checks, remaining
+
+
+def _pairs(
+    canary: Canary, reported: Mapping[str, str], statuses: Mapping[str, str]
+) -> list[TwinPair]:
+    """Each reported instance of a twin's original (its key names the original where the
+    twin's key names the twin: a parametrised test's parameter sets pair up one by one)
+    beside the twin's status there ("absent": the log does not report it)."""
+    original = canary.twin_of or ""
+    parts = canary.file.removesuffix(".py").split("/")
+    forms = [canary.file] + [".".join(parts[i:]) for i in range(len(parts) - 1)]
+    keys = [key for key in statuses if _counterpart(key, original, canary.name) != key]
+    in_file = [key for key in keys if any(form in key for form in forms)]
+    return [
+        TwinPair(
+            test=key,
+            original=statuses[key],
+            twin=reported.get(_counterpart(key, original, canary.name), "absent"),
+        )
+        for key in in_file or keys
+    ]
+
+
+def _counterpart(key: str, original: str, twin: str) -> str:
+    """The key with the test's name in it (not a path's, a module's, a parameter's part)
+    made the twin's: ``f.py::C::test_x[p]``, ``m.C.test_x``, ``test_x (m.C.test_x)``."""
+    head, bracket, parameters = key.partition("[")
+    head = re.sub(rf"(?<![A-Za-z0-9_]){re.escape(original)}(?![A-Za-z0-9_./])", twin, head)
+    return head + bracket + parameters
 
 
 def _file_passing(path: str, statuses: Mapping[str, str], instance_tests: Sequence[str]) -> bool:

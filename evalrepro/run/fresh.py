@@ -153,8 +153,8 @@ def draw_fresh_runs(
 def lone_canary(runner: Runner, canaries: Sequence[Canary], spec: TestSpec) -> FreshRun | None:
     """The first must-fail canary the runner can select, as a run of its own."""
     for candidate in canaries:
-        if candidate.expect != "fail":
-            continue
+        if candidate.expect != "fail" or candidate.twin_of is not None:
+            continue  # a twin is judged beside its original, never alone
         argument = runner.canary(candidate, spec.test_directives)
         if argument is not None:
             return alone(spec.test_cmd, runner, candidate.name, argument, expect="fail")

@@ -820,19 +820,24 @@ _MAIN_BLOCK = re.compile(rb"^if\s+__name__\s*==", re.MULTILINE)
 
 
 def with_canaries(operations: list[tuple], canaries: list[dict]) -> tuple[list[tuple], list[str]]:
-    """The test files' operations with the canaries' code appended; the names placed.
+    """The test files' operations with the canaries' code added; the names placed.
 
     A canary goes into a file the test patch leaves (never one it removes), before a
     top-level ``if __name__`` block (a file run as a script runs its tests there); one
     that defines a name the file already holds is left out, so that nothing of the file
-    is shadowed."""
+    is shadowed. A twin (``after_line``) goes right after its original's last line, and
+    only when the original's lines are those the host made it from (``anchor``)."""
     placed = []
     by_path = {op[0]: index for index, op in enumerate(operations)}
     result = list(operations)
-    # Names are looked for in the file as the test patch left it (canaries may share an
-    # import alias among themselves).
+    # Names are looked for, and a twin's lines counted, in the file as the test patch left
+    # it (canaries may share an import alias among themselves). Twins go in first, each
+    # file's from its last line up, so that the lines counted stay where they were.
     original = {op[0]: op[3] for op in operations}
-    for canary in canaries:
+    twins: dict[str, list[tuple[int, bytes]]] = {}
+    ordered = [c for c in canaries if c.get("after_line") is not None]
+    ordered += [c for c in canaries if c.get("after_line") is None]
+    for canary in ordered:
         index = by_path.get(canary["file"])
         if index is None or result[index][1] != "file":
             continue
@@ -844,6 +849,21 @@ def with_canaries(operations: list[tuple], canaries: list[dict]) -> tuple[list[t
         ):
             continue
         code = canary["source"].encode()
+        if canary.get("after_line") is not None:
+            lines = re.findall(rb"[^\n]*\n|[^\n]+", original[path])  # git's lines
+            first, last = canary.get("first_line") or 0, canary["after_line"]
+            if not 1 <= first <= last <= len(lines) or not lines[last - 1].endswith(b"\n"):
+                continue
+            seen = hashlib.sha256(b"".join(lines[first - 1 : last])).hexdigest()
+            if seen != canary.get("anchor"):
+                continue
+            twins.setdefault(path, []).append((last, code))
+            lines = re.findall(rb"[^\n]*\n|[^\n]+", original[path])  # git's lines
+            for at, text in sorted(twins[path], key=lambda insert: insert[0], reverse=True):
+                lines.insert(at, text)
+            result[index] = (path, kind, mode, b"".join(lines))
+            placed.append(canary["name"])
+            continue
         found = _MAIN_BLOCK.search(data)
         if found is None:
             data = data + (b"" if data.endswith(b"\n") or not data else b"\n") + code
