@@ -158,7 +158,8 @@ def test_latex_of_the_demo_names_each_run_once_says_what_was_paired_and_compiles
     tex = render_comparison_latex(report)
     assert "(model\\_\\allowbreak{}a)" not in tex and "model\\_a (model\\_a)" not in tex
     table = tex[: tex.index("\\end{table}")]
-    assert "against A, paired: each of the 12 shared instances" in table
+    # Said once for the table (one pair: no run named).
+    assert "Paired: each of the 12 shared instances" in table
     assert "Invalid and missing trials count as unresolved (failures)" in table
     assert "CI $-$" in table and not re.search(r"CI -\d", table)
     # The discordant column counts the instances whose share is higher in A, in B.
