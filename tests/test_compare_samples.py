@@ -166,7 +166,7 @@ def test_latex_of_the_demo_names_each_run_once_says_what_was_paired_and_compiles
     (row,) = [line for line in table.splitlines() if line.startswith("model\\_k2 &")]
     # Three instances each half a sample apart: the exact sign-flip p, 2/8, as McNemar
     # would give for 3 discordant pairs all one way.
-    assert row.endswith("& 3 / 0 & 0.250$^{s}$ \\\\")
+    assert row.endswith("& 3 / 0 & 0.25$^{s}$ \\\\")
     assert "for shares of resolved samples, higher in A, in B" in table
     label = re.search(r"\\label\{(.*)\}", tex)[1]
     log, text, _ = compile_fragments(
