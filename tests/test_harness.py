@@ -3,6 +3,7 @@ result, so that a change to grading gives new trial ids without a version bump."
 
 from __future__ import annotations
 
+import ast
 import shutil
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from rich.console import Console
 
 from evalrepro.config.experiment import compose
 from evalrepro.pipeline import lock_experiment
-from evalrepro.plan.harness import PACKAGE_DIR, code_digest, code_files
+from evalrepro.plan.harness import PACKAGE_DIR, RESULT_NEUTRAL, code_digest, code_files
 from evalrepro.plan.lockfile import differences, lockfile_problems
 from tests.fake_backend import Tests, fake_backend
 
@@ -39,6 +40,43 @@ def test_the_digest_covers_parsers_grading_scoring_and_the_in_container_scripts(
         "build/containerfile.py",
     ):
         assert presentation not in files
+
+
+def _imported(path: Path) -> set[str]:
+    """The evalrepro modules ``path`` imports (at any depth of its code), as paths
+    relative to the package."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+        else:
+            continue
+        for name in names:
+            if name == "evalrepro" or name.startswith("evalrepro."):
+                module = PACKAGE_DIR.joinpath(*name.split(".")[1:])
+                for candidate in (module / "__init__.py", module.with_suffix(".py")):
+                    if candidate.is_file():
+                        found.add(candidate.relative_to(PACKAGE_DIR).as_posix())
+                        break
+    return found
+
+
+def test_every_module_the_result_code_imports_is_digested_or_declared_neutral():
+    # The effect, not a list kept by hand: a new module that the parsers, the score or the
+    # supervisor come to use (the twins' transform, say) changes results, so it changes
+    # the digest unless it is declared unable to.
+    covered = set(code_files())
+    seen, todo = set(covered), list(covered)
+    while todo:
+        for module in _imported(PACKAGE_DIR / todo.pop()):
+            if module not in seen:
+                seen.add(module)
+                todo.append(module)
+    undeclared = sorted(seen - covered - set(RESULT_NEUTRAL))
+    assert undeclared == [], f"result code imports modules outside the digest: {undeclared}"
+    assert not set(RESULT_NEUTRAL) & covered
 
 
 def test_a_changed_parser_changes_the_digest_and_a_changed_report_does_not(tmp_path):

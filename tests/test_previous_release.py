@@ -141,9 +141,10 @@ def test_the_old_demo_lockfile_differs_from_a_new_lock_of_the_demo_in_the_harnes
     found = differences(old, new)
     # The code that grades changed; the version did not. The test specs changed with the
     # protection they hold (canary tests, declared framework sources, fresh runs, site
-    # hooks, whether the tests may read git), and with them the instance layers whose recipe holds the test spec; the
-    # environment gained the re-runs of failing tests. Nothing else of the config differs:
-    # not the executor's settings (0.2's environment.max_workers / max_attempts).
+    # hooks, whether the tests may read git), and with them the instance layers whose
+    # recipe holds the test spec; the environment gained the re-runs of failing tests.
+    # Nothing else of the config differs: not the executor's settings (0.2's
+    # environment.max_workers / max_attempts).
     assert {d.kind for d in found} == {"harness", "test_spec", "images", "config"}, found
     assert found[0].kind == "harness" and found[0].detail.startswith("harness code ")
     assert old.harness.version == new.harness.version

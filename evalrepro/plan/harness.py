@@ -36,17 +36,51 @@ RESULT_CODE = (
     "records/foreign.py",
     "records/fresh.py",
     "records/observation.py",
+    "records/rerun.py",
     "records/score.py",
     "records/supervision.py",
     "records/testspec.py",
+    "records/words.py",
     "run/canary.py",
     "run/evalscript.py",
     "run/fresh.py",
     "run/patchcheck.py",
     "run/protection.py",
     "run/recorder.py",
+    "run/rerun.py",
     "run/sandbox",
     "run/supervision.py",
+    "run/twins.py",
+)
+
+#: evalrepro's modules that the result code imports but that cannot change a verdict:
+#: plumbing (files, digests, errors, text shown), the records' base and the records of
+#: what a trial was (its identity, artifacts, usage: in the trial id or its digests
+#: already), and the configs and targets whose values reach a result only through the
+#: test spec or the target digest, which the trial id holds. A module the result code
+#: comes to import is in one tuple or the other (tests/test_harness.py holds it).
+RESULT_NEUTRAL = (
+    "__init__.py",
+    "atomic.py",
+    "digest.py",
+    "errors.py",
+    "files.py",
+    "jsonfile.py",
+    "plugins.py",
+    "text.py",
+    "records/agent.py",
+    "records/artifact.py",
+    "records/base.py",
+    "records/trial.py",
+    "records/usage.py",
+    "config/agents.py",
+    "config/builders.py",
+    "config/environment.py",
+    "config/program.py",
+    "config/sample.py",
+    "run/attempt.py",
+    "targets/agent.py",
+    "targets/base.py",
 )
 
 
