@@ -2,7 +2,7 @@
 
 SWE-bench instances older than swebench 5 carry no ``log_parser`` field; the harness
 picked the parser by repo. This table (swebench's MAP_REPO_TO_PARSER_PY, plus the
-JavaScript repos whose parsers exist here, as data) lets ``evalrepro grade`` re-grade
+Go and JavaScript repos whose parsers exist here, as data) lets ``evalrepro grade`` re-grade
 such instances without being told the parser.
 """
 
@@ -25,6 +25,12 @@ SWEBENCH_REPO_PARSERS: dict[str, str] = {
     "sqlfluff/sqlfluff": "pytest",
     "sphinx-doc/sphinx": "pytest_v2",
     "sympy/sympy": "sympy",
+    # Go (swebench's MAP_REPO_TO_PARSER_GO)
+    "caddyserver/caddy": "gotest",
+    "gin-gonic/gin": "gotest",
+    "gohugoio/hugo": "gotest",
+    "hashicorp/terraform": "gotest",
+    "prometheus/prometheus": "gotest",
     # JavaScript
     "axios/axios": "tap",
     "eslint/eslint": "eslint",  # a FAIL_ONLY repo: its parser records failures only
