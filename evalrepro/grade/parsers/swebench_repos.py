@@ -2,7 +2,7 @@
 
 SWE-bench instances older than swebench 5 carry no ``log_parser`` field; the harness
 picked the parser by repo. This table (swebench's MAP_REPO_TO_PARSER_PY, plus the
-Go and JavaScript repos whose parsers exist here, as data) lets ``evalrepro grade`` re-grade
+Go, Rust and JavaScript repos whose parsers exist here, as data) lets ``evalrepro grade`` re-grade
 such instances without being told the parser.
 """
 
@@ -31,6 +31,14 @@ SWEBENCH_REPO_PARSERS: dict[str, str] = {
     "gohugoio/hugo": "gotest",
     "hashicorp/terraform": "gotest",
     "prometheus/prometheus": "gotest",
+    # Rust (swebench's MAP_REPO_TO_PARSER_RUST)
+    "astral-sh/ruff": "cargo",
+    "burntsushi/ripgrep": "cargo",
+    "nushell/nushell": "cargo",
+    "sharkdp/bat": "cargo",
+    "tokio-rs/axum": "cargo",
+    "tokio-rs/tokio": "cargo",
+    "uutils/coreutils": "cargo",
     # JavaScript
     "axios/axios": "tap",
     "eslint/eslint": "eslint",  # a FAIL_ONLY repo: its parser records failures only
