@@ -1,9 +1,9 @@
 """Which compatible parser SWE-bench uses for each of its repos that we have parsers for.
 
 SWE-bench instances older than swebench 5 carry no ``log_parser`` field; the harness
-picked the parser by repo. This table (swebench's MAP_REPO_TO_PARSER_PY, plus the
-Go, Rust and JavaScript repos whose parsers exist here, as data) lets ``evalrepro grade`` re-grade
-such instances without being told the parser.
+picked the parser by repo. This table (swebench's MAP_REPO_TO_PARSER_PY, plus the Go,
+Rust, Java and JavaScript repos whose parsers exist here, as data) lets ``evalrepro
+grade`` re-grade such instances without being told the parser.
 """
 
 SWEBENCH_REPO_PARSERS: dict[str, str] = {
@@ -39,6 +39,10 @@ SWEBENCH_REPO_PARSERS: dict[str, str] = {
     "tokio-rs/axum": "cargo",
     "tokio-rs/tokio": "cargo",
     "uutils/coreutils": "cargo",
+    # Java (swebench's MAP_REPO_TO_PARSER_JAVA, Maven repos)
+    "apache/druid": "maven",
+    "google/gson": "maven",
+    "javaparser/javaparser": "maven",
     # JavaScript
     "axios/axios": "tap",
     "eslint/eslint": "eslint",  # a FAIL_ONLY repo: its parser records failures only
