@@ -45,6 +45,8 @@ SWEBENCH_REPO_PARSERS: dict[str, str] = {
     "javaparser/javaparser": "maven",
     # JavaScript
     "axios/axios": "tap",
+    "babel/babel": "jest",
     "eslint/eslint": "eslint",  # a FAIL_ONLY repo: its parser records failures only
+    "facebook/docusaurus": "jest",
     "mrdoob/three.js": "tap",
 }
