@@ -126,7 +126,13 @@ def unavailable() -> str | None:
 def json_truth(report: dict[str, Any], casedir: Path) -> dict[str, str]:
     truth: dict[str, str] = {}
     seen: Counter[str] = Counter()
-    statuses = {"passed": "PASSED", "failed": "FAILED", "pending": "SKIPPED", "todo": "SKIPPED"}
+    statuses = {
+        "passed": "PASSED",
+        "failed": "FAILED",
+        "pending": "SKIPPED",
+        "skipped": "SKIPPED",  # vitest's word for it
+        "todo": "SKIPPED",
+    }
     for result in report["testResults"]:
         path = _clean(result["name"], casedir)
         if not result["assertionResults"] and result["status"] == "failed":

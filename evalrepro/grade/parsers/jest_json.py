@@ -2,7 +2,9 @@
 
 Expects the output of ``jest --json 2>&1``: jest's human-readable report (on stderr)
 and, on a line of its own, the JSON report (on stdout). A test's ``console.log`` output
-is printed indented, so it never starts a line with ``{``.
+is printed indented, so it never starts a line with ``{``. ``vitest run
+--reporter=json`` writes the same report (its skipped tests say ``skipped``), so this
+parser reads vitest's too.
 
 Ids: ``<test file>::<describe> > ... > <title>``, the file as jest reports it (an
 absolute path: ``/testbed/src/a.test.js``), so tests of one title in several blocks or
@@ -40,12 +42,13 @@ _STATUS = {
     "disabled": Status.SKIPPED,
     "skipped": Status.SKIPPED,
 }
-_TOTALS = {
+# Report total -> the test statuses it counts (None: all); vitest says "skipped".
+_TOTALS: dict[str, tuple[str, ...] | None] = {
     "numTotalTests": None,
-    "numPassedTests": "passed",
-    "numFailedTests": "failed",
-    "numPendingTests": "pending",
-    "numTodoTests": "todo",
+    "numPassedTests": ("passed",),
+    "numFailedTests": ("failed",),
+    "numPendingTests": ("pending", "skipped", "disabled"),
+    "numTodoTests": ("todo",),
 }
 
 
@@ -67,7 +70,9 @@ def _reports(text: str) -> list[tuple[int, dict[str, Any]]]:
 class JestJsonParser(LogParser):
     name: ClassVar[str] = "jest_json"
     family: ClassVar[Family] = Family.NATIVE
-    description: ClassVar[str] = "jest --json: ids <file>::<describe> > <title>, todo/skip SKIPPED"
+    description: ClassVar[str] = (
+        "jest --json or vitest --reporter=json: ids <file>::<describe> > <title>"
+    )
 
     def parse(self, text: str) -> ParsedLog:
         reports = _reports(text)
@@ -95,9 +100,9 @@ class JestJsonParser(LogParser):
                     if seen[test_id] > 1:
                         test_id = f"{test_id} [#{seen[test_id]}]"
                     statuses[test_id] = _STATUS.get(raw, Status.ERROR)
-            for key, status in _TOTALS.items():
+            for key, counts in _TOTALS.items():
                 claimed = report.get(key)
-                shown = sum(counted.values()) if status is None else counted[status]
+                shown = sum(counted[c] for c in counts or counted)
                 if isinstance(claimed, int) and claimed != shown:
                     problems.append(f"jest's report says {key} {claimed}, its tests show {shown}")
             ran = ran or sum(counted.values()) > 0

@@ -49,4 +49,5 @@ SWEBENCH_REPO_PARSERS: dict[str, str] = {
     "eslint/eslint": "eslint",  # a FAIL_ONLY repo: its parser records failures only
     "facebook/docusaurus": "jest",
     "mrdoob/three.js": "tap",
+    "vuejs/core": "vitest",
 }
