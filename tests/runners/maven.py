@@ -184,8 +184,13 @@ def unavailable() -> str | None:
 
 
 def xml_truth(reports: Path) -> dict[str, str]:
+    return xml_truth_of(sorted(reports.glob("TEST-*.xml")))
+
+
+def xml_truth_of(reports: list[Path]) -> dict[str, str]:
+    """``{<classname>#<name>: status}`` of every test case of JUnit XML ``reports``."""
     truth: dict[str, str] = {}
-    for report in sorted(reports.glob("TEST-*.xml")):
+    for report in reports:
         for case in ET.parse(report).getroot().iter("testcase"):
             status = "PASSED"
             for tag, name in (("failure", "FAILED"), ("error", "ERROR"), ("skipped", "SKIPPED")):

@@ -22,7 +22,8 @@ Cross-checks, each a problem: a document that does not parse; each ``<testsuite>
 when the log shows Maven Surefire's closing summary (``Tests run: N, Failures: F,
 Errors: E, Skipped: S`` under ``Results:``, one per module), the reports add up to it,
 so a report printed by the code under test (on stdout, which Surefire relays) shows as
-extra tests. Not detected: a forged report together with a forged summary line that
+extra tests; likewise PHPUnit's closing ``Tests: N, Assertions: ...`` / ``OK (N
+tests, ...)`` line. Not detected: a forged report together with a forged summary line that
 matches it. ``suite_ran``: some test case.
 """
 
@@ -44,6 +45,10 @@ _SUREFIRE_TOTAL = re.compile(
     r"^\[(?:INFO|ERROR|WARNING)\] Tests run: (\d+), Failures: (\d+), Errors: (\d+),"
     r" Skipped: (\d+)$",
     re.M,
+)
+# PHPUnit's closing line: "OK (2 tests, 2 assertions)" or "Tests: 12, Assertions: 8, ...".
+_PHPUNIT_TOTAL = re.compile(
+    r"^(?:OK \((\d+) tests?, \d+ assertions?\)|Tests: (\d+), Assertions: )", re.M
 )
 _KINDS = (("failure", Status.FAILED), ("error", Status.ERROR), ("skipped", Status.SKIPPED))
 
@@ -95,6 +100,15 @@ def _status(case: ET.Element) -> Status:
     return Status.PASSED
 
 
+def _counts(cases: list[tuple[ET.Element, Status]]) -> dict[str, int]:
+    return {
+        "tests": len(cases),
+        "failures": sum(1 for _, s in cases if s is Status.FAILED),
+        "errors": sum(1 for _, s in cases if s is Status.ERROR),
+        "skipped": sum(1 for _, s in cases if s is Status.SKIPPED),
+    }
+
+
 def _count(value: str | None) -> int | None:
     try:
         return int(value) if value is not None else None
@@ -120,13 +134,9 @@ class JUnitXmlParser(LogParser):
                 problems.append(f"line {line}: a JUnit XML report does not parse ({root})")
                 continue
             for suite in _suites(root):
-                cases = [(case, _status(case)) for case in suite.findall("testcase")]
-                parsed = {
-                    "tests": len(cases),
-                    "failures": sum(1 for _, s in cases if s is Status.FAILED),
-                    "errors": sum(1 for _, s in cases if s is Status.ERROR),
-                    "skipped": sum(1 for _, s in cases if s is Status.SKIPPED),
-                }
+                # A suite's counts cover its nested suites too (PHPUnit, ctest nest them).
+                cases = [(case, _status(case)) for case in suite.iter("testcase")]
+                parsed = _counts(cases)
                 for key, value in parsed.items():
                     claimed = _count(suite.get(key))
                     if claimed is not None and claimed != value:
@@ -134,8 +144,9 @@ class JUnitXmlParser(LogParser):
                             f"line {line}: suite {suite.get('name')!r} says {key} {claimed},"
                             f" its test cases show {value}"
                         )
-                totals.update(parsed)
-                for case, status in cases:
+                own = [(case, _status(case)) for case in suite.findall("testcase")]
+                totals.update(_counts(own))
+                for case, status in own:
                     test_id = f"{case.get('classname', '')}{SEPARATOR}{case.get('name', '')}"
                     seen[test_id] += 1
                     if seen[test_id] > 1:
@@ -150,4 +161,9 @@ class JUnitXmlParser(LogParser):
                     "Surefire's summary says tests/failures/errors/skipped"
                     f" {'/'.join(map(str, claimed))}, the reports show {'/'.join(map(str, shown))}"
                 )
+        phpunit = [int(a or b) for a, b in _PHPUNIT_TOTAL.findall(text)]
+        if phpunit and sum(phpunit) != totals["tests"]:
+            problems.append(
+                f"PHPUnit's summary says {sum(phpunit)} tests, the reports show {totals['tests']}"
+            )
         return ParsedLog(statuses=statuses, suite_ran=bool(statuses), problems=tuple(problems))

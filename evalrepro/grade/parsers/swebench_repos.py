@@ -2,7 +2,7 @@
 
 SWE-bench instances older than swebench 5 carry no ``log_parser`` field; the harness
 picked the parser by repo. This table (swebench's MAP_REPO_TO_PARSER_PY, plus the Go,
-Rust, Java and JavaScript repos whose parsers exist here, as data) lets ``evalrepro
+Rust, Java, PHP and JavaScript repos whose parsers exist here, as data) lets ``evalrepro
 grade`` re-grade such instances without being told the parser.
 """
 
@@ -43,6 +43,11 @@ SWEBENCH_REPO_PARSERS: dict[str, str] = {
     "apache/druid": "maven",
     "google/gson": "maven",
     "javaparser/javaparser": "maven",
+    # PHP (swebench's MAP_REPO_TO_PARSER_PHP)
+    "briannesbitt/carbon": "phpunit",
+    "laravel/framework": "phpunit",
+    "php-cs-fixer/php-cs-fixer": "phpunit",
+    "phpoffice/phpspreadsheet": "phpunit",
     # JavaScript
     "axios/axios": "tap",
     "babel/babel": "jest",
