@@ -2,7 +2,7 @@
 
 SWE-bench instances older than swebench 5 carry no ``log_parser`` field; the harness
 picked the parser by repo. This table (swebench's MAP_REPO_TO_PARSER_PY, plus the Go,
-Rust, Java, PHP and JavaScript repos whose parsers exist here, as data) lets ``evalrepro
+Rust, Java, PHP, Ruby and JavaScript repos whose parsers exist here, as data) lets ``evalrepro
 grade`` re-grade such instances without being told the parser.
 """
 
@@ -48,6 +48,10 @@ SWEBENCH_REPO_PARSERS: dict[str, str] = {
     "laravel/framework": "phpunit",
     "php-cs-fixer/php-cs-fixer": "phpunit",
     "phpoffice/phpspreadsheet": "phpunit",
+    # Ruby (swebench's MAP_REPO_TO_PARSER_RUBY, RSpec repos)
+    "fastlane/fastlane": "rspec_transformed_json",
+    "jordansissel/fpm": "rspec_transformed_json",
+    "rubocop/rubocop": "rspec_transformed_json",
     # JavaScript
     "axios/axios": "tap",
     "babel/babel": "jest",
