@@ -14,8 +14,9 @@ id that occurs again (one class reported twice) gets `` [#2]``, `` [#3]``... app
 in log order.
 
 Statuses: a ``<failure>`` child -> FAILED, ``<error>`` -> ERROR, ``<skipped>`` ->
-SKIPPED, none of these -> PASSED (Surefire's ``<flakyFailure>`` marks a test that
-failed and then passed a rerun: PASSED).
+SKIPPED, GoogleTest's ``status="notrun"`` (a ``DISABLED_`` test) -> SKIPPED, none of
+these -> PASSED (Surefire's ``<flakyFailure>`` marks a test that failed and then passed
+a rerun: PASSED).
 
 Cross-checks, each a problem: a document that does not parse; each ``<testsuite>``'s
 ``tests`` / ``failures`` / ``errors`` / ``skipped`` counts equal its test cases; and,
@@ -23,8 +24,9 @@ when the log shows Maven Surefire's closing summary (``Tests run: N, Failures: F
 Errors: E, Skipped: S`` under ``Results:``, one per module), the reports add up to it,
 so a report printed by the code under test (on stdout, which Surefire relays) shows as
 extra tests; likewise PHPUnit's closing ``Tests: N, Assertions: ...`` / ``OK (N
-tests, ...)`` line. Not detected: a forged report together with a forged summary line that
-matches it. ``suite_ran``: some test case.
+tests, ...)`` line, and GoogleTest's ``[==========] N tests from M test suites ran.``
+(which leaves out disabled tests). Not detected: a forged report together with a
+forged summary line that matches it. ``suite_ran``: some test case.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ _SUREFIRE_TOTAL = re.compile(
     r" Skipped: (\d+)$",
     re.M,
 )
+# GoogleTest's closing line: "[==========] 7 tests from 3 test suites ran. (0 ms total)".
+_GTEST_RAN = re.compile(r"^\[==========\] (\d+) tests? from \d+ test suites? ran\.", re.M)
 # PHPUnit's closing line: "OK (2 tests, 2 assertions)" or "Tests: 12, Assertions: 8, ...".
 _PHPUNIT_TOTAL = re.compile(
     r"^(?:OK \((\d+) tests?, \d+ assertions?\)|Tests: (\d+), Assertions: )", re.M
@@ -97,6 +101,8 @@ def _status(case: ET.Element) -> Status:
     for tag, status in _KINDS:
         if case.find(tag) is not None:
             return status
+    if case.get("status") == "notrun":  # GoogleTest's DISABLED_ tests, counted apart
+        return Status.SKIPPED
     return Status.PASSED
 
 
@@ -105,7 +111,8 @@ def _counts(cases: list[tuple[ET.Element, Status]]) -> dict[str, int]:
         "tests": len(cases),
         "failures": sum(1 for _, s in cases if s is Status.FAILED),
         "errors": sum(1 for _, s in cases if s is Status.ERROR),
-        "skipped": sum(1 for _, s in cases if s is Status.SKIPPED),
+        # <skipped> children only: GoogleTest counts its disabled tests as "disabled"
+        "skipped": sum(1 for case, _ in cases if case.find("skipped") is not None),
     }
 
 
@@ -146,6 +153,7 @@ class JUnitXmlParser(LogParser):
                         )
                 own = [(case, _status(case)) for case in suite.findall("testcase")]
                 totals.update(_counts(own))
+                totals["notrun"] += sum(1 for case, _ in own if case.get("status") == "notrun")
                 for case, status in own:
                     test_id = f"{case.get('classname', '')}{SEPARATOR}{case.get('name', '')}"
                     seen[test_id] += 1
@@ -165,5 +173,11 @@ class JUnitXmlParser(LogParser):
         if phpunit and sum(phpunit) != totals["tests"]:
             problems.append(
                 f"PHPUnit's summary says {sum(phpunit)} tests, the reports show {totals['tests']}"
+            )
+        ran = [int(n) for n in _GTEST_RAN.findall(text)]
+        if ran and sum(ran) != totals["tests"] - totals["notrun"]:
+            problems.append(
+                f"GoogleTest says {sum(ran)} tests ran,"
+                f" the reports show {totals['tests'] - totals['notrun']}"
             )
         return ParsedLog(statuses=statuses, suite_ran=bool(statuses), problems=tuple(problems))

@@ -1,9 +1,9 @@
 """Which compatible parser SWE-bench uses for each of its repos that we have parsers for.
 
 SWE-bench instances older than swebench 5 carry no ``log_parser`` field; the harness
-picked the parser by repo. This table (swebench's MAP_REPO_TO_PARSER_PY, plus the Go,
-Rust, Java, PHP, Ruby and JavaScript repos whose parsers exist here, as data) lets ``evalrepro
-grade`` re-grade such instances without being told the parser.
+picked the parser by repo. This table (swebench's MAP_REPO_TO_PARSER_PY, plus the C++,
+Go, Rust, Java, PHP, Ruby and JavaScript repos whose parsers exist here, as data) lets
+``evalrepro grade`` re-grade such instances without being told the parser.
 """
 
 SWEBENCH_REPO_PARSERS: dict[str, str] = {
@@ -25,6 +25,8 @@ SWEBENCH_REPO_PARSERS: dict[str, str] = {
     "sqlfluff/sqlfluff": "pytest",
     "sphinx-doc/sphinx": "pytest_v2",
     "sympy/sympy": "sympy",
+    # C/C++ (swebench's MAP_REPO_TO_PARSER_C, GoogleTest repos)
+    "fmtlib/fmt": "googletest",
     # Go (swebench's MAP_REPO_TO_PARSER_GO)
     "caddyserver/caddy": "gotest",
     "gin-gonic/gin": "gotest",
