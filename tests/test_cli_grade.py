@@ -168,7 +168,7 @@ def test_text_output_prints_test_ids_full_of_rich_markup_as_they_are(tmp_path):
     ]
     region = "\n".join([f"PASSED {ids[0]}", f"FAILED {ids[1]} - x", f"FAILED {ids[2]} - y"])
     instance = {
-        "instance_id": "demo__[bold]m[/bold]-1",
+        "instance_id": "demo__[bold]m[not bold]-1",
         "repo": "demo/m",
         "base_commit": "abc",
         "test_patch": "",
@@ -191,7 +191,7 @@ def test_text_output_prints_test_ids_full_of_rich_markup_as_they_are(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     out = " ".join(done.stdout.split())
-    assert "demo__[bold]m[/bold]-1" in out
+    assert "demo__[bold]m[not bold]-1" in out
     for test_id in ids:
         assert test_id in out or test_id in done.stdout.replace("\n", "")
     assert f"x {ids[1]}" in out and f"x {ids[2]}" in out
