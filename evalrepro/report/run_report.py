@@ -581,8 +581,8 @@ def markdown_run_report(report: RunReport) -> str:
         f"{m.planned} planned trials: {m.resolved} resolved, {m.unresolved} unresolved, "
         f"{m.invalid} invalid"
         + (f", {m.missing} missing" if m.missing else "")
-        + ". Rates are over planned trials; intervals are Wilson (pass@k: bootstrap over "
-        "instances).",
+        + ". Rates are over planned trials; intervals are Wilson (pass@k and pass^k: "
+        "bootstrap over instances).",
         "",
         "| metric | value |",
         "| --- | --- |",
