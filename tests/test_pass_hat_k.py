@@ -6,8 +6,9 @@ samples; the run's pass^k is the mean over the instances with at least k samples
 pass@k's), with the same bootstrap over instances (checked against scipy.stats.bootstrap
 called directly). A real two-sample run (the demo's ``+experiment=model_k2`` in the fake
 environment: only the sandbox is scripted) shows it in every report format, in
-``compare``, on the leaderboard, in a bundle's reports, and a bundle whose reported
-pass^k was edited (manifests rewritten to match) is refused by ``verify``.
+``compare``, on the leaderboard, in results.json and a bundle's reports; a run whose
+results.json pass^k was edited, or a bundle whose reported pass^k was (manifests
+rewritten to match), is refused by ``verify``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import io
 import itertools
 import json
 import os
+import shutil
 import tarfile
 
 import bagit
@@ -30,6 +32,7 @@ from evalrepro.config.experiment import compose
 from evalrepro.pipeline import run_experiment
 from evalrepro.publish.bundle import write_bundle
 from evalrepro.publish.bundle_verify import check_bundle
+from evalrepro.publish.verify import check_run
 from evalrepro.records.base import parse_record
 from evalrepro.records.metrics import RunMetrics
 from evalrepro.records.score import Outcome
@@ -259,3 +262,31 @@ def test_a_bundles_reports_hold_pass_hat_k_and_an_edited_one_is_refused(run, cap
         for p in problems
     ), problems
     assert cli(capsys, "verify", bag)[0] != 0
+
+
+def test_results_json_holds_pass_at_k_and_pass_hat_k_and_verify_recomputes_them(
+    run, capsys, tmp_path
+):
+    m, run_dir = run
+    copy = tmp_path / "k2"
+    shutil.copytree(run_dir, copy, symlinks=True)
+    results = copy / "results.json"
+    data = json.loads(results.read_text())
+    assert data["schema_version"] == 3
+    assert data["pass_at_k"] == {name: i.estimate for name, i in m.pass_at_k.items()}
+    assert data["pass_hat_k"] == {"pass^2": m.pass_hat_k["pass^2"].estimate}
+    check = check_run(copy)
+    assert check.ok, check.problems
+    # An edited pass^2 (everything else kept) is refused, naming the field.
+    data["pass_hat_k"]["pass^2"] = 1.0
+    results.write_text(json.dumps(data, indent=2) + "\n")
+    problems = check_run(copy).problems
+    assert [p.kind for p in problems] == ["results"], problems
+    assert problems[0].detail.startswith('results.json: pass_hat_k is {"pass^2": 1.0}')
+    code, _ = cli(capsys, "verify", copy)
+    assert code != 0
+    # A results.json of schema 2 recorded neither: it claims nothing, and verifies.
+    del data["pass_at_k"], data["pass_hat_k"]
+    data["schema_version"] = 2
+    results.write_text(json.dumps(data, indent=2) + "\n")
+    assert check_run(copy).ok
