@@ -122,9 +122,13 @@ def test_report_prints_over_which_instances_in_every_format(runs, capsys, tmp_pa
     code, text = cli(capsys, "report", str(one), "--markdown")
     assert code == 0
     assert "| pass@2 | not available: no instance has 2 samples |" in text
+    # pass^2 beside it says the same: it is over the instances pass@2 is over.
+    assert "| pass^2 | not available: no instance has 2 samples |" in text
     code, text = cli(capsys, "report", str(mixed), "--markdown")
     assert code == 0
     line = next(row for row in text.splitlines() if row.startswith("| pass@2 |"))
+    assert line.endswith(", over 8 of 12 instances, those with at least 2 samples |")
+    line = next(row for row in text.splitlines() if row.startswith("| pass^2 |"))
     assert line.endswith(", over 8 of 12 instances, those with at least 2 samples |")
     code, text = cli(capsys, "report", str(mixed))
     assert code == 0 and "over 8 of 12 instances, those with at least 2 samples" in text
