@@ -429,3 +429,109 @@ def test_an_agent_that_hogs_memory_is_stopped_at_the_reserve(tmp_path, mode):
     )
     assert sandboxes_left(run_dir) == []
     assert processes_with(marker.encode()) == []
+
+
+# --- a program folder ------------------------------------------------------------------------
+
+
+def program_folder(root: Path) -> Path:
+    """An agent's program as a folder: a script over the 128 KiB a ``bash -c`` argument
+    can hold (the gold patch inside, then padding), which fixes calc-1 after trying to
+    write into its own folder."""
+    folder = root / "program"
+    (folder / "lib").mkdir(parents=True)
+    padding = "".join(f"# padding line {i:06d} of the agent's program\n" for i in range(4000))
+    script = (
+        "#!/bin/bash\nset -u\n"
+        'here="$EVALREPRO_AGENT_PROGRAM"\n'
+        'stat -c "program %n %u %a" "$here" "$here/fix.sh" "$here/lib"\n'
+        'if touch "$here/new" 2>/dev/null || echo x >> "$here/fix.sh" 2>/dev/null '
+        '|| chmod u+w "$here" 2>/dev/null || rm -f "$here/lib/gold.diff" 2>/dev/null; then\n'
+        "  echo WROTE-INTO-ITS-PROGRAM; exit 9\nfi\n"
+        'echo "its program is read-only"\n'
+        'git apply "$here/lib/gold.diff"\n' + padding
+    )
+    (folder / "fix.sh").write_text(script)
+    (folder / "fix.sh").chmod(0o755)
+    (folder / "lib" / "gold.diff").write_text(gold_patch())
+    (folder / "lib" / "same").symlink_to("gold.diff")  # a link inside: kept
+    assert (folder / "fix.sh").stat().st_size > 128 << 10
+    return folder
+
+
+def program_agent(folder: Path, name: str = "program") -> AgentTarget:
+    return AgentTarget(
+        name=name,
+        adapter=CommandAgent(
+            command='"$EVALREPRO_AGENT_PROGRAM/fix.sh"', program={"source": str(folder)}
+        ),
+    )
+
+
+@both_modes
+def test_an_agent_whose_program_is_a_folder_runs_it_read_only_and_fixes_calc_1(tmp_path, mode):
+    agent = program_agent(program_folder(tmp_path))
+    config = demo_config("demo", f"dataset.instance_ids=[{INSTANCE}]")
+    run_dir = tmp_path / "run"
+    run_demo(config.model_copy(update={"target": agent}), run_dir)
+    (path,) = (run_dir / "trials").glob("*/result.json")
+    result = read_trial_result(path)
+    log = (attempt_files(run_dir) / "agent_log.txt").read_text()
+    assert (str(result.score.outcome), result.score.reason) == ("resolved", "tests_passed"), log
+    # Root's, no write bit, at the documented place; the agent could not change it.
+    assert "program /opt/agent 0 555" in log and "program /opt/agent/fix.sh 0 555" in log
+    assert "program /opt/agent/lib 0 555" in log
+    assert "its program is read-only" in log and "WROTE" not in log
+    assert b"opt/agent" not in (attempt_files(run_dir) / "patch.diff").read_bytes()
+    # The locked digest is the record: verify reads the run again without the folder's
+    # being hashed anew.
+    assert check_run(run_dir).ok
+
+
+def test_one_byte_of_the_program_folder_changes_the_target_id(tmp_path):
+    folder = program_folder(tmp_path)
+    (prediction,) = program_agent(folder).patches(
+        [next(iter(load_samples(Path(demo_config("demo").dataset.instances))))]
+    )
+    before = program_agent(folder).identity(prediction)
+    # The same content elsewhere is the same agent: where it is is not what it is.
+    moved = folder.rename(tmp_path / "moved")
+    assert program_agent(moved).identity(prediction) == before
+    gold = moved / "lib" / "gold.diff"
+    gold.write_bytes(gold.read_bytes()[:-1] + b"\x00")
+    assert program_agent(moved).identity(prediction) != before
+    # An agent without a program keeps the identity it had before programs existed.
+    plain = AgentTarget(name="a", adapter=CommandAgent(command="true"))
+    assert "program" not in json.dumps(plain.adapter.model_dump(exclude_none=True))
+
+
+def test_a_program_folder_changed_after_it_was_locked_never_runs(tmp_path):
+    folder = program_folder(tmp_path)
+    agent = program_agent(folder)
+    (folder / "lib" / "gold.diff").write_text("changed after the lock\n")
+    config = demo_config("demo", f"dataset.instance_ids=[{INSTANCE}]")
+    run_dir = tmp_path / "run"
+    run_demo(config.model_copy(update={"target": agent}), run_dir)
+    (path,) = (run_dir / "trials").glob("*/result.json")
+    result = read_trial_result(path)
+    assert (str(result.score.outcome), result.score.reason) == ("invalid", "infrastructure_error")
+    assert "changed since it was locked" in result.score.detail
+
+
+def test_a_program_folder_with_a_link_out_of_it_is_refused_in_one_line(tmp_path):
+    from evalrepro.config.experiment import compose
+    from evalrepro.errors import UserError
+
+    folder = program_folder(tmp_path)
+    (folder / "lib" / "out").symlink_to("../../..")
+    target = (
+        "+target={kind: agent, name: a, adapter: {kind: command, command: 'true', "
+        f"program: {{source: '{folder}'}}}}}}"
+    )
+    with pytest.raises(UserError) as refused:
+        compose(["+experiment=demo", "~target", target])
+    message = str(refused.value)
+    assert message == (
+        f"config: field 'target.adapter.program': Value error, agent program {folder}: "
+        "lib/out is a link out of the folder (-> ../../..)"
+    )

@@ -479,7 +479,9 @@ def test_a_framework_function_replaced_by_a_file_the_patch_changed_is_suspect(de
     replaced = [Replaced(target=ASSERT_EQUAL, file="calc/evaluator.py")]
     observation, result = judge(demo, ran(finished(0, replaced=replaced)), PASSING_REGION)
     assert reason_of(result) == (Outcome.INVALID, "suspect_patch")
-    assert result.detail.startswith("framework_replaced in calc/evaluator.py")
+    assert result.detail.startswith(
+        "calc/evaluator.py, holds code that replaced a test framework function while the tests ran"
+    )
     [finding] = observation.suspects
     assert (finding.rule, finding.path) == ("framework_replaced", "calc/evaluator.py")
     assert ASSERT_EQUAL in finding.text
@@ -520,7 +522,10 @@ def test_suspect_code_found_by_the_static_scan_is_suspect(demo):
     assert check.problem is None and [s.rule for s in check.suspects] == ["hard_exit"]
     _, result = judge(demo, ran(finished(0)), PASSING_REGION, check=check)
     assert reason_of(result) == (Outcome.INVALID, "suspect_patch")
-    assert result.detail.startswith("hard_exit in calc/evaluator.py:")
+    assert result.detail.startswith("calc/evaluator.py, line ")
+    assert "leaves the interpreter at once, without its normal shutdown (`os._exit(0)`): " in (
+        result.detail
+    )
 
 
 # --- how the run ended -----------------------------------------------------------------------

@@ -606,9 +606,7 @@ def test_a_removed_or_context_line_is_not_scanned(rule, line):
 
 def test_a_finding_names_its_rule_file_new_line_number_and_stripped_text():
     result = check(modify("pkg/mod.py", "x = 1", "    os._exit(0)  "))
-    assert result.suspects == (
-        SuspectFinding(rule="hard_exit", path="pkg/mod.py", line=13, text="os._exit(0)"),
-    )
+    assert result.suspects == (SuspectFinding.of("hard_exit", "pkg/mod.py", 13, "os._exit(0)"),)
 
 
 def test_a_finding_in_a_new_file_counts_lines_from_one():
@@ -617,7 +615,7 @@ def test_a_finding_in_a_new_file_counts_lines_from_one():
         "--- /dev/null\n+++ b/pkg/new.py\n@@ -0,0 +1,2 @@\n+import os\n+os._exit(3)\n"
     )
     assert check(patch).suspects == (
-        SuspectFinding(rule="hard_exit", path="pkg/new.py", line=2, text="os._exit(3)"),
+        SuspectFinding.of("hard_exit", "pkg/new.py", 2, "os._exit(3)"),
     )
 
 
@@ -731,9 +729,7 @@ def test_added_lines_that_a_tool_may_write_to_a_library_file_are_scanned():
 def test_a_diff_unidiff_cannot_parse_is_scanned_line_by_line():
     # The hunk promises 9 new lines and has 1: unidiff refuses it.
     patch = "--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1,3 +1,9 @@\n+os._exit(0)\n"
-    assert check(patch).suspects == (
-        SuspectFinding(rule="hard_exit", path="?", line=0, text="os._exit(0)"),
-    )
+    assert check(patch).suspects == (SuspectFinding.of("hard_exit", "?", 0, "os._exit(0)"),)
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,7 @@ from evalrepro.plan.plan import build_plan
 from evalrepro.plan.testspec import RepoSpec
 from evalrepro.records.image import BuildFailure
 from evalrepro.records.trial import read_trial_result
+from evalrepro.records.words import suspect_words
 from evalrepro.report.run_report import build_run_report
 from evalrepro.run.backend import Backend
 from evalrepro.run.execute import AttemptSettings, TrialJob
@@ -254,7 +255,9 @@ def test_the_report_lists_the_trials_a_reviewer_should_look_at(demo_runs):
     assert set(flagged) == {*(i for _, i in SUSPECT), *(i for _, i in EDITS_TEST_FILES)}
     for (_, instance_id), rule in SUSPECT.items():
         assert flagged[instance_id].reason == "suspect_patch"
-        assert any(s.startswith(rule) for s in flagged[instance_id].suspects)
+        # Said in the rule's words, with the line of the patch.
+        what, why = suspect_words(rule)
+        assert any(f", {what} (`" in s and s.endswith(why) for s in flagged[instance_id].suspects)
     for _, instance_id in EDITS_TEST_FILES:
         assert flagged[instance_id].protected == ["tests/test_wrap.py (restored)"]
     gold = demo_runs["gold"][2]

@@ -168,3 +168,15 @@ def test_the_order_of_judgement_is_infrastructure_patch_setup_run_log():
 def test_infrastructure_beats_patch(patch_status):
     _, result = grade(PASSING_LOG, patch_status=patch_status, infrastructure_error="podman died")
     assert result.reason == "infrastructure_error"
+
+
+def test_every_reason_and_every_suspect_rule_has_words_for_a_reviewer():
+    from evalrepro.grade.score import JUDGEMENT, TEST_REASONS
+    from evalrepro.records.words import REASON_WORDS, SUSPECT_WORDS
+    from evalrepro.run.patchcheck import SUSPECT_RULES
+
+    reasons = {reason for reason, *_ in JUDGEMENT} | set(TEST_REASONS)
+    assert reasons <= set(REASON_WORDS), reasons - set(REASON_WORDS)
+    rules = {rule for rule, _, _ in SUSPECT_RULES} | {"framework_replaced", "changed_during_run"}
+    assert rules <= set(SUSPECT_WORDS), rules - set(SUSPECT_WORDS)
+    assert all(what and why for what, why in SUSPECT_WORDS.values())

@@ -64,7 +64,7 @@ REFUSED_EMPTY = {
     "execution_status": ExecutionStatus.NOT_RUN,
 }
 SUSPECT_CODE = {
-    "suspects": [SuspectFinding(rule="os_exit", path="calc.py", line=3, text="os._exit(0)")],
+    "suspects": [SuspectFinding.of("hard_exit", "calc.py", 3, "os._exit(0)")],
     "suspect_policy": "invalid",
 }
 

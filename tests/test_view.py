@@ -1024,3 +1024,67 @@ def test_the_graded_region_and_the_diff_are_drawn_in_chromium(site, chromium, tm
     }
     for what, colour in colours.items():
         assert np.any(np.all(pixels == colour, axis=2)), f"no {what} line drawn"
+
+
+# --- findings in words -------------------------------------------------------------------
+
+#: A patch line that prints what a log parser reads as a passing test.
+RESULT_LINE = 'print("PASSED tests/test_calc.py::test_add <b>")'
+SUSPECT_PATCH = diff("calc/evaluator.py", "    return a - b", f"    {RESULT_LINE}")
+
+
+@pytest.fixture(scope="module")
+def suspect_run(tmp_path_factory) -> Path:
+    run_dir = tmp_path_factory.mktemp("suspect") / "run"
+    build_run(run_dir, [Case("demo__calc-9", patch=SUSPECT_PATCH)])
+    return run_dir
+
+
+def test_a_suspect_line_reads_in_words_with_its_code_on_the_trial_page(suspect_run, tmp_path):
+    site = view_run(suspect_run, tmp_path / "site", n_resamples=200)
+    raw = page_of(site, "demo__calc-9")
+    text = Page(raw).text
+    said = (
+        f"calc/evaluator.py, line 2, prints text shaped like a test result (`{RESULT_LINE}`): "
+        "a log parser could take it for a result the tests did not give, so the trial is "
+        "suspect"
+    )
+    # In the score's detail and among the observation's facts, the code escaped.
+    assert text.count(said) >= 2
+    assert "<b>" not in raw.replace("<br>", "") and "&lt;b&gt;" in raw
+    # The reason is a sentence too, not only its code.
+    assert "suspect patch" in text
+    assert "the log may not say what the tests did, so the trial is invalid" in text
+    assert "result_text in calc/evaluator.py" not in text
+
+
+def test_a_suspect_line_reads_in_words_with_its_code_in_the_markdown_report(suspect_run):
+    from evalrepro.plan.lockfile import read_lockfile
+    from evalrepro.report.run_report import build_run_report, markdown_run_report
+
+    directory = RunDirectory(suspect_run)
+    lockfile = read_lockfile(directory.lockfile_path)
+    report = build_run_report(suspect_run, lockfile, directory.completed(lockfile), n_resamples=200)
+    markdown = markdown_run_report(report)
+    row = next(line for line in markdown.splitlines() if line.startswith("| demo__calc-9"))
+    assert (
+        f"calc/evaluator.py, line 2, prints text shaped like a test result (`{RESULT_LINE}`): "
+        "a log parser could take it for a result the tests did not give" in row
+    )
+
+
+def test_a_finding_of_an_older_observation_reads_with_its_rules_words(suspect_run):
+    from evalrepro.records.trial import TrialResult
+
+    result = next((suspect_run / "trials").glob("demo__calc-9--*")) / "result.json"
+    data = json.loads(result.read_text())
+    for attempt in data["attempts"]:
+        seen = attempt["observation"]
+        seen["schema_version"] = 7
+        for finding in seen["suspects"]:
+            del finding["what"], finding["why"]
+    old = TrialResult.model_validate(data)
+    [finding] = old.attempts[-1].observation.suspects
+    assert finding.sentence.startswith(
+        f"calc/evaluator.py, line 2, prints text shaped like a test result (`{RESULT_LINE}`)"
+    )

@@ -4,6 +4,7 @@ difference with its interval, McNemar, the MDE (exit 1: not comparable)."""
 from __future__ import annotations
 
 import argparse
+from contextlib import ExitStack
 from pathlib import Path
 
 from evalrepro import atomic
@@ -26,10 +27,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     compare.add_argument(
         "runs",
         type=Path,
-        nargs="+",
+        nargs="*",
         metavar="RUN_DIR",
         help="run directories or bundles; with --db, published runs' ids (as `runs` lists)",
     )
+    power_arguments(compare)
     compare.add_argument(
         "--force", action="store_true", help="compare anyway when not comparable (marked so)"
     )
@@ -45,10 +47,136 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     return compare
 
 
-def main(args: argparse.Namespace) -> int:
-    from contextlib import ExitStack
+def _pair(text: str | None, flag: str) -> tuple[float, float] | None:
+    """Two comma-separated numbers (parsed here, not by argparse: one line when wrong)."""
+    if text is None:
+        return None
+    try:
+        first, second = (float(part) for part in text.split(","))
+    except ValueError:
+        raise UserError(f"{flag} {text!r}: give two numbers, e.g. 0.4,0.5") from None
+    return first, second
 
+
+def power_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--power``: what n instances can detect and the n a difference needs
+    (docs/statistics.md, "Planning a run that can decide")."""
+    group = parser.add_argument_group("power (plan a run that can decide)")
+    group.add_argument(
+        "--power",
+        action="store_true",
+        help="the power of the verdict: from two runs (a pilot), or from --power-rates",
+    )
+    group.add_argument(
+        "--power-rates",
+        metavar="PA,PB",
+        help="stated resolve rates of A and B (no runs); with --power-agreement",
+    )
+    group.add_argument(
+        "--power-agreement",
+        type=float,
+        metavar="S",
+        help="stated share of instances both runs agree on (resolved by both or neither)",
+    )
+    group.add_argument(
+        "--power-discordant",
+        metavar="P10,P01",
+        help="stated shares of instances resolved by A only and by B only (no runs)",
+    )
+    group.add_argument("--power-n", type=int, metavar="N", help="instances of the stated design")
+    group.add_argument(
+        "--power-difference",
+        type=float,
+        metavar="D",
+        help="the difference B - A to plan for (default: the observed or stated one)",
+    )
+    group.add_argument("--power-target", type=float, default=0.8, metavar="P")
+
+
+def _power(args: argparse.Namespace) -> int | None:
+    """The power analysis when asked for (None: it was not)."""
+    rates = _pair(args.power_rates, "--power-rates")
+    discordant = _pair(args.power_discordant, "--power-discordant")
+    stated = rates is not None or discordant is not None
+    asked = (
+        args.power
+        or stated
+        or args.power_agreement is not None
+        or args.power_n is not None
+        or args.power_difference is not None
+    )
+    if not asked:
+        return None
+    from evalrepro.report.power import analyse, cells, from_runs, print_power_analysis
+
+    if args.latex or args.html is not None or args.db is not None:
+        raise UserError("--power prints a console table or --json: not --latex, --html or --db")
+    if stated:
+        if args.runs:
+            raise UserError("--power-rates/--power-discordant state a design: give no runs")
+        if (rates is None) == (discordant is None):
+            raise UserError(
+                "give either --power-rates (with --power-agreement) or --power-discordant"
+            )
+        if rates is not None:
+            if args.power_agreement is None:
+                raise UserError("--power-rates needs --power-agreement (the share both agree on)")
+            p_a, p_b = rates
+            p10, p01 = cells(p_a, p_b, args.power_agreement)
+        else:
+            if args.power_agreement is not None:
+                raise UserError("--power-agreement goes with --power-rates, not --power-discordant")
+            p10, p01 = discordant
+            if min(p10, p01) < 0 or p10 + p01 > 1:
+                raise UserError(f"--power-discordant {p10},{p01}: need shares >= 0 summing to <= 1")
+            # The rates are not stated: only the discordant shares enter the power.
+            p_a = p_b = None
+        if not 0 < args.confidence < 1:
+            raise UserError(f"--confidence {args.confidence}: must be between 0 and 1")
+        analysis = analyse(
+            p_a=p_a,
+            p_b=p_b,
+            p10=p10,
+            p01=p01,
+            alpha=1 - args.confidence,
+            target=args.power_target,
+            n=args.power_n,
+            difference=args.power_difference,
+        )
+    else:
+        if not args.power:
+            raise UserError("--power-* options need --power (with two runs) or --power-rates")
+        if args.power_agreement is not None or args.power_n is not None:
+            raise UserError("--power-agreement and --power-n state a design: not with runs")
+        if len(args.runs) != 2:
+            raise UserError(f"compare --power needs two runs (a pilot pair), got {len(args.runs)}")
+        from evalrepro.publish.bundle import run_directory
+
+        with ExitStack() as stack:
+            paths = [stack.enter_context(run_directory(path)) for path in args.runs]
+            analysis = from_runs(
+                paths[0],
+                paths[1],
+                confidence=args.confidence,
+                target=args.power_target,
+                difference=args.power_difference,
+                force=args.force,
+            )
+    if args.json:
+        print(analysis.model_dump_json(indent=2))
+    else:
+        print_power_analysis(make_console(), analysis)
+    return EXIT_OK
+
+
+def main(args: argparse.Namespace) -> int:
     from evalrepro.publish.bundle import run_directory
+
+    power = _power(args)
+    if power is not None:
+        return power
+    if not args.runs:
+        raise UserError("compare needs at least two run directories")
 
     with ExitStack() as stack:
         if args.db is not None:

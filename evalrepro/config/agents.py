@@ -14,6 +14,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from evalrepro.config.program import AgentProgram
+
 #: An endpoint that is evalrepro's replay server of a recording (``replay:PATH``), started
 #: on 127.0.0.1 for each agent's loop: recorded responses, no model (tests and demos).
 REPLAY = "replay:"
@@ -26,11 +28,16 @@ class CommandAgent(BaseModel):
     installed agents are): ``install`` first (as root, in ``/``), then ``command`` (as
     the target's user, in the repository). The problem statement is the file
     ``$EVALREPRO_PROBLEM`` (``/tmp/evalrepro/problem.md``) and the variable of that
-    name's ``_TEXT``."""
+    name's ``_TEXT``. ``program`` brings a folder of the host along: copied in before
+    the install script, read-only and root's, at ``program.at`` (``$EVALREPRO_AGENT_PROGRAM``),
+    its digest part of the agent's identity."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: Literal["command"] = "command"
+    #: A folder of the host with the agent's program (None: none). Its content's digest
+    #: is identity, its place on the host is not.
+    program: AgentProgram | None = None
     #: A shell script that installs the agent (empty: the image has it).
     install: str = ""
     #: The command line that runs the agent, with ``bash -c``.
@@ -48,7 +55,10 @@ class CommandAgent(BaseModel):
     endpoints: list[str] = []
 
     implementation: ClassVar[str] = "evalrepro.agents.command:CommandAgentRunner"
-    not_identity: ClassVar[Any] = {"endpoints": True}
+    not_identity: ClassVar[Any] = {"endpoints": True, "program": {"source"}}
+    #: Fields that enter the identity only when set: a command agent without a program
+    #: keeps the identity it had before the field existed.
+    identity_when_set: ClassVar[frozenset[str]] = frozenset({"program"})
 
     @field_validator("endpoints")
     @classmethod

@@ -272,20 +272,20 @@ def observe_attempt(
             facts["patch_problem"] = f"unsafe: {report.patch.detail}"
         # The supervisor keeps only replacements by code in files the patch changed.
         facts["suspects"] += [
-            SuspectFinding(
-                rule="framework_replaced",
-                path=item.file,
-                line=0,
-                text=f"{item.target} replaced by code in {item.file} (seen at the runner's exit)",
+            SuspectFinding.of(
+                "framework_replaced",
+                item.file,
+                0,
+                f"{item.target} replaced by code in {item.file} (seen at the runner's exit)",
             )
             for item in (report.tests.replaced if report.tests else [])
         ]
         facts["suspects"] += [
-            SuspectFinding(
-                rule="changed_during_run",
-                path=item.split(" (", 1)[0],
-                line=0,
-                text=f"{item} changed while the tests ran",
+            SuspectFinding.of(
+                "changed_during_run",
+                item.split(" (", 1)[0],
+                0,
+                f"{item} changed while the tests ran",
             )
             for item in (report.tests.changed_during_run if report.tests else [])
             + (report.fresh.changed_during_run if report.fresh else [])

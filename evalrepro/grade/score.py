@@ -33,7 +33,8 @@ _LIMITS = ("memory", "pids", "disk", "inodes", "output")
 
 
 def _suspects(o: Observation) -> str:
-    shown = [f"{s.rule} in {s.path}" + (f":{s.line}" if s.line else "") for s in o.suspects[:5]]
+    # Each finding in words, with its line: a reviewer reads what it does and why it matters.
+    shown = [s.sentence for s in o.suspects[:5]]
     more = f" and {len(o.suspects) - 5} more" if len(o.suspects) > 5 else ""
     return "; ".join(shown) + more
 

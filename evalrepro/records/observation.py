@@ -4,8 +4,9 @@ verdicts, the suspect code found). Built by ``evalrepro.grade.observation``.
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -15,16 +16,63 @@ from evalrepro.records.canary import CanaryCheck
 from evalrepro.records.fresh import FreshCheck
 from evalrepro.records.rerun import FlakyCounts, RerunCheck
 from evalrepro.records.supervision import ProtectedFile
+from evalrepro.records.words import suspect_words
 
 
 class SuspectFinding(BaseModel):
+    """A line of the patch (or a change the supervisor saw) that reaches into the test
+    framework, with the words a reviewer reads: what it does and why that matters for the
+    verdict (from ``records/words.py``, written by the check that made the finding)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     rule: str
     path: str
     #: The line number in the patched file (0 when not known).
     line: int
+    #: The line itself (or what the supervisor saw), at most 200 characters.
     text: str
+    what: str
+    why: str
+
+    @classmethod
+    def of(cls, rule: str, path: str, line: int, text: str) -> SuspectFinding:
+        what, why = suspect_words(rule)
+        return cls(rule=rule, path=path, line=line, text=text, what=what, why=why)
+
+    @property
+    def where(self) -> str:
+        """ "calc/evaluator.py, line 82" (no line when it is not known)."""
+        return self.path + (f", line {self.line}" if self.line else "")
+
+    @property
+    def sentence(self) -> str:
+        """The finding in one sentence, the code in a Markdown code span (a plain reader
+        sees it in backticks): "calc/evaluator.py, line 82, prints text shaped like a test
+        result (`print("PASSED ...")`): a log parser could ..."."""
+        return f"{self.where}, {self.what} ({code_span(self.text)}): {self.why}"
+
+
+def code_span(text: str) -> str:
+    """``text`` as a Markdown code span whatever backticks it holds (a longer fence)."""
+    text = " ".join(text.split())
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _findings_say_why(data: dict[str, Any]) -> dict[str, Any]:
+    """7 -> 8: each finding gains ``what`` and ``why``, an old one the rule's words."""
+
+    def said(finding: Any) -> Any:
+        if not isinstance(finding, dict):
+            return finding  # not a finding: validation says so
+        what, why = suspect_words(str(finding.get("rule", "")))
+        return {**finding, "what": what, "why": why}
+
+    data["suspects"] = [said(finding) for finding in data.get("suspects") or []]
+    return data
 
 
 class Resolution(StrEnum):
@@ -97,9 +145,17 @@ class _Frozen(BaseModel):
 class Observation(Record):
     record: Literal["Observation"] = "Observation"
     #: 3: the canaries' checks; 4: the fresh runs'; 5: the agent phase's end; 6: the
-    #: re-runs of failing tests; 7: ``whole_log``.
-    schema_version: int = 7
-    migrations = {2: unchanged, 3: unchanged, 4: unchanged, 5: unchanged, 6: unchanged}
+    #: re-runs of failing tests; 7: ``whole_log``; 8: a suspect finding says ``what`` its
+    #: line does and ``why`` that matters.
+    schema_version: int = 8
+    migrations = {
+        2: unchanged,
+        3: unchanged,
+        4: unchanged,
+        5: unchanged,
+        6: unchanged,
+        7: _findings_say_why,
+    }
     instance_id: str
     #: Where the facts come from: evalrepro's supervisor, or a bare log.
     source: Literal["supervisor", "log"] = "log"

@@ -94,7 +94,9 @@ class FlaggedTrial(BaseModel):
     sample_index: int
     outcome: Outcome
     reason: str
-    #: "rule in path:line" per finding (static scan and exit guard).
+    #: Each finding in words (static scan and exit guard): where, what its line does, the
+    #: line as a Markdown code span, why it matters (``SuspectFinding.sentence``). Reports
+    #: of schema 4 and before say "rule in path:line".
     suspects: list[str]
     #: "path (restored|recorded)" per test infrastructure file the patch changed.
     protected: list[str]

@@ -40,6 +40,7 @@ from evalrepro.records.compare import ComparisonReport, InstanceOutcomes, RunCel
 from evalrepro.records.metrics import RepoBreakdown, RunMetrics
 from evalrepro.records.report import Provenance, RunReport, TrialRow
 from evalrepro.records.stats import Comparison, Interval, level_label, p_label
+from evalrepro.records.words import reason_words
 from evalrepro.report.run_report import LIMIT_LABELS, pass_at_k_value, provenance_line, seconds
 from evalrepro.text import visible
 
@@ -321,6 +322,7 @@ def environment() -> Environment:
         clip=clip,
         reason_label=reason_label,
         reason_code=reason_code,
+        reason_words=reason_words,
         limit_label=lambda limit: LIMIT_LABELS.get(limit, limit),
         gate_value=gate_value,
         provenance_rows=provenance_rows,

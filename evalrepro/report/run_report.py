@@ -322,10 +322,7 @@ def flagged_trials(lockfile: Lockfile, results: dict[str, TrialResult]) -> list[
                 sample_index=result.sample_index,
                 outcome=result.score.outcome,
                 reason=result.score.reason,
-                suspects=[
-                    f"{s.rule} in {s.path}" + (f":{s.line}" if s.line else "")
-                    for s in seen.suspects
-                ],
+                suspects=[s.sentence for s in seen.suspects],
                 protected=[f"{p.path} ({p.action})" for p in seen.protected],
                 runner_exit=seen.runner_exit,
                 stopped=_stop(seen),

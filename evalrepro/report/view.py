@@ -583,6 +583,9 @@ def _observation_values(attempt: Attempt) -> list[Value]:
             item = Value(item.name, ["empty patch: nothing to apply, no container ran"])
         elif seen.patch_problem == "empty" and item.name == "patch_problem":
             item = Value(item.name, ["empty patch"])
+        elif item.name == "suspects" and seen.suspects:
+            # Each finding in the words its record carries, with the line itself.
+            item = Value(item.name, [s.sentence for s in seen.suspects[:MAX_LISTED]])
         values.append(item)
     return values
 

@@ -18,7 +18,9 @@ interactive sandbox lives across many commands (inspect_ai's sandbox is the shap
 
 Nothing in the sandbox can write on the host: no volume is mounted (for ``model_only``,
 one folder read-only, holding the egress proxy's socket: ``evalrepro.run.egress``), and
-what comes out (output, files, trees) is read within the caller's bounds. Nor does it
+what comes out (output, files, trees) is read within the caller's bounds. What goes in
+goes through :meth:`Sandbox.exec`'s stdin or :meth:`Sandbox.write_file` (a ``command``
+agent's program folder: a tar extracted by root, ``agents/command.py``). Nor does it
 learn the host's names: its ``/etc/hosts`` and ``/etc/resolv.conf`` are the harness's,
 not copies of the host's.
 """

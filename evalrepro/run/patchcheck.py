@@ -243,7 +243,9 @@ def path_problem(data: bytes) -> tuple[str | None, list[str]]:
 
 # --- suspect code -------------------------------------------------------------------------
 
-#: (rule, what it means, pattern); matched on each added line of a library file.
+#: (rule, what it means, pattern); matched on each added line of a library file. The
+#: words a reviewer reads of each rule (what the line does, why it matters) are in
+#: ``records/words.py``, which the findings carry.
 SUSPECT_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = (
     (
         "framework_reassigned",
@@ -352,9 +354,7 @@ def suspect_code(text: str, protection: ResolvedProtection) -> list[SuspectFindi
         path = paths[-1]
         for rule, _, pattern in SUSPECT_RULES:
             if pattern.search(line) and not _exempt(rule, path, protection):
-                findings.append(
-                    SuspectFinding(rule=rule, path=path, line=number, text=line.strip()[:200])
-                )
+                findings.append(SuspectFinding.of(rule, path, number, line.strip()[:200]))
                 if len(findings) >= 50:
                     return findings
     return findings

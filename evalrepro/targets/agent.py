@@ -107,7 +107,11 @@ class AgentTarget(Target):
         exclude: dict[str, Any] = {"samples": True, "missing": True}
         if type(self.adapter).not_identity:
             exclude["adapter"] = type(self.adapter).not_identity
-        return sha256_json(self.model_dump(mode="json", exclude=exclude))
+        data = self.model_dump(mode="json", exclude=exclude)
+        for name in getattr(type(self.adapter), "identity_when_set", ()):
+            if data["adapter"].get(name) is None:
+                data["adapter"].pop(name, None)
+        return sha256_json(data)
 
 
 __all__ = ["AgentBudgets", "AgentTarget", "CommandAgent", "MiniSweAgent"]
