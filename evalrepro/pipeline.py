@@ -187,7 +187,9 @@ def run_experiment(
             backend.close()
         by_id = {**done, **{result.trial.trial_id: result for result in new}}
         results = [by_id[t.trial_id] for t in lockfile.trials if t.trial_id in by_id]
-        summary = aggregate(config.name, plan.target_id, results, planned=len(lockfile.trials))
+        summary = aggregate(
+            config.name, plan.target_id, results, planned=len(lockfile.trials), lockfile=lockfile
+        )
         directory.write_results(summary)
         # Every result here was checked (a resumed run's survey) or recorded by this run:
         # its artifacts are not hashed again.

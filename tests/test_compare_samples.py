@@ -81,11 +81,11 @@ def test_the_other_way_round_the_difference_turns_and_the_counts_swap(runs):
     assert "(B has one sample an instance)" in pair.paired
 
 
-def test_two_runs_of_two_samples_compare_pass_at_2_too(runs):
+def test_two_runs_of_two_samples_compare_pass_at_2_and_pass_hat_2_too(runs):
     report = compare_runs([runs["model_k2"], runs["model_k2"]], n_resamples=N_RESAMPLES)
     (pair,) = report.pairs
-    assert set(pair.by_k) == {"pass@1", "pass@2", "sample_rate"}
-    assert pair.paired.endswith("pass@k also for k = 2")
+    assert set(pair.by_k) == {"pass@1", "pass@2", "pass^2", "sample_rate"}
+    assert pair.paired.endswith("pass@k and pass^k also for k = 2")
     assert (pair.a_higher, pair.b_higher) == (0, 0)
 
 

@@ -122,15 +122,19 @@ def test_report_prints_over_which_instances_in_every_format(runs, capsys, tmp_pa
     code, text = cli(capsys, "report", str(one), "--markdown")
     assert code == 0
     assert "| pass@2 | not available: no instance has 2 samples |" in text
+    # pass^2 beside it says the same: it is over the instances pass@2 is over.
+    assert "| pass^2 | not available: no instance has 2 samples |" in text
     code, text = cli(capsys, "report", str(mixed), "--markdown")
     assert code == 0
     line = next(row for row in text.splitlines() if row.startswith("| pass@2 |"))
+    assert line.endswith(", over 8 of 12 instances, those with at least 2 samples |")
+    line = next(row for row in text.splitlines() if row.startswith("| pass^2 |"))
     assert line.endswith(", over 8 of 12 instances, those with at least 2 samples |")
     code, text = cli(capsys, "report", str(mixed))
     assert code == 0 and "over 8 of 12 instances, those with at least 2 samples" in text
     code, text = cli(capsys, "report", str(one), "--json")
     metrics = json.loads(text)["metrics"]
-    assert metrics["schema_version"] == 4
+    assert metrics["schema_version"] == 5
     assert metrics["pass_at_k_instances"] == {"pass@1": 12, "pass@2": 0}
     assert set(metrics["pass_at_k"]) == {"pass@1"}
     code, tex = cli(capsys, "report", str(one), "--latex")
@@ -168,6 +172,7 @@ def test_compare_pairs_pass_at_k_over_the_instances_both_runs_have_k_samples(run
     assert {k: c["n"] for k, c in pair["by_k"].items()} == {
         "pass@1": 12,
         "pass@2": 8,
+        "pass^2": 8,
         "sample_rate": 12,
     }
     code, text = cli(capsys, "compare", "--n-resamples", "200", str(mixed), str(mixed))
@@ -194,10 +199,10 @@ def test_a_schema_2_metrics_record_reads_with_its_pass_at_k_not_said_to_cover_an
     """Schema 2 did not record which instances pass@k is over: read, it says nothing of
     them rather than "all instances"."""
     m = runs["mixed"][0].report.metrics
-    old = m.model_dump(mode="json", exclude={"instances", "pass_at_k_instances"})
+    old = m.model_dump(mode="json", exclude={"instances", "pass_at_k_instances", "pass_hat_k"})
     old["schema_version"] = 2
     read = parse_record(old, RunMetrics, where="old")
-    assert read.schema_version == 4 and read.instances is None and read.pass_at_k_instances == {}
+    assert read.schema_version == 5 and read.instances is None and read.pass_at_k_instances == {}
     assert read.pass_at_k == m.pass_at_k
     assert [(name, note) for name, _, note in read.pass_at_k_rows()] == [
         ("pass@1", ""),

@@ -297,6 +297,7 @@ def metric_intervals(metrics: RunMetrics) -> dict[str, Interval]:
         "unresolved_rate": metrics.unresolved_rate,
         "invalid_rate": metrics.invalid_rate,
         **metrics.pass_at_k,
+        **(metrics.pass_hat_k or {}),
     }
     if metrics.sample_rate is not None:
         found["sample_rate"] = metrics.sample_rate

@@ -194,6 +194,7 @@ def _ranked(members: list) -> list[LeaderboardRow]:
                 resolved_rate=metrics.resolved_rate,
                 invalid_rate=metrics.invalid_rate,
                 pass_at_k=metrics.pass_at_k,
+                pass_hat_k=metrics.pass_hat_k or {},
                 gate_passed=row["gate_passed"],
                 started_at=row["started_at"],
             )

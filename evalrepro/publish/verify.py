@@ -272,13 +272,20 @@ def _check_aggregate(
     # aggregate over the results that could be read, so every other check still runs.
     ordered = [results[t.trial_id] for t in lockfile.trials if t.trial_id in results]
     rebuilt = aggregate(
-        lockfile.experiment, lockfile.target.target_id, ordered, planned=len(lockfile.trials)
+        lockfile.experiment,
+        lockfile.target.target_id,
+        ordered,
+        planned=len(lockfile.trials),
+        lockfile=lockfile,
     )
     results_file = directory.path / "results.json"
     if not results_file.is_file():
         check.add("missing", f"results.json: missing ({why})")
         return
     recorded = _read(results_file, RunResults, check, directory)
+    if recorded is not None and recorded.pass_at_k is None and recorded.pass_hat_k is None:
+        # A results.json of schema 2 recorded no pass@k: nothing claimed, nothing to check.
+        rebuilt = rebuilt.model_copy(update={"pass_at_k": None, "pass_hat_k": None})
     if recorded is None or recorded == rebuilt:
         return
     ours, theirs = recorded.model_dump(mode="json"), rebuilt.model_dump(mode="json")

@@ -54,8 +54,9 @@ class PairComparison(BaseModel):
     a_higher: int | None
     b_higher: int | None
     resolved: Comparison
-    #: Several samples: "pass@k" (each k both runs have) and "sample_rate" comparisons
-    #: over instances; "pass@1" and "sample_rate" are ``resolved`` again.
+    #: Several samples: "pass@k" and "pass^k" (each k > 1 both runs have) and
+    #: "sample_rate" comparisons over instances; "pass@1" and "sample_rate" are
+    #: ``resolved`` again.
     by_k: dict[str, Comparison] = {}
 
 

@@ -66,6 +66,9 @@ class LeaderboardRow(BaseModel):
     resolved_rate: Interval
     invalid_rate: Interval
     pass_at_k: dict[str, Interval] = {}
+    #: pass^k (all k samples resolve) for each k > 1 of ``pass_at_k``, from the run's own
+    #: recorded metrics (empty: one sample, or metrics of schema 4 or older).
+    pass_hat_k: dict[str, Interval] = {}
     gate_passed: bool
     started_at: datetime | None
 
@@ -91,9 +94,9 @@ class LeaderboardGroup(BaseModel):
 
 class Leaderboard(Record):
     record: Literal["Leaderboard"] = "Leaderboard"
-    #: 2: each group's ``defined_by``.
-    schema_version: int = 2
-    migrations = {1: unchanged}
+    #: 2: each group's ``defined_by``; 3: each row's ``pass_hat_k``.
+    schema_version: int = 3
+    migrations = {1: unchanged, 2: unchanged}
     database: str
     dataset: str | None
     groups: list[LeaderboardGroup]

@@ -38,9 +38,10 @@ def _from_2(data: dict[str, Any]) -> dict[str, Any]:
 class RunMetrics(Record):
     record: Literal["RunMetrics"] = "RunMetrics"
     #: 3: ``instances`` and ``pass_at_k_instances`` (which instances each pass@k is over);
-    #: 4: the flaky trials (``flaky``, ``flaky_rate``, ``flaky_tests``).
-    schema_version: int = 4
-    migrations = {2: _from_2, 3: unchanged}
+    #: 4: the flaky trials (``flaky``, ``flaky_rate``, ``flaky_tests``);
+    #: 5: ``pass_hat_k`` (pass^k beside pass@k; an older record reads with none).
+    schema_version: int = 5
+    migrations = {2: _from_2, 3: unchanged, 4: unchanged}
     experiment: str
     target_id: str
     planned: int
@@ -72,6 +73,12 @@ class RunMetrics(Record):
     #: fewer than ``samples``). 0: no instance has k samples, so pass@k is not available
     #: and is not in ``pass_at_k``. Empty: not recorded (schema 2) or a one-sample target.
     pass_at_k_instances: dict[str, int] = {}
+    #: pass^k (all k samples resolve: per instance C(c, k)/C(n, k)), keyed "pass^k", for
+    #: each k > 1 that ``pass_at_k`` has, over the same instances (``pass_at_k_instances``
+    #: of "pass@k") and with the same bootstrap over instances. pass^1 is pass@1, so it is
+    #: not repeated. None: not computed (a one-sample target, or a record of schema 4 or
+    #: older); empty: no instance has 2 samples (each pass^k is then "not available").
+    pass_hat_k: dict[str, Interval] | None = None
     #: Mean per-sample resolve rate with a bootstrap interval over instances.
     sample_rate: Interval | None = None
     #: Trials with a flaky test (one that failed in the run and passed when re-run alone,
@@ -100,21 +107,29 @@ class RunMetrics(Record):
         return values
 
     def pass_at_k_rows(self) -> list[tuple[str, Interval | None, str]]:
-        """Each pass@k the record holds or says is not available, in k order: its name,
-        its interval (None: not available) and what a reader must be told of the
-        instances it is over ("" when it is over every instance, or not recorded)."""
-        names = list(self.pass_at_k_instances) or list(self.pass_at_k)
-        return [(name, self.pass_at_k.get(name), self.pass_at_k_coverage(name)) for name in names]
+        """Each pass@k the record holds or says is not available, in k order, each pass^k
+        right after its pass@k: its name, its interval (None: not available) and what a
+        reader must be told of the instances it is over ("" when it is over every
+        instance, or not recorded)."""
+        rows = []
+        for name in list(self.pass_at_k_instances) or list(self.pass_at_k):
+            rows.append((name, self.pass_at_k.get(name), self.pass_at_k_coverage(name)))
+            hat = name.replace("pass@", "pass^", 1)
+            if self.pass_hat_k is not None and name != "pass@1":
+                rows.append((hat, self.pass_hat_k.get(hat), self.pass_at_k_coverage(hat)))
+        return rows
 
     def pass_at_k_coverage(self, name: str) -> str:
-        """How many instances ``name`` ("pass@k") is over, when that is not all of them:
-        "over 3 of 4 instances, those with at least 2 samples", or "not available: no
-        instance has 2 samples"; "" when it is over every instance (or not recorded)."""
-        k = name.removeprefix("pass@")
-        over = self.pass_at_k_instances.get(name)
+        """How many instances ``name`` ("pass@k" or "pass^k") is over, when that is not
+        all of them: "over 3 of 4 instances, those with at least 2 samples", or "not
+        available: no instance has 2 samples"; "" when it is over every instance (or not
+        recorded)."""
+        k = name.removeprefix("pass@").removeprefix("pass^")
+        over = self.pass_at_k_instances.get(f"pass@{k}")
         if over is None or self.instances is None:
             return ""
-        if over == 0 or name not in self.pass_at_k:
+        held = (self.pass_hat_k or {}) if name.startswith("pass^") else self.pass_at_k
+        if over == 0 or name not in held:
             return f"not available: no instance has {k} samples"
         if over == self.instances:
             return ""

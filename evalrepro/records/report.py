@@ -31,7 +31,9 @@ class TrialLine(BaseModel):
 
 class RunResults(Record):
     record: Literal["RunResults"] = "RunResults"
-    schema_version: int = 2
+    #: 3: ``pass_at_k`` and ``pass_hat_k`` (a results.json of schema 2 reads with none).
+    schema_version: int = 3
+    migrations = {2: unchanged}
     experiment: str
     target_id: str
     planned: int
@@ -44,6 +46,11 @@ class RunResults(Record):
     invalid_rate: float
     retried_trials: int
     reasons: dict[str, int]
+    #: A multi-sample run's pass@k and pass^k estimates, as its report's metrics hold them
+    #: (the intervals are the report's): what ``verify`` recomputes from the trial results.
+    #: None: a one-sample run, or a results.json of schema 2 (not recorded).
+    pass_at_k: dict[str, float] | None = None
+    pass_hat_k: dict[str, float] | None = None
     trials: list[TrialLine]
 
 

@@ -10,7 +10,7 @@ allowed to differ): a difference in instances, test specs, images, harness, limi
 gate makes the comparison refuse, or, with ``force``, marks it not comparable.
 When either run has several samples of an instance (a one-sample run against a two-sample
 one too), each instance's share of resolved samples is paired (a paired bootstrap over
-instances, unless every share is 0 or 1), pass@k is compared for each k both runs have,
+instances, unless every share is 0 or 1), pass@k and pass^k are compared for each k both runs have,
 and an instance is discordant when its shares differ; always resampling instances, never
 samples. Every output says what was paired (``PairComparison.paired``) and that invalid
 and missing trials count as unresolved in the paired difference.
@@ -151,9 +151,11 @@ def compare_pair(
     clusters = np.array([repo[i] for i in shared])
     options = {"n_resamples": n_resamples, "confidence": confidence, "seed": seed, "method": method}
 
-    def rates(outcomes: dict[str, np.ndarray], k: int, ids: list[str]) -> np.ndarray:
+    def rates(
+        outcomes: dict[str, np.ndarray], k: int, ids: list[str], kind: str = "pass@"
+    ) -> np.ndarray:
         # pass@1 of an instance is its share of resolved samples; of one sample, 0 or 1.
-        return instance_pass_at_k([outcomes[i] for i in ids], k)
+        return instance_pass_at_k([outcomes[i] for i in ids], k, kind=kind)
 
     samples_a = max(outcomes_a[i].size for i in shared)
     samples_b = max(outcomes_b[i].size for i in shared)
@@ -172,6 +174,13 @@ def compare_pair(
                 by_k[f"pass@{k}"] = compare_outcomes(
                     rates(outcomes_a, k, ids),
                     rates(outcomes_b, k, ids),
+                    np.array([repo[i] for i in ids]),
+                    **options,
+                )
+                # pass^k (all k samples resolve) beside it, over the same instances.
+                by_k[f"pass^{k}"] = compare_outcomes(
+                    rates(outcomes_a, k, ids, "pass^"),
+                    rates(outcomes_b, k, ids, "pass^"),
                     np.array([repo[i] for i in ids]),
                     **options,
                 )
@@ -211,7 +220,7 @@ def _paired(shared: int, samples_a: int, samples_b: int, compared: list[str]) ->
     )
     ks = sorted(int(n[5:]) for n in compared if n.startswith("pass@") and n != "pass@1")
     if ks:
-        return f"{said}; pass@k also for k = {', '.join(map(str, ks))}"
+        return f"{said}; pass@k and pass^k also for k = {', '.join(map(str, ks))}"
     if min(samples_a, samples_b) == 1:
         fewer = "A" if samples_a == 1 else "B"
         return f"{said}; pass@k for k > 1 not compared ({fewer} has one sample an instance)"

@@ -41,7 +41,7 @@ from evalrepro.records.metrics import RepoBreakdown, RunMetrics
 from evalrepro.records.report import Provenance, RunReport, TrialRow
 from evalrepro.records.stats import Comparison, Interval, level_label, p_label
 from evalrepro.records.words import reason_words
-from evalrepro.report.run_report import LIMIT_LABELS, provenance_line, seconds
+from evalrepro.report.run_report import LIMIT_LABELS, pass_at_k_value, provenance_line, seconds
 from evalrepro.text import visible
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -621,9 +621,10 @@ def _pass_at_k_svg(pass_at_k: dict[str, Interval], coverage: dict[str, str] | No
         "pass-at-k",
         width,
         height,
-        "pass@k with confidence intervals",
-        "For each k, the unbiased pass@k averaged over instances, with its bootstrap interval "
-        "over instances as a whisker.",
+        "pass@k and pass^k with confidence intervals",
+        "For each k, the unbiased pass@k (some of k samples resolves) and pass^k (all k "
+        "samples resolve) averaged over instances, each with its bootstrap interval over "
+        "instances as a whisker.",
         body,
     )
 
@@ -814,7 +815,10 @@ def _trial_links(viewer: str | None) -> Callable[[TrialRow], str | None]:
 def run_sections(report: RunReport) -> dict[str, Any]:
     """The plots and lines of a run's headline, for the run page and the viewer's index."""
     m = report.metrics
-    coverage = {name: note for name, _, note in m.pass_at_k_rows()}
+    rows = m.pass_at_k_rows()
+    coverage = {name: note for name, _, note in rows}
+    # pass@k and pass^k in one plot, each pass^k beside its pass@k.
+    estimated = {name: interval for name, interval, _ in rows if interval is not None}
     return {
         "provenance_line": provenance_line(report.provenance),
         "problems": relative_problems(report.evidence_problems, report.run),
@@ -822,8 +826,11 @@ def run_sections(report: RunReport) -> dict[str, Any]:
         "failure_svg": Markup(svg)
         if (svg := _failure_modes_svg(m.reasons, m.missing, m.planned))
         else "",
-        "pass_at_k_svg": Markup(_pass_at_k_svg(m.pass_at_k, coverage)) if m.pass_at_k else "",
+        "pass_at_k_svg": Markup(_pass_at_k_svg(estimated, coverage)) if estimated else "",
         "pass_at_k_notes": [f"{name}: {note}" for name, note in coverage.items() if note],
+        "pass_at_k_rows": [
+            (name, pass_at_k_value(interval, note)) for name, interval, note in rows if interval
+        ],
     }
 
 

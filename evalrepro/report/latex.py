@@ -302,7 +302,7 @@ def render_run_latex(report: RunReport, *, label: str | None = None) -> str:
     m, p = report.metrics, report.provenance
     ci = f"[{_level(m.resolved_rate.confidence)} CI]"
     methods = sorted({_method(i.method) for i in (m.resolved_rate, m.invalid_rate)})
-    pass_k = dict(m.pass_at_k)
+    pass_k = {**m.pass_at_k, **(m.pass_hat_k or {})}
     if m.sample_rate is not None and "pass@1" not in pass_k:
         pass_k["mean per-sample rate"] = m.sample_rate
     # Each pass@k over fewer than every instance, or not available, says so.
@@ -323,8 +323,14 @@ def render_run_latex(report: RunReport, *, label: str | None = None) -> str:
             each = "; ".join(f"{escape(k)}: {escape(_method(i.method))}" for k, i in pass_k.items())
             intervals = f"intervals ({each})"
         caption += (
-            "; pass@$k$ is the unbiased estimator averaged over instances, with "
-            f"{intervals} over instances"
+            "; pass@$k$ is the unbiased estimator averaged over instances"
+            + (
+                ", pass\\textasciicircum{}$k$ the probability that $k$ samples all resolve, "
+                "averaged over the same instances"
+                if m.pass_hat_k
+                else ""
+            )
+            + f", with {intervals} over instances"
         )
     if coverage:
         caption += "; " + "; ".join(f"{escape(k)} {escape(note)}" for k, note in coverage.items())
@@ -390,9 +396,10 @@ def _subject(experiment: str, target_id: str) -> str:
 
 
 def _k_order(name: str) -> tuple[int, str]:
-    """pass@k rows by k (pass@2 before pass@10), anything else after them."""
-    k = name.removeprefix("pass@")
-    return (int(k), "") if k.isdigit() else (1 << 30, name)
+    """pass@k rows by k (pass@2 before pass@10), each pass^k after its pass@k, anything
+    else after them."""
+    k = name.removeprefix("pass@").removeprefix("pass^")
+    return (int(k), name[4]) if k.isdigit() else (1 << 30, name)
 
 
 def _repo_table(report: RunReport) -> list[str]:
@@ -460,7 +467,8 @@ def _run_provenance(report: RunReport) -> list[str]:
     )
     rules = f" ({'; '.join(escape(rule) for rule in p.gate_rules) or 'no rules'})"
     # The bootstrap's settings only where an interval of the table is a bootstrap's.
-    resampled = [i for i in m.pass_at_k.values() if "bootstrap" in i.method]
+    intervals = [*m.pass_at_k.values(), *(m.pass_hat_k or {}).values()]
+    resampled = [i for i in intervals if "bootstrap" in i.method]
     if m.sample_rate is not None and "pass@1" not in m.pass_at_k:
         resampled += [m.sample_rate] if "bootstrap" in m.sample_rate.method else []
     bootstrap = f"; bootstrap {p.n_resamples} resamples, seed {p.seed}" if resampled else ""
@@ -710,7 +718,7 @@ def render_leaderboard_latex(board: Leaderboard, *, label: str | None = None) ->
     """The leaderboard as one table: a block of rows per comparability class, each headed
     by what makes its class (the record's heading), ranked as the record ranks them, each
     rate with the interval its run recorded; under it, that a rank is no comparison."""
-    from evalrepro.report.leaderboard import RANK_NOTE, heading
+    from evalrepro.report.leaderboard import RANK_NOTE, heading, pass_k
 
     label = label or label_key("leaderboard", board.dataset or "all")
     lines = [*_header("a leaderboard", board.dataset or "every dataset", label)]
@@ -765,6 +773,10 @@ def render_leaderboard_latex(board: Leaderboard, *, label: str | None = None) ->
     # The note's Markdown code marks are not LaTeX's: the command in typewriter type.
     pieces = RANK_NOTE.split("`evalrepro compare`")
     notes = [" \\texttt{evalrepro compare} ".join(map(escape, pieces))]
+    # Multi-sample runs: pass@k and pass^k at the largest k, under the table (one line each).
+    for name, row in zip(names, rows, strict=True):
+        if said := pass_k(row):
+            notes.append(f"{_name(name)}: {escape(said)}.")
     for group in board.groups[1:]:
         found = "; ".join(escape(f"{d.kind}: {d.detail}") for d in group.differences)
         if found:

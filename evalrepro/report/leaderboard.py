@@ -28,6 +28,24 @@ def _interval(interval: Interval) -> str:
     return f"{percent(interval.estimate)} ({interval.confidence * 100:g}% CI {low} to {high})"
 
 
+def pass_k(row: LeaderboardRow) -> str:
+    """The run's pass@k and pass^k at its largest k > 1, each with its interval ("" for a
+    one-sample run): how often some of k samples resolves, and how often all of them do."""
+    ks = [int(name.removeprefix("pass@")) for name in row.pass_at_k]
+    ks = [k for k in ks if k > 1]
+    if not ks:
+        return ""
+    k = max(ks)
+    said = [f"pass@{k} {_interval(row.pass_at_k[f'pass@{k}'])}"]
+    if f"pass^{k}" in row.pass_hat_k:
+        said.append(f"pass^{k} {_interval(row.pass_hat_k[f'pass^{k}'])}")
+    return "; ".join(said)
+
+
+def _with_pass_k(group: LeaderboardGroup) -> bool:
+    return any(pass_k(row) for row in group.rows)
+
+
 def heading(group: LeaderboardGroup) -> str:
     """A table's heading: its dataset and harness, and what makes its class (the record's
     ``defined_by``: where the board's classes differ, this one's values)."""
@@ -48,10 +66,13 @@ def print_leaderboard(console: Console, board: Leaderboard) -> None:
         console.print("no complete, finished runs", highlight=False)
     for number, group in enumerate(board.groups):
         table = Table(title=escape(_heading(group)), title_justify="left")
-        for column in ("rank", "run", "id", "resolved", "resolved rate", "invalid", "gate"):
+        columns = ["rank", "run", "id", "resolved", "resolved rate", "invalid", "gate"]
+        if _with_pass_k(group):  # a multi-sample run: pass@k and pass^k beside the rate
+            columns.insert(5, "pass@k, pass^k")
+        for column in columns:
             table.add_column(column, justify="right" if column in ("rank", "resolved") else None)
         for row in group.rows:
-            table.add_row(
+            cells = [
                 str(row.rank),
                 escape(_label(row)),
                 row.run_id,
@@ -59,7 +80,10 @@ def print_leaderboard(console: Console, board: Leaderboard) -> None:
                 _interval(row.resolved_rate),
                 percent(row.invalid_rate.estimate),
                 "passed" if row.gate_passed else "failed",
-            )
+            ]
+            if _with_pass_k(group):
+                cells.insert(5, pass_k(row) or "one sample")
+            table.add_row(*cells)
         if number:
             console.print()
         console.print(table)
@@ -85,13 +109,18 @@ def markdown_leaderboard(board: Leaderboard) -> str:
             lines.append("Not comparable with the first table:")
             lines += [f"- {d.kind}: {_cell(d.detail)}" for d in group.differences]
             lines.append("")
+        with_k = _with_pass_k(group)
         lines += [
-            "| rank | run | id | resolved | resolved rate | invalid | gate |",
-            "| ---: | --- | --- | ---: | --- | ---: | --- |",
+            "| rank | run | id | resolved | resolved rate |"
+            + (" pass@k, pass^k |" if with_k else "")
+            + " invalid | gate |",
+            "| ---: | --- | --- | ---: | --- |" + (" --- |" if with_k else "") + " ---: | --- |",
         ]
         lines += [
             f"| {row.rank} | {_cell(_label(row))} | `{row.run_id}` | {row.resolved}/{row.planned}"
-            f" | {_interval(row.resolved_rate)} | {percent(row.invalid_rate.estimate)}"
+            f" | {_interval(row.resolved_rate)}"
+            + (f" | {_cell(pass_k(row) or 'one sample')}" if with_k else "")
+            + f" | {percent(row.invalid_rate.estimate)}"
             f" | {'passed' if row.gate_passed else 'failed'} |"
             for row in group.rows
         ]
@@ -114,4 +143,6 @@ def render_leaderboard_html(board: Leaderboard, *, title: str = "evalrepro leade
         labels=labels,
         rank_note=RANK_NOTE,
         heading=heading,
+        pass_k=pass_k,
+        with_pass_k=_with_pass_k,
     )

@@ -5,7 +5,8 @@ per-sample rate, where no closed form fits).
 Computed from the lockfile (what was planned) and the trial results (what happened);
 an unfinished trial counts as missing, in no outcome, and still in the denominator.
 pass@k is over the instances with at least k planned samples, and the record says how
-many those are (``pass_at_k_metrics``).
+many those are (``pass_at_k_metrics``); pass^k (all k samples resolve) beside it, over the
+same instances, with the same bootstrap.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from evalrepro.records.trial import TrialResult, outcome_counts
 from evalrepro.report.stats import (
     instances_with_samples,
     pass_at_k_interval,
+    pass_hat_k_interval,
     pass_k_values,
     wilson_interval,
 )
@@ -145,7 +147,8 @@ def pass_at_k_metrics(
     seed: int,
 ) -> dict[str, object]:
     """pass@k for every k ``samples`` calls for, each over the instances with at least k
-    planned samples, and how many those are (``RunMetrics.pass_at_k_instances``).
+    planned samples, and how many those are (``RunMetrics.pass_at_k_instances``); pass^k
+    for each such k > 1, over the same instances (``RunMetrics.pass_hat_k``).
 
     A target with ``missing: skip`` plans only the samples it gave: an instance with
     fewer than k has no pass@k (the unbiased estimator needs k draws without
@@ -161,8 +164,15 @@ def pass_at_k_metrics(
         for name, count in over.items()
         if count
     }
+    # pass^1 is pass@1: pass^k for k > 1 only, over the instances its pass@k is over.
+    pass_hat_k = {
+        f"pass^{k}": pass_hat_k_interval(per_instance, k, **options)
+        for k in (int(name.removeprefix("pass@")) for name in pass_at_k)
+        if k > 1
+    }
     return {
         "pass_at_k": pass_at_k,
+        "pass_hat_k": pass_hat_k,
         "pass_at_k_instances": over,
         "sample_rate": pass_at_k.get("pass@1"),
     }

@@ -35,18 +35,32 @@ from evalrepro.records.score import Outcome
 from evalrepro.records.stats import Interval
 from evalrepro.records.timing import RunTiming
 from evalrepro.records.trial import TrialResult, outcome_counts, trial_label
-from evalrepro.report.metrics import compute_metrics, evidence_of
+from evalrepro.report.metrics import compute_metrics, evidence_of, sample_outcomes
+from evalrepro.report.stats import (
+    instances_with_samples,
+    pass_at_k_mean,
+    pass_hat_k_mean,
+    pass_k_values,
+)
 from evalrepro.report.timing import run_timing, trial_timing
 from evalrepro.run.sessions import read_sessions
 from evalrepro.text import visible
 
 
 def aggregate(
-    experiment: str, target_id: str, results: list[TrialResult], *, planned: int | None = None
+    experiment: str,
+    target_id: str,
+    results: list[TrialResult],
+    *,
+    planned: int | None = None,
+    lockfile: Lockfile | None = None,
 ) -> RunResults:
+    """results.json; with the run's ``lockfile`` (what was planned), a multi-sample run's
+    pass@k and pass^k estimates too, over the instances the report's are over."""
     outcomes = outcome_counts(results)
     planned = len(results) if planned is None else planned
     return RunResults(
+        **pass_k_estimates(lockfile, results),
         experiment=experiment,
         target_id=target_id,
         planned=planned,
@@ -74,6 +88,23 @@ def aggregate(
 
 
 _STYLE = {Outcome.RESOLVED: "green", Outcome.UNRESOLVED: "yellow", Outcome.INVALID: "red"}
+
+
+def pass_k_estimates(
+    lockfile: Lockfile | None, results: list[TrialResult]
+) -> dict[str, dict[str, float]]:
+    """pass@k and pass^k of a multi-sample run, estimates only, as ``compute_metrics``
+    makes them (each k with an instance of k planned samples; pass^k for k > 1)."""
+    if lockfile is None or lockfile.target.samples < 2:
+        return {}
+    per_instance = sample_outcomes(lockfile, {r.trial.trial_id: r for r in results})
+    ks = [
+        k for k in pass_k_values(lockfile.target.samples) if instances_with_samples(per_instance, k)
+    ]
+    return {
+        "pass_at_k": {f"pass@{k}": pass_at_k_mean(per_instance, k) for k in ks},
+        "pass_hat_k": {f"pass^{k}": pass_hat_k_mean(per_instance, k) for k in ks if k > 1},
+    }
 
 
 def print_results(console: Console, results: RunResults) -> None:
@@ -578,8 +609,8 @@ def markdown_run_report(report: RunReport) -> str:
         f"{m.planned} planned trials: {m.resolved} resolved, {m.unresolved} unresolved, "
         f"{m.invalid} invalid"
         + (f", {m.missing} missing" if m.missing else "")
-        + ". Rates are over planned trials; intervals are Wilson (pass@k: bootstrap over "
-        "instances).",
+        + ". Rates are over planned trials; intervals are Wilson (pass@k and pass^k: "
+        "bootstrap over instances).",
         "",
         "| metric | value |",
         "| --- | --- |",

@@ -11,6 +11,10 @@ Which method for what, and why (../shared/docs/semantics.md, "Metrics and gates"
   it neither overflows nor cancels (``pass_at_k``), averaged over instances that have at
   least k samples; its interval is a bootstrap over instances, never over samples
   (``pass_at_k_interval``): instances are the sampling unit.
+* pass^k (tau-bench's "pass hat k": all k samples resolve): per instance C(c, k)/C(n, k),
+  the probability that k samples drawn without replacement are all resolved, the
+  unbiased estimator of p^k (``pass_hat_k``); averaged over the same instances as pass@k
+  and with the same bootstrap over instances (``pass_hat_k_interval``).
 * The difference between two runs on the same instances, 0/1 outcomes (one sample per
   instance): **Tango's asymptotic score interval** for paired proportions
   (``tango_interval``; Tango, Statistics in Medicine 17, 1998), at every n. It inverts
@@ -162,15 +166,46 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1, dtype=np.float64)))
 
 
-def instance_pass_at_k(outcomes_per_instance: Sequence[npt.ArrayLike], k: int) -> np.ndarray:
-    """pass@k of each instance (its samples' 0/1 outcomes); each needs >= k samples."""
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """pass^k of one instance with n samples of which c resolved: the probability that k
+    samples drawn without replacement all resolve, C(c, k)/C(n, k).
+
+    Exact integers divided once (Python's int division is correctly rounded, whatever
+    their size): the nearest float to the true value, so equal shares are equal floats
+    (a bootstrap's BCa bias correction counts resamples below the estimate exactly).
+    0 when c < k.
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    if k > n:
+        raise ValueError(f"pass^{k} needs at least {k} samples, got n={n}")
+    if not 0 <= c <= n:
+        raise ValueError(f"need 0 <= c <= n, got c={c}, n={n}")
+    return math.comb(c, k) / math.comb(n, k)
+
+
+#: Each per-instance estimator by the name its metric is printed with ("pass@2", "pass^2").
+ESTIMATORS: dict[str, Callable[[int, int, int], float]] = {"pass@": pass_at_k, "pass^": pass_hat_k}
+
+
+def instance_pass_at_k(
+    outcomes_per_instance: Sequence[npt.ArrayLike], k: int, *, kind: str = "pass@"
+) -> np.ndarray:
+    """pass@k (``kind="pass^"``: pass^k) of each instance (its samples' 0/1 outcomes);
+    each needs >= k samples."""
+    estimator = ESTIMATORS[kind]
     values = np.empty(len(outcomes_per_instance))
     for index, outcomes in enumerate(outcomes_per_instance):
         samples = np.asarray(outcomes, dtype=bool)
         if samples.size < k:
-            raise ValueError(f"instance {index} has {samples.size} samples, pass@{k} needs {k}")
-        values[index] = pass_at_k(samples.size, int(samples.sum()), k)
+            raise ValueError(f"instance {index} has {samples.size} samples, {kind}{k} needs {k}")
+        values[index] = estimator(samples.size, int(samples.sum()), k)
     return values
+
+
+def instance_pass_hat_k(outcomes_per_instance: Sequence[npt.ArrayLike], k: int) -> np.ndarray:
+    """pass^k of each instance (its samples' 0/1 outcomes); each needs >= k samples."""
+    return instance_pass_at_k(outcomes_per_instance, k, kind="pass^")
 
 
 def _with_k_samples(outcomes_per_instance: Sequence[npt.ArrayLike], k: int) -> list[np.ndarray]:
@@ -199,6 +234,12 @@ def pass_k_values(max_samples: int) -> list[int]:
     return sorted(values)
 
 
+def pass_hat_k_mean(outcomes_per_instance: Sequence[npt.ArrayLike], k: int) -> float:
+    """pass^k of a run: the mean over instances with at least k samples."""
+    values = instance_pass_hat_k(_with_k_samples(outcomes_per_instance, k), k)
+    return float(values.mean())
+
+
 def pass_at_k_interval(
     outcomes_per_instance: Sequence[npt.ArrayLike],
     k: int,
@@ -207,10 +248,12 @@ def pass_at_k_interval(
     confidence: float = 0.95,
     method: str = "BCa",
     seed: int = 0,
+    kind: str = "pass@",
 ) -> Interval:
-    """pass@k with a bootstrap interval over instances (instances are resampled, each
-    keeping its own samples: the instance is the sampling unit, not the sample)."""
-    values = instance_pass_at_k(_with_k_samples(outcomes_per_instance, k), k)
+    """pass@k (``kind="pass^"``: pass^k) with a bootstrap interval over instances
+    (instances are resampled, each keeping its own samples: the instance is the sampling
+    unit, not the sample)."""
+    values = instance_pass_at_k(_with_k_samples(outcomes_per_instance, k), k, kind=kind)
     return _bootstrap(
         (values,),
         lambda x, axis: np.mean(x, axis=axis),
@@ -220,6 +263,27 @@ def pass_at_k_interval(
         confidence=confidence,
         method=method,
         seed=seed,
+    )
+
+
+def pass_hat_k_interval(
+    outcomes_per_instance: Sequence[npt.ArrayLike],
+    k: int,
+    *,
+    n_resamples: int = 10_000,
+    confidence: float = 0.95,
+    method: str = "BCa",
+    seed: int = 0,
+) -> Interval:
+    """pass^k with the bootstrap interval over instances pass@k has."""
+    return pass_at_k_interval(
+        outcomes_per_instance,
+        k,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        method=method,
+        seed=seed,
+        kind="pass^",
     )
 
 

@@ -175,7 +175,11 @@ class RunDirectory:
         done = done if done is not None else self.completed(lockfile)
         ordered = [done[t.trial_id] for t in lockfile.trials if t.trial_id in done]
         return aggregate(
-            lockfile.experiment, lockfile.target.target_id, ordered, planned=len(lockfile.trials)
+            lockfile.experiment,
+            lockfile.target.target_id,
+            ordered,
+            planned=len(lockfile.trials),
+            lockfile=lockfile,
         )
 
     def write_swebench_layout(
