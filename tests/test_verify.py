@@ -182,8 +182,9 @@ def test_a_removed_instance_is_named(capsys, tmp_path, lockfiles, demo_lock):
     assert report["differences"] == [
         {"kind": "instances", "detail": f"only in the first: {removed}"}
     ]
-    # The gold target lost that instance's patch: information, as a target always is.
-    assert kinds(report["information"]) == {"target"}
+    # The gold target lost that instance's patch, and the plan its trial: information, as
+    # a target's (and so its trials') differences always are between two runs.
+    assert kinds(report["information"]) == {"target", "trials"}
 
 
 def test_a_setting_no_other_class_covers_is_a_config_difference(capsys, lockfiles, demo_lock):
