@@ -166,12 +166,11 @@ def attempt_with_agent(runtime: Any, spec: AttemptSpec) -> AttemptOutput:
                 left = 0
             watch.close()
             if not getattr(sandbox, "capped", False):
+                why = getattr(sandbox, "uncapped_reason", "this runtime has none")
                 end.log += (
-                    b"\n[evalrepro: no kernel cap on the agent's processes in this sandbox "
-                    b"(no user namespace of its own for the agent's user: an image without "
-                    b"unshare, nsenter or prlimit, or the agent runs as root); the watcher "
-                    b"alone stops a fork bomb]\n"
-                )
+                    f"\n[evalrepro: no kernel cap on the agent's processes in this sandbox "
+                    f"({why}); the watcher alone stops a fork bomb]\n"
+                ).encode()
             if left > 0 and not watch.tripped:
                 end.log += (
                     f"\n[evalrepro: {left} process(es) the agent left running were stopped "

@@ -86,10 +86,12 @@ home=$(echo "$entry" | cut -d: -f6)
 [ -n "$uid" ] && [ "$uid" != 0 ]
 setsid unshare --user sleep infinity </dev/null >/dev/null 2>&1 &
 holder=$!
-mine=$(readlink /proc/self/ns/user)
-tries=0
-while [ "$(readlink /proc/$holder/ns/user)" = "$mine" ]; do
-  tries=$((tries + 1)); [ "$tries" -lt 1000 ]; sleep 0.01
+# Until the holder is in its new namespace: bounded by time, not by a count of tries (a
+# loaded machine makes each try slow), and compared by the test builtin (-ef: the same
+# namespace), not by a process per try.
+deadline=$((SECONDS + 45))
+while [ /proc/$holder/ns/user -ef /proc/self/ns/user ]; do
+  [ "$SECONDS" -lt "$deadline" ]; sleep 0.01
 done
 printf '0 0 1\n%s %s 1\n' "$uid" "$uid" | cat > /proc/$holder/uid_map
 printf '0 0 1\n%s %s 1\n' "$gid" "$gid" | cat > /proc/$holder/gid_map
@@ -145,8 +147,10 @@ class PodmanSandbox(Sandbox):
         self._pid_namespace = self._namespace()
         self._jail: list[str] | None = None
         self._home = ""
-        #: Whether the kernel caps the processes of the sandbox's user at ``pids``.
+        #: Whether the kernel caps the processes of the sandbox's user at ``pids``, and
+        #: if not, why (what the namespace's making said).
         self.capped = False
+        self.uncapped_reason = "the agent runs as root"
         if request.user not in (None, "root", "0"):
             self._open_jail(runtime.config.limits.pids)
 
@@ -155,11 +159,14 @@ class PodmanSandbox(Sandbox):
         (see the module docstring); without it (an image that lacks a program this
         needs) commands run as before, uncapped."""
         done = self.exec(
-            _JAIL, timeout=60, user="root", cwd="/", stdin=f"{self.request.user}\n".encode()
+            _JAIL, timeout=90, user="root", cwd="/", stdin=f"{self.request.user}\n".encode()
         )
         lines = done.output.strip().splitlines() if done.exit_code == 0 else []
         fields = lines[-1].split("\t") if lines else []
         if len(fields) != 6 or not fields[0].isdigit() or not all(fields):
+            said = _last(done.output) or "no output"
+            ended = "timed out" if done.timed_out else f"exit {done.exit_code}"
+            self.uncapped_reason = f"no user namespace for the agent's user ({ended}: {said})"
             return
         holder, uid, gid, self._home, nsenter, prlimit = fields
         self._jail = [
