@@ -223,7 +223,7 @@ def test_comparing_two_sample_runs_resamples_instances_for_each_k(two_samples, t
         "compare", str(two_samples), str(two_samples), "--json", "--n-resamples", "1000"
     )
     (pair,) = json.loads(done.stdout)["pairs"]
-    assert set(pair["by_k"]) == {"pass@1", "pass@2", "sample_rate"}
+    assert set(pair["by_k"]) == {"pass@1", "pass@2", "pass^2", "sample_rate"}
     assert pair["shared_instances"] == 12
     assert pair["by_k"]["pass@2"]["difference"]["estimate"] == 0
 

@@ -191,9 +191,18 @@ def test_a_run_whose_score_is_invalid_for_what_ran_in_it_is_not_trusted():
     suspect = observed(
         status_map={"t": P},
         suspect_policy="invalid",
-        suspects=[SuspectFinding(rule="pytest-hook", path="conftest.py", line=3, text="x")],
+        suspects=[
+            SuspectFinding(
+                rule="pytest_hook",
+                path="conftest.py",
+                line=3,
+                text="x",
+                what="defines a pytest hook",
+                why="it can change how every test is reported",
+            )
+        ],
     )
-    assert judged(suspect).problem.startswith("suspect_patch: pytest-hook in conftest.py:3")
+    assert judged(suspect).problem.startswith("suspect_patch: conftest.py, line 3, defines")
     honest = judged(observed(status_map={"t": P}))
     assert honest.trusted and honest.status_map == {"t": P}
 
