@@ -88,6 +88,9 @@ def main() -> None:
     parser.add_argument("--since", type=datetime.fromisoformat)
     parser.add_argument("--top", type=int, default=15)
     args = parser.parse_args()
+    for report in args.junit:
+        if not report.is_file():
+            parser.error(f"--junit {report}: no such file (scripts/test leaves one per suite)")
     if args.junit:
         by_kind, by_file, count = test_seconds(args.junit)
         total = sum(by_kind.values())
