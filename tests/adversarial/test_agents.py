@@ -194,9 +194,11 @@ def test_a_fork_bomb_under_load_ends_at_the_limit_with_its_reason(tmp_path, mode
     assert (str(result.score.outcome), result.score.reason) == ("unresolved", "agent_error")
     found = re.search(r"(\d+) processes ran in it, at or over the limit of 64", result.score.detail)
     assert found, result.score.detail
-    # Held at the limit by the kernel (the sandbox's own few processes above it), never
-    # far past it as when only the watcher's scan stood in the way.
-    assert 64 <= int(found.group(1)) <= 64 + 8
+    # Held at the limit by the kernel: the agent's user at 64, the sandbox's own processes
+    # (root's: the namespace's holder, the harness's execs, a few dozen on a loaded
+    # machine) on top; never far past it as when only the watcher's scan stood in the way
+    # (4,183 processes, measured, rootless).
+    assert 64 <= int(found.group(1)) < 2 * 64
     (attempt,) = result.attempts  # its own doing: never retried
     # Ended at the limit, not at its wall time.
     assert (attempt.finished_at - attempt.started_at).total_seconds() < 90
