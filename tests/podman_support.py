@@ -64,6 +64,39 @@ def sandboxes_left(run_dir: Path) -> list[str]:
     return [name for name in listed.stdout.split() if name.startswith(prefix)]
 
 
+def strays(run_dir: Path, uid: int) -> list[str]:
+    """Processes of host ``uid`` that live in no container of another run: what this run
+    directory's trials left behind. (Other tests' containers, running meanwhile under the
+    same sub-uid, hold processes of that uid that are theirs, not this run's.)"""
+    env = {**os.environ, "CONTAINERS_CONF": str(backend_files() / "containers.conf")}
+    listed = subprocess.run(
+        ["podman", "ps", "--format", "{{.Names}} {{.Pid}}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    prefix = container_prefix(run_dir.resolve())
+    others = set()
+    for line in listed.stdout.splitlines():
+        name, _, pid = line.partition(" ")
+        if not name.startswith(prefix):
+            try:
+                others.add(os.readlink(f"/proc/{pid.strip()}/ns/pid"))
+            except (OSError, ValueError):
+                continue  # not started yet, or gone meanwhile
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if not entry.name.isdigit() or entry.stat().st_uid != uid:
+                continue
+            if os.readlink(entry / "ns" / "pid") not in others:
+                found.append(f"{entry.name} {(entry / 'comm').read_text().strip()}")
+        except OSError:
+            continue  # gone meanwhile
+    return found
+
+
 def processes_with(marker: bytes) -> list[str]:
     """Host processes whose command line holds ``marker``."""
     found = []

@@ -184,7 +184,7 @@ def load(processes: int = 2):
 @both_modes
 def test_a_fork_bomb_under_load_ends_at_the_limit_with_its_reason(tmp_path, mode):
     with load():
-        result, _ = agent_run(
+        result, folder = agent_run(
             tmp_path,
             "bomber",
             "bomb() { bomb | bomb & }; bomb; sleep 100",
@@ -194,6 +194,9 @@ def test_a_fork_bomb_under_load_ends_at_the_limit_with_its_reason(tmp_path, mode
     assert (str(result.score.outcome), result.score.reason) == ("unresolved", "agent_error")
     found = re.search(r"(\d+) processes ran in it, at or over the limit of 64", result.score.detail)
     assert found, result.score.detail
+    # The kernel's cap was made (else the log says why, and only the watcher stood).
+    log = (folder / "agent_log.txt").read_text(errors="replace")
+    assert "no kernel cap" not in log, log[-2000:]
     # Held at the limit by the kernel: the agent's user at 64, the sandbox's own processes
     # (root's: the namespace's holder, the harness's execs, a few dozen on a loaded
     # machine) on top; never far past it as when only the watcher's scan stood in the way

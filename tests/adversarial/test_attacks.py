@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,7 @@ import pytest
 from evalrepro.config.experiment import compose
 from evalrepro.records.trial import read_trial_result
 from tests.adversarial.attacks import ATTACKS, Attack, write_adversary
-from tests.podman_support import needs_podman, run_demo, sandboxes_left
+from tests.podman_support import needs_podman, run_demo, sandboxes_left, strays
 
 pytestmark = needs_podman
 
@@ -117,18 +116,15 @@ def test_nothing_the_trials_ran_is_left_running(rootless):
     if os.geteuid() == 0:
         pytest.skip("rootless only: as root the test uid is a host uid")
     test_uid = _subordinate_start() + 999  # the container's uid 1000 on the host
-
-    def left() -> list[str]:
-        listed = subprocess.run(
-            ["ps", "-o", "pid=,stat=,comm=", "-u", str(test_uid)], capture_output=True, text=True
-        )
-        return listed.stdout.splitlines()
-
-    # A removed container's processes may take a moment to be reaped.
-    deadline = time.monotonic() + 15
-    while left() and time.monotonic() < deadline:
+    # A removed container's processes may take a moment to be reaped, and a container of
+    # another test may be starting meanwhile (seen before podman lists it): the first
+    # empty look within the bound settles it.
+    deadline = time.monotonic() + 30
+    left = strays(rootless.run_dir, test_uid)
+    while left and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert left() == []
+        left = strays(rootless.run_dir, test_uid)
+    assert left == []
 
 
 def test_the_run_directory_holds_only_the_users_own_files(rootless):

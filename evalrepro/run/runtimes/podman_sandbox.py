@@ -93,8 +93,12 @@ deadline=$((SECONDS + 45))
 while [ /proc/$holder/ns/user -ef /proc/self/ns/user ]; do
   [ "$SECONDS" -lt "$deadline" ]; sleep 0.01
 done
-printf '0 0 1\n%s %s 1\n' "$uid" "$uid" | cat > /proc/$holder/uid_map
-printf '0 0 1\n%s %s 1\n' "$gid" "$gid" | cat > /proc/$holder/gid_map
+# Each map in one write, as the kernel takes only one: dd gathers its whole input first
+# (printf's line-buffered output comes a line per write, which cat would pass on as is).
+map() { printf '0 0 1\n%s %s 1\n' "$2" "$2" \
+  | dd of="/proc/$holder/$1" bs=4096 count=1 iflag=fullblock conv=notrunc status=none; }
+map uid_map "$uid"
+map gid_map "$gid"
 printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$holder" "$uid" "$gid" "$home" "$nsenter" "$prlimit"
 """
 
