@@ -210,6 +210,11 @@ PLAIN_TEST = "def test_a():\n    assert 1\n"
          "addopts"),
         ({"tests/test_a.py": "async def test_a():\n    pass\n"}, "tests/test_a.py::test_a",
          "no test function"),
+        (
+            {"tests/test_a.py": "class TestA(Base):\n    def test_a(self):\n        pass\n"},
+            "tests/test_a.py::TestA::test_a",
+            "a base the driver cannot tell apart",
+        ),
         ({}, "tests/test_a.py::test_a[1]", "not a plain pytest node id"),
         ({}, "tests/test_a.py::test_b", "no test function"),
     ],
@@ -305,3 +310,98 @@ def test_the_driver_is_the_harness_s_own_file():
     source = Path(__file__).parents[1] / "evalrepro" / "run" / "sandbox" / "plain.py"
     assert DRIVER == source.read_text()
     assert textwrap.dedent(DRIVER) == DRIVER
+
+
+# --- the driver's own runs, in an environment of no test framework ---------------------------
+
+
+@pytest.fixture(scope="module")
+def bare_python(tmp_path_factory) -> str:
+    """An environment with nothing installed (no pytest plugin to rule a test out)."""
+    venv = tmp_path_factory.mktemp("bare") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    return str(venv / "bin" / "python3")
+
+
+def _drive(python: str, root: Path, style: str, selector: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [python, "-I", "-S", "-c", DRIVER, style, "0", selector],
+        cwd=root,
+        env={"PATH": "/usr/bin:/bin", "PYTEST_CURRENT_TEST": "x (call)", "PYTEST_VERSION": "8"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+SEES_NO_FRAMEWORK = """
+import os
+import sys
+import unittest
+
+
+def test_nothing_of_a_framework_is_in_sight():
+    assert unittest.TestCase  # the module's own reference is kept
+    assert not [n for n in sys.modules if n.split(".")[0] in ("unittest", "pytest", "_pytest")]
+    assert not [v for v in os.environ if v.startswith("PYTEST_")]
+    assert sys.argv == ["-c"]
+    assert getattr(sys.modules["__main__"], "__spec__", None) is None
+    frames, frame = [], sys._getframe()
+    while frame is not None:
+        frames.append(frame.f_code.co_filename)
+        frame = frame.f_back
+    assert [f for f in frames if f != __file__] == ["<string>"] * (len(frames) - 1)
+"""
+
+XUNIT = """
+calls = []
+
+
+def setup_module():
+    calls.append("module")
+
+
+def teardown_module(module):
+    assert module.calls[-1] == "method down"
+
+
+class TestThing:
+    @classmethod
+    def setup_class(cls):
+        calls.append("class")
+
+    def setup_method(self, method):
+        calls.append("method " + method.__name__)
+
+    def teardown_method(self):
+        calls.append("method down")
+
+    def test_setups_ran_in_pytests_order(self, tmp_path):
+        assert calls == ["module", "class", "method test_setups_ran_in_pytests_order"]
+        assert tmp_path.is_dir() and not list(tmp_path.iterdir())
+
+
+def test_fails():
+    assert 1 == 2
+"""
+
+
+def test_the_test_sees_no_framework_where_the_driver_calls_it(tmp_path, bare_python):
+    (tmp_path / "test_plain.py").write_text(SEES_NO_FRAMEWORK)
+    done = _drive(
+        bare_python, tmp_path, "pytest", "test_plain.py::test_nothing_of_a_framework_is_in_sight"
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_driver_runs_pytests_xunit_setup_and_reads_a_failure(tmp_path, bare_python):
+    (tmp_path / "test_xunit.py").write_text(XUNIT)
+    done = _drive(
+        bare_python,
+        tmp_path,
+        "pytest",
+        "test_xunit.py::TestThing::test_setups_ran_in_pytests_order",
+    )
+    assert done.returncode == 0, done.stderr
+    done = _drive(bare_python, tmp_path, "pytest", "test_xunit.py::test_fails")
+    assert done.returncode == 1 and "assert 1 == 2" in done.stderr

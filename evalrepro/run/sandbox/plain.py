@@ -219,7 +219,12 @@ def plan(style, selector, root, executable=None):
     test = _find(body, names[-1])
     if not isinstance(test, ast.FunctionDef):
         raise NotApplicable(f"no test function {names[-1]} defined where it is named")
-    unit = klass is not None and any(_decorator_name(b)[-1:] != ["object"] for b in klass.bases)
+    bases = [_decorator_name(b)[-1:] for b in klass.bases] if klass is not None else []
+    unit = any(b != ["object"] for b in bases)
+    if style == "pytest" and unit and not any(b and b[0].endswith("TestCase") for b in bases):
+        # A plain class with a base, or a TestCase through a base of the project's:
+        # which one it is shows only once the repository's code is imported.
+        raise NotApplicable(f"{names[0]} has a base the driver cannot tell apart")
     if style == "pytest":
         _check_setup_body(tree.body, relative)
         _check_decorators(test.decorator_list, test.name)
@@ -284,22 +289,29 @@ def _framework_gone():
             del sys.modules[name]  # pytest's shim of the py library
 
 
-def _hook(holder, name):
-    """An xunit setup or teardown function of a module or class, or None."""
-    function = getattr(holder, name, None)
-    return getattr(function, "__func__", function)
+def _call_optional(function, argument):
+    """``function(argument)``, or ``function()`` if it takes no argument (pytest's rule
+    for xunit setup and teardown)."""
+    code = getattr(function, "__code__", None)
+    count = code.co_argcount if code is not None else 1
+    if getattr(function, "__self__", None) is not None:
+        count -= 1  # bound: its first parameter is given
+    return function(argument) if count > 0 else function()
 
 
-def _around(holder, setup, teardown, argument, call):
-    """``call`` between the holder's xunit ``setup`` and ``teardown``, as pytest does."""
-    first, last = _hook(holder, setup), _hook(holder, teardown)
+def _around(holder, setup, teardown, argument, call, unbind=False):
+    """``call`` between the holder's xunit ``setup`` and ``teardown``, as pytest does
+    (``unbind``: a class's, called with the class, classmethod or not)."""
+    first, last = getattr(holder, setup, None), getattr(holder, teardown, None)
+    if unbind:
+        first, last = (getattr(f, "__func__", f) for f in (first, last))
     if first is not None:
-        first(argument)
+        _call_optional(first, argument)
     try:
         call()
     finally:
         if last is not None:
-            last(argument)
+            _call_optional(last, argument)
 
 
 def run(plan_, cwd_first):
@@ -366,7 +378,7 @@ def run(plan_, cwd_first):
             inner = call
 
             def call():
-                _around(owner, "setup_class", "teardown_class", owner, inner)
+                _around(owner, "setup_class", "teardown_class", owner, inner, unbind=True)
 
         _around(module, "setup_module", "teardown_module", module, call)
     except BaseException:  # SystemExit and KeyboardInterrupt from the test fail it too
