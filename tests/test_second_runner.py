@@ -230,7 +230,10 @@ def test_a_test_allows_a_plain_run_only_without_what_only_its_runner_gives(
     if why is None:
         planned = driver_plan("pytest", selector, str(tmp_path), python)
         assert planned["module"] == "tests.test_a"
-        assert planned["paths"][0] == str(tmp_path)  # pytest's prepend: above the package
+        # pytest's prepend: the folder above the test's package, then a conftest's.
+        assert planned["paths"][0] == str(tmp_path)
+        if "tests/conftest.py" in files:
+            assert planned["paths"][1] == str(tmp_path)
         return
     with pytest.raises(NotApplicable, match=why):
         driver_plan("pytest", selector, str(tmp_path), python)

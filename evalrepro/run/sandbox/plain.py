@@ -190,6 +190,16 @@ def _find(body, name):
     return None
 
 
+def _basedir(folder):
+    """pytest's "prepend" import mode: the first folder up without an ``__init__.py``,
+    and the package names on the way (outermost first)."""
+    package = []
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        package.insert(0, os.path.basename(folder))
+        folder = os.path.dirname(folder)
+    return folder, package
+
+
 def plan(style, selector, root, executable=None):
     """What to run: (file, module name, base folder, class name, test name, takes
     tmp_path); NotApplicable when the test does not allow a plain run."""
@@ -225,6 +235,7 @@ def plan(style, selector, root, executable=None):
         # A plain class with a base, or a TestCase through a base of the project's:
         # which one it is shows only once the repository's code is imported.
         raise NotApplicable(f"{names[0]} has a base the driver cannot tell apart")
+    conftests = []
     if style == "pytest":
         _check_setup_body(tree.body, relative)
         _check_decorators(test.decorator_list, test.name)
@@ -253,23 +264,23 @@ def plan(style, selector, root, executable=None):
             conftest = os.path.join(folder, "conftest.py")
             if os.path.isfile(conftest):
                 _check_conftest(conftest)
+                # Not imported, but put on the path as pytest's import of it would.
+                conftests.append(_basedir(folder)[0])
             if folder == top or len(folder) <= len(top):
                 break
             folder = os.path.dirname(folder)
         _check_plugins(executable or sys.executable)
     elif not unit:
         raise NotApplicable(f"{names[0]} is not a unittest class")
-    # pytest's "prepend" import mode: the first folder up without an __init__.py.
-    base = os.path.dirname(os.path.abspath(path))
-    module = [os.path.splitext(os.path.basename(path))[0]]
     if style == "pytest":
-        while os.path.isfile(os.path.join(base, "__init__.py")):
-            module.insert(0, os.path.basename(base))
-            base = os.path.dirname(base)
+        base, package = _basedir(os.path.dirname(os.path.abspath(path)))
+        module = [*package, os.path.splitext(os.path.basename(path))[0]]
         pythonpath = _pytest_config(root).get("pythonpath", "").split()
     else:
         module, base, pythonpath = selector.split(".")[:-2], os.path.abspath(root), []
-    paths = [base] + [os.path.join(root, p) for p in pythonpath]
+    # First on the path as pytest leaves it: the test's folder, then the conftests'
+    # (the deepest imported last), then the configuration's pythonpath.
+    paths = [base, *conftests] + [os.path.join(root, p) for p in pythonpath]
     return {
         "file": relative,
         "module": ".".join(module),
@@ -319,14 +330,17 @@ def run(plan_, cwd_first):
     import site
     import tempfile
 
-    prefix = os.environ.get("PYTHONPYCACHEPREFIX")
-    if prefix:
-        sys.pycache_prefix = prefix
+    # -I ignores PYTHON* variables: what they say of bytecode is set here. The cache
+    # prefix only after site, where the exit guard sets it with the image's own caches
+    # kept (with the prefix alone every module would compile from source).
     sys.dont_write_bytecode = True
     for entry in reversed(os.environ.get("PYTHONPATH", "").split(os.pathsep)):
         if entry:
             sys.path.insert(0, entry)
     site.main()  # the environment's path, its .pth files and the exit guard
+    prefix = os.environ.get("PYTHONPYCACHEPREFIX")
+    if prefix and getattr(sys, "pycache_prefix", None) is None:
+        sys.pycache_prefix = prefix  # no exit guard in this environment
     cwd = os.getcwd()
     if cwd_first:
         sys.path.insert(0, cwd)  # python -m puts the working folder first
