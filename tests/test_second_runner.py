@@ -215,6 +215,12 @@ PLAIN_TEST = "def test_a():\n    assert 1\n"
             "tests/test_a.py::TestA::test_a",
             "a base the driver cannot tell apart",
         ),
+        (
+            # The module holds its last definition of a name: that is the test pytest runs.
+            {"tests/test_a.py": PLAIN_TEST + "\n\ndef test_a(monkeypatch):\n    pass\n"},
+            "tests/test_a.py::test_a",
+            "asks for fixtures",
+        ),
         ({}, "tests/test_a.py::test_a[1]", "not a plain pytest node id"),
         ({}, "tests/test_a.py::test_b", "no test function"),
     ],

@@ -48,7 +48,7 @@ _ADDOPTS_THAT_CHANGE = ("-p", "--ds", "--dc", "--import-mode", "--rootdir", "--c
                         "--pyargs", "--doctest", "-c", "--config-file", "--noconftest")  # fmt: skip
 #: Plugins (entry point names) installed in the environment that change nothing here.
 _HARMLESS_PLUGINS = {"pytest_cov", "xdist", "xdist.looponfail", "timeout", "rerunfailures",
-                     "pytest_mock", "hypothesispytest", "randomly_off"}  # fmt: skip
+                     "pytest_mock", "hypothesispytest"}  # fmt: skip
 #: What leaves sys.modules before the test runs: the frameworks, not the test's own use.
 _FRAMEWORKS = ("pytest", "_pytest", "pluggy", "iniconfig", "unittest", "conftest")
 
@@ -183,11 +183,13 @@ def _check_plugins(executable):
 
 
 def _find(body, name):
+    """The last definition of ``name`` in ``body``: the one the module ends up holding."""
+    found = None
     for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             if node.name == name:
-                return node
-    return None
+                found = node
+    return found
 
 
 def _basedir(folder):
