@@ -19,9 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from evalrepro.config.experiment import compose
+from evalrepro.records.trial import read_trial_result
 from tests.adversarial.attacks import Attack
 from tests.adversarial.test_inodes import SmallRun, run_small
-from tests.podman_support import needs_podman
+from tests.podman_support import needs_podman, run_demo
 from tests.test_fresh import UNFIXED_POWER
 
 README = (Path(__file__).resolve().parents[2] / "docs" / "threat-model.md").read_text()
@@ -152,3 +154,19 @@ def test_the_gold_patch_beside_them_resolves_and_passes_under_the_driver(under_t
         report = json.loads((under_test.run_dir / path).read_text())
         ends = {r["runner_exit"] for r in report["fresh"]["runs"] if r["runner"] == "plain"}
         assert ends == {"clean"}, report["fresh"]
+
+
+def test_every_gold_patch_of_the_demo_passes_under_the_driver_too(tmp_path):
+    # The honest side, whole: every instance's FAIL_TO_PASS tests (pytest functions that
+    # import pytest, unittest methods) run under the driver, pass, and resolve.
+    run_demo(compose(["+experiment=demo", SECOND_RUNNER]), tmp_path / "run")
+    results = [read_trial_result(p) for p in (tmp_path / "run" / "trials").glob("*/result.json")]
+    assert len(results) == 12
+    for result in results:
+        assert (str(result.score.outcome), result.score.reason) == ("resolved", "tests_passed")
+        observation = result.attempts[-1].observation
+        plain = [c for c in observation.fresh if c.runner == "plain"]
+        tests = [c.outcome for c in plain if c.expect == "pass"]
+        assert tests and set(tests) == {"passed"}, (result.instance_id, plain)
+        assert [c.outcome for c in plain if c.expect == "fail"] == ["failed"], plain
+        assert observation.fresh_note == ""
