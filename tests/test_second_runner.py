@@ -89,6 +89,15 @@ def test_where_the_driver_cannot_stand_in_for_the_runner_there_is_a_note():
     )
     runs, note = plan("demo__calc-1", "pytest_full", test_cmd="tox -e py -- -rA")[3:]
     assert runs == [] and "not the pytest runner's own" in note
+    for command, option in (
+        ("pytest -rA -p xdist", "-p xdist"),
+        ("python -m pytest -rA --import-mode=importlib", "--import-mode=importlib"),
+        ("pytest -rA -pmyplugin", "-pmyplugin"),
+    ):
+        runs, note = plan("demo__calc-1", "pytest_full", test_cmd=command)[3:]
+        assert runs == [] and f"test command's {option} changes" in note, note
+    # -p no:NAME only turns a plugin off.
+    assert plan("demo__calc-1", "pytest_full", test_cmd="pytest -rA -p no:cacheprovider")[4] == ""
     runs, note = plan("demo__calc-1", "pytest_full", canaries=False)[3:]
     assert runs == [] and "no must-fail canary" in note
 
@@ -204,8 +213,11 @@ PLAIN_TEST = "def test_a():\n    assert 1\n"
          "runs code at import"),
         ({"tests/conftest.py": "def pytest_runtest_call(item):\n    pass\n"},
          "tests/test_a.py::test_a", "hook"),
-        ({"pytest.ini": "[pytest]\nDJANGO_SETTINGS_MODULE = x.settings\n"},
-         "tests/test_a.py::test_a", "configuration sets"),
+        ({"pytest.ini": "[pytest]\nusefixtures = db\n"}, "tests/test_a.py::test_a",
+         "configuration sets usefixtures"),
+        # A key no installed plugin reads changes nothing (six's pep8ignore).
+        ({"setup.cfg": "[tool:pytest]\nminversion = 2.2.0\npep8ignore =\n  x.py ALL\n"},
+         "tests/test_a.py::test_a", None),
         ({"setup.cfg": "[tool:pytest]\naddopts = -p myplugin\n"}, "tests/test_a.py::test_a",
          "addopts"),
         ({"tests/test_a.py": "async def test_a():\n    pass\n"}, "tests/test_a.py::test_a",

@@ -53,6 +53,31 @@ SECOND_RUNNERS: dict[str, tuple[str, re.Pattern[str]]] = {
 }
 
 
+#: Options of the test command that change how a selected test runs (plugins, import
+#: rules, the root and its conftests), which a plain run would not repeat.
+_CHANGING_OPTIONS = ("--import-mode", "--rootdir", "--confcutdir", "--noconftest", "--pyargs",
+                     "--ds", "--dc", "--config-file", "-c", "--doctest-modules")  # fmt: skip
+
+
+def _options_that_change(command: str) -> str | None:
+    """The first option of ``command`` that a plain run would not repeat: a plugin
+    loaded (``-p NAME``; ``-p no:NAME`` only turns one off) or one of ``_CHANGING_OPTIONS``."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command
+    for index, word in enumerate(words):
+        if word == "-p":
+            name = words[index + 1] if index + 1 < len(words) else ""
+            if not name.startswith("no:"):
+                return f"-p {name}".strip()
+        elif word.startswith("-p") and not word[2:].startswith("no:"):  # -pNAME
+            return word
+        elif any(word == o or word.startswith(o + "=") for o in _CHANGING_OPTIONS):
+            return word
+    return None
+
+
 def draw_second_runs(
     spec: TestSpec,
     parser: LogParser,
@@ -76,6 +101,9 @@ def draw_second_runs(
             "(an environment or a wrapper the driver cannot repeat)"
         )
     cwd_first = shape.group(1) is not None
+    changing = _options_that_change(spec.test_cmd)
+    if changing:
+        return [], f"second runner: the test command's {changing} changes what the runner runs"
 
     def plain(test: str, argument: str, expect: str = "pass") -> FreshRun:
         return FreshRun(

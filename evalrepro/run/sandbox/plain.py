@@ -35,20 +35,16 @@ NOT_APPLICABLE = 3
 _MARKS_THAT_CHANGE = {"parametrize", "usefixtures", "skip", "skipif", "xfail", "filterwarnings"}
 #: Fixtures the driver provides itself.
 _FIXTURES = {"tmp_path"}
-#: pytest configuration keys that do not change how a single selected test runs.
-_SAFE_INI = {
-    "testpaths", "python_files", "python_classes", "python_functions", "markers",
-    "norecursedirs", "minversion", "junit_family", "junit_suite_name", "xfail_strict",
-    "filterwarnings", "addopts", "pythonpath", "console_output_style", "log_cli",
-    "log_cli_level", "log_level", "log_format", "log_date_format", "doctest_optionflags",
-    "empty_parameter_set_mark", "cache_dir", "strict", "strict_markers",
-}  # fmt: skip
+#: pytest's own configuration keys that change how a selected test runs. Any other key
+#: is read by a plugin or by nothing (a key of a plugin not installed): the plugins that
+#: may be installed are ``_HARMLESS_PLUGINS``.
+_INI_THAT_CHANGES = {"usefixtures", "consider_namespace_packages", "enable_assertion_pass_hook"}
 #: Options of ``addopts`` that change what runs (plugins, import rules, the root).
 _ADDOPTS_THAT_CHANGE = ("-p", "--ds", "--dc", "--import-mode", "--rootdir", "--confcutdir",
                         "--pyargs", "--doctest", "-c", "--config-file", "--noconftest")  # fmt: skip
 #: Plugins (entry point names) installed in the environment that change nothing here.
-_HARMLESS_PLUGINS = {"pytest_cov", "xdist", "xdist.looponfail", "timeout", "rerunfailures",
-                     "pytest_mock", "hypothesispytest"}  # fmt: skip
+_HARMLESS_PLUGINS = {"pytest_cov", "xdist", "xdist.looponfail", "timeout", "pytest_mock",
+                     "hypothesispytest"}  # fmt: skip
 #: What leaves sys.modules before the test runs: the frameworks, not the test's own use.
 _FRAMEWORKS = ("pytest", "_pytest", "pluggy", "iniconfig", "unittest", "conftest")
 
@@ -254,9 +250,9 @@ def plan(style, selector, root, executable=None):
         if extra or test.args.vararg or test.args.kwarg or test.args.kwonlyargs:
             raise NotApplicable(f"{test.name} asks for fixtures the driver does not give")
         config = _pytest_config(root)
-        unknown = sorted(set(config) - _SAFE_INI)
-        if unknown:
-            raise NotApplicable("pytest's configuration sets " + ", ".join(unknown))
+        changing = sorted(set(config) & _INI_THAT_CHANGES)
+        if changing:
+            raise NotApplicable("pytest's configuration sets " + ", ".join(changing))
         addopts = config.get("addopts", "").split() + os.environ.get("PYTEST_ADDOPTS", "").split()
         if any(o == c or o.startswith(c + "=") for o in addopts for c in _ADDOPTS_THAT_CHANGE):
             raise NotApplicable("pytest's addopts change what runs")
