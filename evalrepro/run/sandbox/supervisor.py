@@ -25,7 +25,9 @@ output. The phases, in order::
     fresh runs, re-runs        single tests, each alone in a fresh process, judged by
                                exit status (the re-runs: the failing tests the host names
                                on this process's stdin, the only thing it reads there),
-                               each from the state the tests started from
+                               each from the state the tests started from; the
+                               second runner's are fresh runs of a plain driver
+                               (``plain.py``) instead of the runner
 
 Everything the host learns comes from one framed stream on this process's own stdout
 (the code under test has no handle on it): ``FRAME`` headers (kind, length), then
@@ -1893,6 +1895,7 @@ class Trial:
             "seconds": facts["seconds"],
             "stopped": facts["stopped"]["limit"] if facts["stopped"] else None,
             "runner_exit": facts["runner_exit"],
+            "runner": run.get("runner", ""),
         }
 
     def changed_while_running(
