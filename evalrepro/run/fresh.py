@@ -72,7 +72,8 @@ class PytestRunner(Runner):
     def canary(self, canary: Canary, directives: Sequence[str]) -> str | None:
         if canary.style == "function":
             return f"{canary.file}::{canary.name}"
-        return f"{canary.file}::{canary.defines[1]}::{canary.name}"
+        cls = _class_of(canary)
+        return f"{canary.file}::{cls}::{canary.name}" if cls else None
 
     def outcome(self, exit_code: int) -> FreshOutcome:
         return {0: "passed", 4: "unselected", 5: "unselected"}.get(exit_code, "failed")
@@ -97,7 +98,8 @@ class UnittestRunner(Runner):
         module = next(
             (d for d in directives if _DOTTED.fullmatch(d) and dotted.endswith(f".{d}")), dotted
         )
-        return f"{module}.{canary.defines[1]}.{canary.name}"
+        cls = _class_of(canary)
+        return f"{module}.{cls}.{canary.name}" if cls else None
 
     def outcome(self, exit_code: int) -> FreshOutcome:
         return {0: "passed", 5: "unselected"}.get(exit_code, "failed")
@@ -116,6 +118,13 @@ class DjangoRunner(UnittestRunner):
         method, where = match.groups()
         label = where if where.endswith(f".{method}") else f"{where}.{method}"
         return label if _DOTTED.fullmatch(label) else None
+
+
+def _class_of(canary: Canary) -> str | None:
+    """The class of a method canary: its neighbour's, or the one it defines."""
+    if canary.test_class is not None:
+        return canary.test_class
+    return canary.defines[1] if len(canary.defines) > 1 else None
 
 
 RUNNERS: dict[str, Runner] = {r.name: r for r in (PytestRunner(), UnittestRunner(), DjangoRunner())}
