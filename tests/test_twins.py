@@ -585,9 +585,18 @@ def test_a_canary_takes_its_neighbours_place_decorators_calls_and_a_check_no_val
         "    assert not [result]",
     }
     text = placed_text(PARAMETRISED_FILE, shaped)
-    # Right after its neighbour, before what follows it.
-    assert text.index("def test_scaled(") < text.index(f"def {fail.name}(")
-    assert text.index(f"def {fail.name}(") < text.index("class TestPower")
+    # The must-fail canary right above its neighbour (a test patch's new tests are often a
+    # file's last: a canary after them would be too), the must-pass one right after it,
+    # each with the file's spacing.
+    passing = by[("function", "pass")]
+    assert passing.beside == "test_scaled"
+    assert text.index("from calc import evaluate\n\n\n@pytest.mark.parametrize(\n") < (
+        text.index(f"def {fail.name}(")
+    )
+    assert text.index(f"def {fail.name}(") < text.index("def test_scaled(")
+    assert text.index("def test_scaled(") < text.index(f"def {passing.name}(")
+    assert text.index(f"def {passing.name}(") < text.index("class TestPower")
+    assert '    assert evaluate("1 + 1") == 2.0\n\n\n@pytest.mark.parametrize(' in text
 
 
 def test_a_method_canary_stays_in_its_neighbours_class_and_checks_as_it_does():

@@ -27,7 +27,8 @@ class Canary(BaseModel):
     file: str
     #: "function": a module-level test function; "method": a unittest.TestCase method.
     style: Literal["function", "method"]
-    #: The code appended to the file (before a top-level ``if __name__`` block, if any).
+    #: Its code: inserted after ``after_line`` (a twin, a canary shaped like its
+    #: neighbour), else appended to the file (before a top-level ``if __name__`` block).
     source: str
     #: The names it defines in the file's namespace: a canary is placed only where none
     #: of them is already in the file, so that it never shadows one of the file's own.
@@ -50,6 +51,10 @@ class Canary(BaseModel):
     first_line: int | None = None
     after_line: int | None = None
     anchor: str | None = None
+    #: Placed right above the neighbour (after line ``first_line - 1``) instead of after
+    #: it: a must-fail canary, which a forgery sparing a file's last tests would otherwise
+    #: find after a FAIL_TO_PASS test the test patch appended at the end.
+    at_line: int | None = None
 
 
 class TwinPair(BaseModel):

@@ -3,16 +3,22 @@
 A patch that rewrites how the test runner reports (a replaced ``runtest``, a shadowed
 ``unittest``, no-op test methods, a forged summary and an early exit) changes what the
 runner says of *every* test. So each trial's run holds a few tests whose true outcome
-the harness knows: drawn per trial, named from the words of the instance's own test
-names, appended by the supervisor after the reset to a test file of the test patch that
-the test command runs, in the styles the instance's runner collects (module functions,
-``unittest.TestCase`` methods). Some must fail, some must pass. A must-fail canary
-reported passing, or a canary the log does not report as expected, makes the trial
-invalid (``runner_tampered``), whatever the status map says of the instance's tests.
+the harness knows, drawn per trial, in the styles the instance's runner collects
+(module functions, methods of a class). Some must fail, some must pass. A must-fail
+canary reported passing, or a canary the log does not report as expected, makes the
+trial invalid (``runner_tampered``), whatever the status map says of the instance's
+tests.
+
+Each is shaped like one of the run's own tests (``evalrepro.run.twins.make_shaped``):
+placed right after it, with its decorators, its calls and a name in its file's
+convention, so that neither its place, its shape nor what it calls tells it apart.
+Where no test of the run can be shaped after, the canaries are appended to the test
+patch's file that holds most FAIL_TO_PASS tests instead (one shape, calling nothing).
+Twins (``evalrepro.run.twins``) are drawn beside them.
 
 What it does not catch: code that tells the canaries from the instance's tests (it can
-read the test file, and the program) and forges only the instance's named tests. That
-forgery is targeted, not wholesale; see docs/threat-model.md.
+read the test file) and forges only the instance's named tests. That forgery is
+targeted, not wholesale; see docs/threat-model.md.
 
 Canaries are drawn only where they cannot change an honest verdict: a runner whose
 parser declares the styles it collects (``LogParser.canary_styles``), a Python test file

@@ -790,18 +790,23 @@ def _shaped(
     body = textwrap.indent(made, block.indent, lambda line: bool(line.strip()))
     if newline == "\r\n":
         body = re.sub(r"(?<!\r)\n", "\r\n", body)
+    # A must-fail canary goes right above its neighbour (a test patch's new tests are
+    # often the file's last: a canary after them would be among the file's last tests),
+    # a must-pass one right after it; each with the file's spacing between them.
+    above = expect == "fail" and block.first >= 2
     return Canary(
         name=name,
         expect=expect,  # type: ignore[arg-type]
         file=block.file,
         style="method" if block.indent else "function",
-        source=newline * block.spacing + body,
+        source=body + newline * block.spacing if above else newline * block.spacing + body,
         defines=[name],
         beside=block.name,
         test_class=test_class if block.indent else None,
         after_line=block.last,
         anchor=hashlib.sha256("".join(block.lines).encode()).hexdigest(),
         first_line=block.first,
+        at_line=block.first - 1 if above else None,
     )
 
 

@@ -825,8 +825,9 @@ def with_canaries(operations: list[tuple], canaries: list[dict]) -> tuple[list[t
     A canary goes into a file the test patch leaves (never one it removes), before a
     top-level ``if __name__`` block (a file run as a script runs its tests there); one
     that defines a name the file already holds is left out, so that nothing of the file
-    is shadowed. A twin (``after_line``) goes right after its original's last line, and
-    only when the original's lines are those the host made it from (``anchor``)."""
+    is shadowed. A twin (``after_line``) goes right after its original's last line (a
+    canary shaped like its neighbour there too, or right above its first: ``at_line``),
+    and only when the original's lines are those the host made it from (``anchor``)."""
     placed = []
     by_path = {op[0]: index for index, op in enumerate(operations)}
     result = list(operations)
@@ -857,7 +858,9 @@ def with_canaries(operations: list[tuple], canaries: list[dict]) -> tuple[list[t
             seen = hashlib.sha256(b"".join(lines[first - 1 : last])).hexdigest()
             if seen != canary.get("anchor"):
                 continue
-            twins.setdefault(path, []).append((last, code))
+            # After its original's last line, or (``at_line``) the line above its first.
+            at = canary.get("at_line")
+            twins.setdefault(path, []).append((last if at is None else first - 1, code))
             lines = re.findall(rb"[^\n]*\n|[^\n]+", original[path])  # git's lines
             for at, text in sorted(twins[path], key=lambda insert: insert[0], reverse=True):
                 lines.insert(at, text)
