@@ -34,6 +34,7 @@ from evalrepro.config.experiment import compose
 from evalrepro.pipeline import run_experiment
 from evalrepro.plan.plan import build_plan
 from evalrepro.plan.testspec import RepoSpec
+from evalrepro.records.supervision import SupervisorReport
 from evalrepro.run.backend import Backend
 from evalrepro.run.executors import run_trials
 
@@ -112,6 +113,9 @@ def canaries_on_and_off(repeat: int, cache: Path) -> None:
             planned = next(p for p in plan.trials if p.sample.instance_id == "demo__calc-1")
             trials[canaries] = (config, backend, planned)
         times: dict[bool, list[float]] = {True: [], False: []}
+        # The supervisor's own clock (supervisor.json): the reset (where canaries are
+        # placed) and the tests (where they run), far less noisy than a trial's wall time.
+        phases: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
         placed: dict[bool, int] = {}
         with tempfile.TemporaryDirectory() as scratch:
             counter = iter(range(10**6))
@@ -132,6 +136,14 @@ def canaries_on_and_off(repeat: int, cache: Path) -> None:
                     if not noop:
                         assert str(result.score.outcome) == "resolved", result.score.detail
                     placed[canaries] = len(observation.canaries)
+                    (found,) = [
+                        f
+                        for f in Path(scratch).rglob("supervisor.json")
+                        if trial.trial_id in str(f)
+                    ]
+                    report = SupervisorReport.model_validate_json(found.read_bytes())
+                    assert report.reset is not None and report.tests is not None
+                    phases[canaries].append((report.reset.seconds, report.tests.seconds))
         on, off = (statistics.median(times[c]) for c in (True, False))
         label = "no-op trial (`true`)" if noop else "calc-1 gold trial (pytest)"
         print(
@@ -141,6 +153,13 @@ def canaries_on_and_off(repeat: int, cache: Path) -> None:
             f"{max(times[True]) * 1000:.0f}, off {min(times[False]) * 1000:.0f}-"
             f"{max(times[False]) * 1000:.0f})"
         )
+        for canaries in (True, False):
+            reset = statistics.median(r for r, _ in phases[canaries]) * 1000
+            tests = statistics.median(t for _, t in phases[canaries]) * 1000
+            print(
+                f"{'':28} {'on ' if canaries else 'off'}: the supervisor's reset {reset:.0f} ms, "
+                f"tests {tests:.0f} ms (medians)"
+            )
 
 
 def demo_wall_time(cache: Path, label: str) -> None:
