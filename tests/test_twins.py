@@ -764,3 +764,56 @@ def test_forgeries_that_spare_the_appended_canaries_trip_the_shaped_ones(tmp_pat
     assert not tampered & {c.name for c in appended}, log
     # The must-fail canary shaped like test_division_by_zero was flipped with it.
     assert {c.name for c in canaries if c.expect == "fail"} <= tampered, log
+
+
+def test_a_value_inside_a_context_that_is_no_check_of_what_it_raises_is_not_called():
+    # Out of ``patch``, the call could sleep or block as the patch kept it from doing.
+    text = (
+        "from unittest import mock\n\n\n"
+        "def test_fetch():\n"
+        "    with mock.patch('time.sleep'):\n"
+        "        assert fetch() == 3\n"
+    )
+    assert shaped_of(text, ["tests/test_a.py::test_fetch"]) == []
+    raises = "def test_fetch():\n    with pytest.raises(KeyError):\n        fetch('x')\n"
+    assert {c.expect for c in shaped_of(raises, ["tests/test_a.py::test_fetch"])} == {
+        "fail",
+        "pass",
+    }
+
+
+def test_no_must_pass_canary_of_a_failing_test_that_takes_a_fixture():
+    # Before the fix, a fixture of a FAIL_TO_PASS test may skip it (and so its canary): a
+    # must-pass canary skipped while its file passes would read as tampering.
+    text = "def test_new(new_module):\n    assert new_module.f() == 3\n"
+    shaped = shaped_of(text, ["tests/test_a.py::test_new"])
+    assert [c.expect for c in shaped] == ["fail"]
+    # A passing test's fixtures let it pass in every run: its canary may take them.
+    shaped = shaped_of(text, [], ["tests/test_a.py::test_new"])
+    assert {c.expect for c in shaped} == {"fail", "pass"}
+
+
+def test_what_goes_after_a_test_comes_before_what_goes_above_the_next_at_one_line():
+    # A class whose last method is followed, with no blank line, by a module function: the
+    # method's must-pass canary stays in the class, the function's must-fail one above it.
+    text = (
+        "class TestA:\n"
+        "    def test_one(self):\n"
+        "        assert f(1) == 1\n"
+        "def test_two():\n"
+        "    assert f(2) == 2\n"
+    )
+    shaped = shaped_of(text, ["tests/test_a.py::test_two"], ["tests/test_a.py::TestA::test_one"])
+    chosen = [
+        c for c in shaped if (c.style, c.expect) in {("method", "pass"), ("function", "fail")}
+    ]
+    assert len(chosen) == 2
+    method = next(c for c in chosen if c.style == "method")
+    function = next(c for c in chosen if c.style == "function")
+    assert method.after_line == function.at_line == 3
+    for order in (chosen, chosen[::-1]):  # whichever the program lists first
+        placed = placed_text(text, order)
+        tree = compile(placed, "test_a.py", "exec", flags=0x400)
+        (cls,) = [n for n in tree.body if getattr(n, "name", "") == "TestA"]
+        assert method.name in {f.name for f in cls.body}
+        assert function.name in {n.name for n in tree.body if hasattr(n, "name")}

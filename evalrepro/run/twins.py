@@ -717,6 +717,19 @@ _SHAPED_CHECKS: dict[tuple[str, bool], tuple[str, ...]] = {
         "self.assertTrue([{v}])",
     ),
 }
+#: Contexts that check what their body raises or warns (a canary calls the body's first
+#: statement outside them: whatever it raises fails a must-fail canary).
+_RAISES = frozenset(
+    {
+        "raises",
+        "warns",
+        "deprecated_call",
+        "assertRaises",
+        "assertRaisesRegex",
+        "assertWarns",
+        "assertWarnsRegex",
+    }
+)
 #: Names for the value the canary checks, the first the neighbour does not use.
 _LOCALS = ("result", "value", "actual", "got", "output", "found", "outcome")
 #: A neighbour whose text may skip or expect a failure: a must-pass canary made of it
@@ -745,11 +758,40 @@ def make_shaped(
             rng.shuffle(pool)
             if expect == "pass":
                 pool.sort(key=lambda n: not n[1])  # PASS_TO_PASS tests first
-            for block, _passing, test_class, words in pool:
+            for block, passing, test_class, words in pool:
+                if expect == "pass" and not passing and not _plain(block):
+                    # A FAIL_TO_PASS test fails before the fix: a fixture or decorator of
+                    # its could skip it there, and a must-pass canary skipped is tampering.
+                    continue
                 if canary := _shaped(block, expect, test_class, words, rng, taken):
                     canaries.append(canary)
                     break
     return canaries
+
+
+def _plain(block: Block) -> bool:
+    """A test with no fixture (no argument but ``self`` and the names it is parametrised
+    over) and no decorator but a parametrisation: nothing but its own statements could
+    skip it."""
+    try:
+        node = ast.parse(textwrap.dedent("".join(block.lines))).body[0]
+    except (SyntaxError, IndexError):
+        return False
+    if not isinstance(node, ast.FunctionDef) or node.args.vararg or node.args.kwarg:
+        return False
+    parametrised: set[str] = set()
+    for decorator in node.decorator_list:
+        if not (isinstance(decorator, ast.Call) and _context_name(decorator) == "parametrize"):
+            return False
+        names = decorator.args[0] if decorator.args else None
+        if isinstance(names, ast.Constant) and isinstance(names.value, str):
+            parametrised |= {n.strip() for n in names.value.split(",")}
+        elif isinstance(names, ast.Tuple | ast.List):
+            parametrised |= {e.value for e in names.elts if isinstance(e, ast.Constant)}
+        else:
+            return False
+    arguments = [a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]]
+    return not set(arguments) - parametrised - {"self"}
 
 
 def _shaped(
@@ -896,7 +938,13 @@ def _computed(statement: ast.stmt) -> ast.expr | None:
             candidates = [test]
     elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
         candidates = list(statement.value.args)
-    elif isinstance(statement, ast.With) and statement.body:
+    elif (
+        isinstance(statement, ast.With)
+        and statement.body
+        and all(_context_name(item.context_expr) in _RAISES for item in statement.items)
+    ):
+        # Only a block that checks what its body raises: out of a ``patch`` or another
+        # context, the body's call could do what the context kept it from (sleep, block).
         inner = statement.body[0]
         bound = {
             n.id

@@ -835,7 +835,7 @@ def with_canaries(operations: list[tuple], canaries: list[dict]) -> tuple[list[t
     # it (canaries may share an import alias among themselves). Twins go in first, each
     # file's from its last line up, so that the lines counted stay where they were.
     original = {op[0]: op[3] for op in operations}
-    twins: dict[str, list[tuple[int, bytes]]] = {}
+    twins: dict[str, list[tuple[int, int, bytes]]] = {}
     ordered = [c for c in canaries if c.get("after_line") is not None]
     ordered += [c for c in canaries if c.get("after_line") is None]
     for canary in ordered:
@@ -858,11 +858,12 @@ def with_canaries(operations: list[tuple], canaries: list[dict]) -> tuple[list[t
             seen = hashlib.sha256(b"".join(lines[first - 1 : last])).hexdigest()
             if seen != canary.get("anchor"):
                 continue
-            # After its original's last line, or (``at_line``) the line above its first.
-            at = canary.get("at_line")
-            twins.setdefault(path, []).append((last if at is None else first - 1, code))
+            # After its original's last line, or (``at_line``) the line above its first;
+            # at one line, what goes after a test comes before what goes above the next.
+            above = canary.get("at_line") is not None
+            twins.setdefault(path, []).append((first - 1 if above else last, int(above), code))
             lines = re.findall(rb"[^\n]*\n|[^\n]+", original[path])  # git's lines
-            for at, text in sorted(twins[path], key=lambda insert: insert[0], reverse=True):
+            for at, _, text in sorted(twins[path], key=lambda i: i[:2], reverse=True):
                 lines.insert(at, text)
             result[index] = (path, kind, mode, b"".join(lines))
             placed.append(canary["name"])
