@@ -10,8 +10,9 @@ trial invalid (``runner_tampered``), whatever the status map says of the instanc
 tests.
 
 Each is shaped like one of the run's own tests (``evalrepro.run.twins.make_shaped``):
-placed right after it, with its decorators, its calls and a name in its file's
-convention, so that neither its place, its shape nor what it calls tells it apart.
+placed beside it (a must-fail canary right above it, a must-pass one right after it),
+with its decorators, its calls and a name in its file's convention, so that neither its
+place, its shape nor what it calls tells it apart.
 Where no test of the run can be shaped after, the canaries are appended to the test
 patch's file that holds most FAIL_TO_PASS tests instead (one shape, calling nothing).
 Twins (``evalrepro.run.twins``) are drawn beside them.

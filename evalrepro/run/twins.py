@@ -744,7 +744,8 @@ def make_shaped(
     taken: set[str],
 ) -> list[Canary]:
     """Per style, a must-fail and a must-pass canary, each shaped like one of the run's
-    tests (its neighbour): placed right after it (in its class), its decorators (a
+    tests (its neighbour): placed beside it (in its class; the must-fail one right above
+    it, the must-pass one right after it), its decorators (a
     parametrised neighbour's canary is parametrised alike), its signature, its
     statements before its first check, its first check's computed value bound to a
     local, then a check no value can pass (or fail), named as twins are. A must-pass
