@@ -32,6 +32,10 @@ after the original's last line only when those lines hash as the host saw them.
 No twin where one could pass honestly: a check inside a loop, a branch, a ``try`` or a
 block that may swallow it, after a ``return``; an expected-failure test (``xfail``,
 ``expectedFailure``); an expectation that is not a literal of the known value types.
+
+The same tests are the neighbours the run's canaries are shaped like (``make_shaped``):
+a neighbour's decorators, statements before its first check and the value that check
+computes, then a check no value passes (or fails), placed beside it.
 """
 
 from __future__ import annotations
