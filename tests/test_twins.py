@@ -817,3 +817,15 @@ def test_what_goes_after_a_test_comes_before_what_goes_above_the_next_at_one_lin
         (cls,) = [n for n in tree.body if getattr(n, "name", "") == "TestA"]
         assert method.name in {f.name for f in cls.body}
         assert function.name in {n.name for n in tree.body if hasattr(n, "name")}
+
+
+def test_each_test_file_of_the_test_patch_gets_its_own_canaries():
+    # calc-2's test patch has two files: a forgery confined to the second meets a must-fail
+    # canary there too.
+    shaped = [c for c in drawn("demo__calc-2", 1) if c.beside]
+    assert {(c.file, c.expect) for c in shaped} == {
+        ("tests/test_eval.py", "fail"),
+        ("tests/test_eval.py", "pass"),
+        ("tests/test_tokenizer.py", "fail"),
+        ("tests/test_tokenizer.py", "pass"),
+    }

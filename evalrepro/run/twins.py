@@ -56,6 +56,8 @@ from evalrepro.records.canary import Canary
 PASSING_PER_FILE = 2
 #: Twins of one run at most (each runs the calls of its original once more).
 MAX_TWINS = 24
+#: Canaries shaped like a neighbour, of one run at most (two per style and file).
+MAX_SHAPED = 16
 
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 _DEF = re.compile(r"^(\s*)(?:async\s+)?def\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(")
@@ -747,31 +749,52 @@ def make_shaped(
     rng: random.Random,
     taken: set[str],
 ) -> list[Canary]:
-    """Per style, a must-fail and a must-pass canary, each shaped like one of the run's
-    tests (its neighbour): placed beside it (in its class; the must-fail one right above
-    it, the must-pass one right after it), its decorators (a
-    parametrised neighbour's canary is parametrised alike), its signature, its
-    statements before its first check, its first check's computed value bound to a
+    """In each file, per style its tests have, a must-fail and a must-pass canary, each
+    shaped like one of the run's tests there (its neighbour): placed beside it (in its
+    class; the must-fail one right above it, the must-pass one right after it), its
+    decorators (a parametrised neighbour's canary is parametrised alike), its signature,
+    its statements before its first check, its first check's computed value bound to a
     local, then a check no value can pass (or fail), named as twins are. A must-pass
     canary is made of a PASS_TO_PASS test where one is shown whole (it passes in every
-    run); none of a test whose text may skip or expect a failure."""
+    run); none of a test whose text may skip or expect a failure. At most
+    ``MAX_SHAPED`` in all (files drawn)."""
     canaries: list[Canary] = []
-    for style in styles:
-        own = [n for n in neighbours if ("method" if n[0].indent else "function") == style]
-        for expect in ("fail", "pass"):
-            pool = list(own)
-            rng.shuffle(pool)
-            if expect == "pass":
-                pool.sort(key=lambda n: not n[1])  # PASS_TO_PASS tests first
-            for block, passing, test_class, words in pool:
-                if expect == "pass" and not passing and not _plain(block):
-                    # A FAIL_TO_PASS test fails before the fix: a fixture or decorator of
-                    # its could skip it there, and a must-pass canary skipped is tampering.
-                    continue
-                if canary := _shaped(block, expect, test_class, words, rng, taken):
+    files = sorted({n[0].file for n in neighbours})
+    rng.shuffle(files)
+    for path in files:
+        for style in styles:
+            own = [
+                n
+                for n in neighbours
+                if n[0].file == path and ("method" if n[0].indent else "function") == style
+            ]
+            for expect in ("fail", "pass"):
+                if len(canaries) >= MAX_SHAPED:
+                    return canaries
+                if canary := _shaped_of(own, expect, rng, taken):
                     canaries.append(canary)
-                    break
     return canaries
+
+
+def _shaped_of(
+    own: Sequence[tuple[Block, bool, str | None, Neighbours]],
+    expect: str,
+    rng: random.Random,
+    taken: set[str],
+) -> Canary | None:
+    """A canary shaped like one of ``own`` (drawn), or None."""
+    pool = list(own)
+    rng.shuffle(pool)
+    if expect == "pass":
+        pool.sort(key=lambda n: not n[1])  # PASS_TO_PASS tests first
+    for block, passing, test_class, words in pool:
+        if expect == "pass" and not passing and not _plain(block):
+            # A FAIL_TO_PASS test fails before the fix: a fixture or decorator of its
+            # could skip it there, and a must-pass canary skipped is tampering.
+            continue
+        if canary := _shaped(block, expect, test_class, words, rng, taken):
+            return canary
+    return None
 
 
 def _plain(block: Block) -> bool:
