@@ -24,7 +24,7 @@ from evalrepro.grade.parsers.registry import get_parser
 from evalrepro.records.canary import PASSING, Canary, CanaryCheck, TwinPair
 from evalrepro.run.canary import _appended, check_canaries, draw_canaries
 from evalrepro.run.sandbox.supervisor import with_canaries
-from evalrepro.run.twins import _changed_text, make_canaries, make_twins
+from evalrepro.run.twins import Neighbours, _changed_text, make_canaries, make_twins, twin_name
 from tests.demo_expectations import DOES_NOT_APPLY, EXPECTED
 from tests.test_canary import SAMPLES, _tree, run_on_host, runner_env, spec_of
 
@@ -829,3 +829,12 @@ def test_each_test_file_of_the_test_patch_gets_its_own_canaries():
         ("tests/test_tokenizer.py", "fail"),
         ("tests/test_tokenizer.py", "pass"),
     }
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_name_is_never_one_of_the_files_tests(seed):
+    # The run's lists name tests of the file the hunks do not show (six's test_six.py has
+    # hundreds): a canary named like one of them would not be placed.
+    neighbours = Neighbours(names={"test_add_metaclass", "test_metaclass_add"})
+    name = twin_name("test_version_info", neighbours, random.Random(seed), set())
+    assert name.startswith("test_") and name not in neighbours.names

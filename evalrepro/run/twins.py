@@ -548,7 +548,7 @@ def twin_name(original: str, neighbours: Neighbours, rng: random.Random, taken: 
             name = head + "_".join(chosen)
         else:
             name = head + "".join(w.capitalize() for w in chosen)
-        if name not in taken and name not in neighbours.identifiers:
+        if name not in taken and name not in neighbours.identifiers | neighbours.names:
             taken.add(name)
             return name
         count = min(count + 1, 6)
