@@ -101,8 +101,9 @@ def test_every_model_trial_ends_as_the_by_hand_run_decided(realdata, model):
 
 
 def test_the_canaries_ran_beside_real_projects_tests_and_held(realdata, gold, model):
-    # Real projects' own test files (six, toolz) with canaries appended: every one placed
-    # in a trial whose test patch has a Python test file, and none tripped by an honest run.
+    # Real projects' own test files (six, toolz) with canaries beside their tests: every
+    # one placed in a trial whose test patch has a Python test file, none tripped by an
+    # honest run.
     with_tests = {i["instance_id"] for i in realdata.instances if i["test_patch"]}
     for results in (gold, model):
         for instance_id, result in results.items():

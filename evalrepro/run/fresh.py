@@ -75,7 +75,8 @@ class PytestRunner(Runner):
     def canary(self, canary: Canary, directives: Sequence[str]) -> str | None:
         if canary.style == "function":
             return f"{canary.file}::{canary.name}"
-        return f"{canary.file}::{canary.defines[1]}::{canary.name}"
+        cls = _class_of(canary)
+        return f"{canary.file}::{cls}::{canary.name}" if cls else None
 
     def outcome(self, exit_code: int, runner_exit: str = "clean") -> FreshOutcome:
         return {0: "passed", 4: "unselected", 5: "unselected"}.get(exit_code, "failed")
@@ -100,7 +101,8 @@ class UnittestRunner(Runner):
         module = next(
             (d for d in directives if _DOTTED.fullmatch(d) and dotted.endswith(f".{d}")), dotted
         )
-        return f"{module}.{canary.defines[1]}.{canary.name}"
+        cls = _class_of(canary)
+        return f"{module}.{cls}.{canary.name}" if cls else None
 
     def outcome(self, exit_code: int, runner_exit: str = "clean") -> FreshOutcome:
         return {0: "passed", 5: "unselected"}.get(exit_code, "failed")
@@ -139,6 +141,13 @@ class PlainRunner(Runner):
         if exit_code == 3 and runner_exit == "unknown":
             return "unselected"
         return "passed" if exit_code == 0 else "failed"
+
+
+def _class_of(canary: Canary) -> str | None:
+    """The class of a method canary: its neighbour's, or the one it defines."""
+    if canary.test_class is not None:
+        return canary.test_class
+    return canary.defines[1] if len(canary.defines) > 1 else None
 
 
 RUNNERS: dict[str, Runner] = {
