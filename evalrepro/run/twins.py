@@ -548,6 +548,7 @@ def twin_name(original: str, neighbours: Neighbours, rng: random.Random, taken: 
             name = head + "_".join(chosen)
         else:
             name = head + "".join(w.capitalize() for w in chosen)
+        # Never a test the run's lists name: its key would be the twin's too.
         if name not in taken and name not in neighbours.identifiers | neighbours.names:
             taken.add(name)
             return name
