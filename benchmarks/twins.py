@@ -1,5 +1,8 @@
 """What twins cost the host: drawing a trial's canaries with and without them.
 
+With them: the twins and the canaries shaped like the run's tests; without: the canaries
+appended to one file (what ``draw_canaries`` falls back to).
+
     .venv/bin/python benchmarks/twins.py [--repeat 20]
 
 Per trial the host draws the canaries once (``draw_canaries``, in ``TrialJob``); twins
@@ -74,7 +77,7 @@ def main() -> None:
         cases.append((sample.instance_id, sample, name))
     big = synthetic(samples[0], 1000, 100)
     cases.append(("synthetic: 1,000 tests, 100 FAIL_TO_PASS", big, "pytest_full"))
-    print(f"{'instance':44} {'no twins':>10} {'twins':>10} {'twins made':>10}")
+    print(f"{'instance':44} {'appended':>10} {'twins':>10} {'twins made':>10} {'shaped':>7}")
     for label, sample, name in cases:
         spec = spec_of(sample, name)
         runner = get_parser(name)
@@ -84,9 +87,11 @@ def main() -> None:
 
         with_twins = median_ms(draw, args.repeat)
         made = sum(1 for c in draw() if c.twin_of)
-        with mock.patch.object(canary, "make_twins", lambda *a, **k: []):
+        shaped = sum(1 for c in draw() if c.beside)
+        # Without twins and shaped canaries: the appended canaries alone (round two's).
+        with mock.patch.object(canary, "make_canaries", lambda *a, **k: ([], [])):
             without = median_ms(draw, args.repeat)
-        print(f"{label:44} {without:8.2f}ms {with_twins:8.2f}ms {made:10}")
+        print(f"{label:44} {without:8.2f}ms {with_twins:8.2f}ms {made:10} {shaped:7}")
 
 
 if __name__ == "__main__":

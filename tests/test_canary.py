@@ -67,19 +67,50 @@ def spec_of(
     )
 
 
-def draw(instance: str, parser: str, seed: int = 7, **options) -> list[Canary]:
-    """The trial's canaries appended to a file (its twins: tests/test_twins.py)."""
+def draw(
+    instance: str, parser: str, seed: int = 7, *, unshown: bool = False, **options
+) -> list[Canary]:
+    """The trial's canaries that are no twins (twins: tests/test_twins.py). ``unshown``:
+    the instance's tests named as base tests the test patch does not show whole, so that
+    no canary can be shaped like one (they are appended to a file)."""
     sample = SAMPLES[instance]
+    if unshown:
+        sample = _unshown(sample)
     spec = spec_of(sample, parser, **options)
     drawn = draw_canaries(spec, get_parser(parser), sample, random.Random(seed))
     return [c for c in drawn if c.twin_of is None]
 
 
+def _unshown(sample: Sample) -> Sample:
+    """calc-1 as if its FAIL_TO_PASS test were a base test the hunks do not show whole."""
+    return sample.model_copy(
+        update={
+            "fail_to_pass": ["tests/test_eval.py::test_unbalanced_parenthesis"],
+            "pass_to_pass": [
+                t for t in sample.pass_to_pass if "test_power_is_right_associative" not in t
+            ],
+        }
+    )
+
+
 # --- where canaries are drawn ---------------------------------------------------------
 
 
-def test_a_pytest_run_gets_a_must_fail_and_a_must_pass_canary_of_each_style():
+def test_a_pytest_run_gets_a_must_fail_and_a_must_pass_canary_of_each_style_its_tests_have():
     canaries = draw("demo__calc-1", "pytest_full")
+    # calc-1's tests are functions: each canary is shaped like one, placed after it.
+    assert sorted((c.style, c.expect) for c in canaries) == [
+        ("function", "fail"),
+        ("function", "pass"),
+    ]
+    assert {c.beside for c in canaries} == {"test_power_is_right_associative"}
+    assert {c.file for c in canaries} == {"tests/test_eval.py"}
+    assert len({c.name for c in canaries}) == 2
+    assert all(c.name.startswith("test_") and c.after_line for c in canaries)
+
+
+def test_where_no_test_is_shown_whole_canaries_of_each_style_are_appended_to_a_file():
+    canaries = draw("demo__calc-1", "pytest_full", unshown=True)
     assert sorted((c.style, c.expect) for c in canaries) == [
         ("function", "fail"),
         ("function", "pass"),
@@ -88,6 +119,7 @@ def test_a_pytest_run_gets_a_must_fail_and_a_must_pass_canary_of_each_style():
     ]
     # In the file that holds the instance's FAIL_TO_PASS tests, with names of its words.
     assert {c.file for c in canaries} == {"tests/test_eval.py"}
+    assert {(c.beside, c.after_line) for c in canaries} == {(None, None)}
     assert len({c.name for c in canaries}) == 4
     assert all(c.name.startswith("test_") for c in canaries)
 
@@ -322,8 +354,9 @@ def _run_with_canaries(
     tamper: str | None,
     seed: int,
     files: dict[str, str] | None = None,
+    unshown: bool = False,
 ) -> tuple[list[CanaryCheck], dict[str, str], str]:
-    sample = SAMPLES[instance]
+    sample = _unshown(SAMPLES[instance]) if unshown else SAMPLES[instance]
     spec = spec_of(sample, parser)
     canaries = draw_canaries(spec, get_parser(parser), sample, random.Random(seed))
     tree = _tree(tmp_path, sample)
@@ -343,20 +376,23 @@ def _run_with_canaries(
 
 
 @pytest.mark.parametrize(
-    ("instance", "parser"),
+    ("instance", "parser", "unshown"),
     [
-        ("demo__calc-1", "pytest_full"),
-        ("demo__textkit-3", "pytest_full"),
-        ("demo__ledger-1", "unittest"),
+        ("demo__calc-1", "pytest_full", False),
+        ("demo__calc-1", "pytest_full", True),  # the appended canaries
+        ("demo__textkit-3", "pytest_full", False),
+        ("demo__ledger-1", "unittest", False),
     ],
 )
 @pytest.mark.parametrize("seed", [3, 11])
-def test_an_honest_run_never_trips_a_canary(tmp_path, instance, parser, seed):
-    checks, remaining, log = _run_with_canaries(tmp_path, instance, parser, tamper=None, seed=seed)
+def test_an_honest_run_never_trips_a_canary(tmp_path, instance, parser, unshown, seed):
+    checks, remaining, log = _run_with_canaries(
+        tmp_path, instance, parser, tamper=None, seed=seed, unshown=unshown
+    )
     assert not [c for c in checks if c.tampered], log
-    appended = [c for c in checks if c.twin_of is None]  # twins: tests/test_twins.py
-    assert {c.reported for c in appended if c.expect == "fail"} <= {"FAILED", "ERROR"}
-    assert {c.reported for c in appended if c.expect == "pass"} == {"PASSED"}
+    canaries = [c for c in checks if c.twin_of is None]  # twins: tests/test_twins.py
+    assert {c.reported for c in canaries if c.expect == "fail"} <= {"FAILED", "ERROR"}
+    assert {c.reported for c in canaries if c.expect == "pass"} == {"PASSED"}
     assert not any(c.name in key for c in checks for key in remaining)
 
 
@@ -365,7 +401,7 @@ def test_a_style_the_projects_configuration_does_not_collect_is_not_tampering(tm
     # every test_* function of the project, honestly; the TestCase canaries still run.
     config = {"setup.cfg": "[tool:pytest]\npython_functions = check_*\n"}
     checks, _, log = _run_with_canaries(
-        tmp_path, "demo__calc-1", "pytest_full", tamper=None, seed=4, files=config
+        tmp_path, "demo__calc-1", "pytest_full", tamper=None, seed=4, files=config, unshown=True
     )
     by_style = {(c.expect, c.reported, c.style_collected) for c in checks}
     assert ("pass", "PASSED", True) in by_style and ("fail", "FAILED", True) in by_style, log

@@ -664,6 +664,17 @@ def test_every_judgement_row_but_patch_invalid_is_reachable_from_a_report(demo):
         event="fresh",
         runs=[FreshResult(test=f2p, exit_code=1, signal=None, seconds=0.2, runner_exit="clean")],
     )
+    # The same test passing alone under pytest, failing under the second runner.
+    plain = FreshRun(test=f2p, expect="pass", command="python3 -I -S -c ...", runner="plain")
+    second = FreshEvent(
+        event="fresh",
+        runs=[
+            FreshResult(test=f2p, exit_code=0, signal=None, seconds=0.2, runner_exit="clean"),
+            FreshResult(
+                test=f2p, exit_code=1, signal=None, seconds=0.1, runner_exit="clean", runner="plain"
+            ),
+        ],
+    )
 
     def agent(status, budget=None):
         return AgentOutcome(status=status, budget=budget, detail=status, adapter="command")
@@ -707,6 +718,9 @@ def test_every_judgement_row_but_patch_invalid_is_reachable_from_a_report(demo):
         ),
         "fresh_disagrees": (
             judge(demo, ran(finished(0), *RAN, lone), PASSING_REGION, fresh=[alone]),
+        ),
+        "differs_under_test": (
+            judge(demo, ran(finished(0), *RAN, second), PASSING_REGION, fresh=[alone, plain]),
         ),
     }
     for reason, ((_, result),) in cases.items():

@@ -50,12 +50,14 @@ def evalrepro(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return done
 
 
-def run(realdata: RealData, experiment: str, where: Path) -> dict[str, TrialResult]:
+def run(
+    realdata: RealData, experiment: str, where: Path, *overrides: str
+) -> dict[str, TrialResult]:
     """The experiment run from ``where`` (not the config dir): {instance id: result}."""
     run_dir = where / experiment
     where.mkdir(exist_ok=True)
     evalrepro(
-        "run", f"+experiment={experiment}", "--config-dir", str(realdata.conf),
+        "run", f"+experiment={experiment}", *overrides, "--config-dir", str(realdata.conf),
         "--run-dir", str(run_dir), cwd=where,
     )  # fmt: skip
     directory = RunDirectory(run_dir)
@@ -99,8 +101,9 @@ def test_every_model_trial_ends_as_the_by_hand_run_decided(realdata, model):
 
 
 def test_the_canaries_ran_beside_real_projects_tests_and_held(realdata, gold, model):
-    # Real projects' own test files (six, toolz) with canaries appended: every one placed
-    # in a trial whose test patch has a Python test file, and none tripped by an honest run.
+    # Real projects' own test files (six, toolz) with canaries beside their tests: every
+    # one placed in a trial whose test patch has a Python test file, none tripped by an
+    # honest run.
     with_tests = {i["instance_id"] for i in realdata.instances if i["test_patch"]}
     for results in (gold, model):
         for instance_id, result in results.items():
@@ -111,6 +114,24 @@ def test_the_canaries_ran_beside_real_projects_tests_and_held(realdata, gold, mo
             # No test the log reports is a canary (a canary's own status is kept apart).
             reported = {_test_name(key) for key in observation.status_map}
             assert not reported & {c.name for c in observation.canaries}, instance_id
+
+
+def test_under_the_second_runner_every_gold_trial_still_resolves(realdata, tmp_path):
+    # Real projects' tests run once more by the plain driver, without pytest: an honest
+    # fix passes there too, and a test the driver cannot run plainly is no judgement.
+    gold = run(realdata, "realdata", tmp_path, "dataset.protection.second_runner=5")
+    ran: list[str] = []
+    for instance_id, result in gold.items():
+        assert result.score.outcome == "resolved", (instance_id, result.score)
+        plain = [c for c in result.attempts[-1].observation.fresh if c.runner == "plain"]
+        assert not [c for c in plain if c.differs_under_test or c.tampered], plain
+        if [c for c in plain if c.expect == "pass" and c.outcome == "passed"]:
+            ran.append(instance_id.split("__")[0])
+        if not plain:  # an empty test patch: no canary is placed, nothing runs alone
+            assert "no must-fail canary" in result.attempts[-1].observation.fresh_note
+    # Each project's plain test functions ran under the driver (six's setup.cfg holds keys
+    # of plugins not installed), and passed.
+    assert sorted(set(ran)) == ["six", "toolz"]
 
 
 def test_a_conftest_the_model_added_is_removed_before_the_tests(model):

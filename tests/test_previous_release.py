@@ -140,9 +140,10 @@ def test_the_old_demo_lockfile_differs_from_a_new_lock_of_the_demo_in_the_harnes
     )
     found = differences(old, new)
     # The code that grades changed; the version did not. The test specs changed with the
-    # protection they hold (canary tests, declared framework sources, fresh runs, site
-    # hooks, whether the tests may read git), and with them the instance layers whose
-    # recipe holds the test spec; the environment gained the re-runs of failing tests.
+    # protection they hold (canary tests, declared framework sources, fresh runs, the
+    # second runner, site hooks, whether the tests may read git), and with them the
+    # instance layers whose recipe holds the test spec; the environment gained the
+    # re-runs of failing tests.
     # Nothing else of the config differs: not the executor's settings (0.2's
     # environment.max_workers / max_attempts).
     assert {d.kind for d in found} == {"harness", "test_spec", "images", "config"}, found
@@ -152,6 +153,7 @@ def test_the_old_demo_lockfile_differs_from_a_new_lock_of_the_demo_in_the_harnes
         "dataset.protection.canaries",
         "dataset.protection.framework_sources",
         "dataset.protection.fresh_runs",
+        "dataset.protection.second_runner",
         "dataset.protection.site_hooks",
         "dataset.protection.tests_read_git",
         "environment.flaky_counts_as",

@@ -161,6 +161,7 @@ def test_the_order_of_judgement_is_infrastructure_patch_setup_run_log():
         "log_unparseable",
         "runner_tampered",
         "fresh_disagrees",
+        "differs_under_test",
     ]
 
 

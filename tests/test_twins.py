@@ -22,9 +22,9 @@ import pytest
 from evalrepro import PACKAGE_DIR
 from evalrepro.grade.parsers.registry import get_parser
 from evalrepro.records.canary import PASSING, Canary, CanaryCheck, TwinPair
-from evalrepro.run.canary import check_canaries, draw_canaries
+from evalrepro.run.canary import _appended, check_canaries, draw_canaries
 from evalrepro.run.sandbox.supervisor import with_canaries
-from evalrepro.run.twins import Neighbours, _changed_text, make_twins, twin_name
+from evalrepro.run.twins import Neighbours, _changed_text, make_canaries, make_twins, twin_name
 from tests.demo_expectations import DOES_NOT_APPLY, EXPECTED
 from tests.test_canary import SAMPLES, _tree, run_on_host, runner_env, spec_of
 
@@ -407,17 +407,20 @@ def _patches(target: str) -> dict[str, str]:
     return {row["instance_id"]: row["model_patch"] for row in rows}
 
 
-def run_with_twins(
-    tmp_path: Path, instance: str, patch: str, *, seed: int = 1, parser: str | None = None
+def run_placed(
+    tmp_path: Path,
+    instance: str,
+    patch: str,
+    canaries: list[Canary],
+    *,
+    parser: str | None = None,
 ) -> tuple[list[CanaryCheck], str]:
     """The instance's tests with the model patch applied, the test files reset to base +
-    test patch and every canary placed (by the supervisor's own code), run for real."""
+    test patch and ``canaries`` placed (by the supervisor's own code), run for real."""
     sample = SAMPLES[instance]
     parser = parser or ("unittest" if "ledger" in instance else "pytest_full")
     spec = spec_of(sample, parser)
     tree = _tree(tmp_path, sample)  # base + test patch
-    canaries = draw_canaries(spec, get_parser(parser), sample, random.Random(seed))
-    assert any(c.twin_of for c in canaries)
     files = sorted({c.file for c in canaries})
     if patch:  # the model patch; the test files stay base + test patch (the reset)
         excluded = [f"--exclude={f}" for f in spec.eval_script.test_files]
@@ -434,6 +437,22 @@ def run_with_twins(
     checks, _ = check_canaries(
         canaries, placed, statuses, [*sample.fail_to_pass, *sample.pass_to_pass]
     )
+    return checks, log
+
+
+def drawn(instance: str, seed: int = 1, parser: str | None = None) -> list[Canary]:
+    sample = SAMPLES[instance]
+    parser = parser or ("unittest" if "ledger" in instance else "pytest_full")
+    return draw_canaries(spec_of(sample, parser), get_parser(parser), sample, random.Random(seed))
+
+
+def run_with_twins(
+    tmp_path: Path, instance: str, patch: str, *, seed: int = 1, parser: str | None = None
+) -> tuple[list[CanaryCheck], str]:
+    """The twins' checks of a real run with every canary of the trial placed."""
+    canaries = drawn(instance, seed, parser)
+    assert any(c.twin_of for c in canaries)
+    checks, log = run_placed(tmp_path, instance, patch, canaries, parser=parser)
     return [c for c in checks if c.twin_of], log
 
 
@@ -458,6 +477,32 @@ def test_no_honest_patch_of_the_demo_trips_a_twin(tmp_path, target, instance):
     pairs = [p for t in twins for p in t.pairs]
     assert pairs, log
     assert all(p.twin in {"FAILED", "ERROR"} for p in pairs if p.original in PASSING), log
+
+
+HONEST = sorted(
+    key for key, outcome in EXPECTED.items() if outcome != "invalid" and key not in DOES_NOT_APPLY
+)
+
+
+@pytest.mark.parametrize(("target", "instance"), HONEST, ids=lambda value: value)
+@pytest.mark.parametrize("seed", [1, 2])
+def test_no_honest_patch_of_the_demo_trips_a_canary_shaped_like_its_neighbour(
+    tmp_path, target, instance, seed
+):
+    # Every demo instance gets them, calc-4 (no twin) included: each must-fail one fails
+    # (or errors), whatever the patch; each must-pass one is reported.
+    patch = SAMPLES[instance].patch if target == "gold" else _patches(target)[instance]
+    canaries = drawn(instance, seed)
+    shaped = [c for c in canaries if c.beside is not None]
+    assert {c.expect for c in shaped} == {"fail", "pass"}
+    checks, log = run_placed(tmp_path, instance, patch, canaries)
+    assert not [c for c in checks if c.tampered], log
+    by_name = {c.name: c for c in checks}
+    for canary in shaped:
+        reported = by_name[canary.name].reported
+        assert reported in (
+            {"FAILED", "ERROR"} if canary.expect == "fail" else PASSING | {"FAILED"}
+        )
 
 
 def _library(instance: str, path: str, code: str) -> str:
@@ -499,10 +544,297 @@ def test_an_attack_the_appended_canaries_missed_trips_a_twin(tmp_path, instance,
     assert [t for t in twins if t.tampered], log
 
 
+# --- canaries shaped like their neighbours ------------------------------------------------
+
+
+def shaped_of(
+    text: str, failing: list[str], passing: list[str] = (), path: str = "tests/test_a.py"
+) -> list[Canary]:
+    text = textwrap.dedent(text)
+    _, shaped = make_canaries(
+        [path],
+        new_file_patch(path, text),
+        failing,
+        list(passing),
+        ("function", "method"),
+        random.Random(5),
+    )
+    return shaped
+
+
+def test_a_canary_takes_its_neighbours_place_decorators_calls_and_a_check_no_value_passes():
+    shaped = shaped_of(PARAMETRISED_FILE, ["tests/test_a.py::test_scaled[1 + 2-1]"])
+    by = {(c.style, c.expect): c for c in shaped}
+    fail = by[("function", "fail")]
+    assert fail.beside == "test_scaled" and fail.defines == [fail.name]
+    lines = fail.source.strip("\n").splitlines()
+    # Its neighbour's parametrisation and signature, its name in the file's convention.
+    assert lines[:4] == [
+        "@pytest.mark.parametrize(",
+        '    ("expression", "scale"),',
+        '    [("1 + 2", 1), ("2 * 3", 2)],',
+        ")",
+    ]
+    assert lines[4] == f"def {fail.name}(expression, scale):"
+    assert fail.name.startswith("test_") and fail.name not in PARAMETRISED_FILE
+    # The value its neighbour's first check computes, then a check no value can pass.
+    assert lines[5] == "    result = evaluate(expression) * scale"
+    assert lines[6] in {
+        "    assert result is not result",
+        "    assert [result] == []",
+        "    assert not [result]",
+    }
+    text = placed_text(PARAMETRISED_FILE, shaped)
+    # The must-fail canary right above its neighbour (a test patch's new tests are often a
+    # file's last: a canary after them would be too), the must-pass one right after it,
+    # each with the file's spacing.
+    passing = by[("function", "pass")]
+    assert passing.beside == "test_scaled"
+    assert text.index("from calc import evaluate\n\n\n@pytest.mark.parametrize(\n") < (
+        text.index(f"def {fail.name}(")
+    )
+    assert text.index(f"def {fail.name}(") < text.index("def test_scaled(")
+    assert text.index("def test_scaled(") < text.index(f"def {passing.name}(")
+    assert text.index(f"def {passing.name}(") < text.index("class TestPower")
+    assert '    assert evaluate("1 + 1") == 2.0\n\n\n@pytest.mark.parametrize(' in text
+
+
+def test_a_method_canary_stays_in_its_neighbours_class_and_checks_as_it_does():
+    shaped = shaped_of(
+        UNITTEST_FILE,
+        ["tests.test_a.StorageTest.test_amounts_load_exactly"],
+        ["tests.test_a.StorageTest.test_roundtrip"],
+    )
+    assert {(c.style, c.expect) for c in shaped} == {("method", "fail"), ("method", "pass")}
+    assert {c.test_class for c in shaped} == {"StorageTest"}
+    fail = next(c for c in shaped if c.expect == "fail")
+    assert fail.beside == "test_amounts_load_exactly"
+    assert '        self.write("date,amount\\n2024-01-01,0.10\\n")\n' in fail.source
+    assert "        result = load(self.path).balance()\n" in fail.source
+    assert fail.source.rstrip().splitlines()[-1].strip() in {
+        "self.assertIsNot(result, result)",
+        "self.assertEqual([result], [])",
+        "self.assertFalse([result])",
+    }
+    # The must-pass canary is made of the passing test where there is one.
+    assert next(c for c in shaped if c.expect == "pass").beside == "test_roundtrip"
+    tree = compile(placed_text(UNITTEST_FILE, shaped), "test_a.py", "exec", flags=0x400)
+    (cls,) = [n for n in tree.body if getattr(n, "name", "") == "StorageTest"]
+    assert {c.name for c in shaped} <= {f.name for f in cls.body}
+
+
+def test_a_pytest_class_method_canary_asserts_as_its_neighbour_does():
+    shaped = shaped_of(PARAMETRISED_FILE, ["tests/test_a.py::TestPower::test_square"])
+    method = [c for c in shaped if c.style == "method"]
+    assert {c.test_class for c in method} == {"TestPower"}
+    assert all("    result = evaluate(" in c.source for c in method)
+    assert all("self.assert" not in c.source for c in method)
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        "assert result is not result",
+        "assert [result] == []",
+        "assert not [result]",
+    ],
+)
+@pytest.mark.parametrize(
+    "value",
+    ["float('nan')", "[]", "None", "0", "type('Same', (), {'__eq__': lambda s, o: True})()"],
+)
+def test_no_value_passes_a_must_fail_check(check, value):
+    # Not NaN (unequal to itself), not an empty or falsy value, not an always-equal one.
+    with pytest.raises(AssertionError):
+        exec(f"result = {value}\n{check}\n", {})
+    passing = {"assert result is not result": "assert result is result"}
+    passing |= {
+        "assert [result] == []": "assert [result] != []",
+        "assert not [result]": "assert [result]",
+    }
+    exec(f"result = {value}\n{passing[check]}\n", {})
+
+
+CALLS_FILE = """\
+import pytest
+
+
+def test_returns_early():
+    data = load()
+    if not data:
+        return
+    assert data == 3
+
+
+def test_skips():
+    pytest.importorskip("numpy")
+    assert load() == 3
+
+
+@pytest.mark.xfail(reason="known")
+def test_expected_to_fail():
+    assert load() == 3
+
+
+def test_nothing_computed():
+    assert 1 == 1
+"""
+
+
+def test_no_canary_of_a_neighbour_that_may_return_skip_expect_a_failure_or_computes_nothing():
+    names = ["returns_early", "skips", "expected_to_fail", "nothing_computed"]
+    assert shaped_of(CALLS_FILE, [f"tests/test_a.py::test_{n}" for n in names]) == []
+
+
+def test_a_statement_before_the_first_check_may_not_return():
+    text = "def test_x():\n    for v in f():\n        return\n    assert g() == 1\n"
+    assert shaped_of(text, ["tests/test_a.py::test_x"]) == []
+    text = "def test_x():\n    for v in f():\n        h(v)\n    assert g() == 1\n"
+    (fail, _) = sorted(shaped_of(text, ["tests/test_a.py::test_x"]), key=lambda c: c.expect)
+    assert "    for v in f():\n        h(v)\n    result = g()\n" in fail.source
+
+
+def test_a_parametrised_canary_is_judged_by_its_parameter_sets():
+    canary = Canary(
+        name="test_scaled_values",
+        expect="fail",
+        file="tests/test_a.py",
+        style="function",
+        source="",
+        beside="test_scaled",
+    )
+    # One set errors, one fails: honest, not "conflicting".
+    honest = {
+        "tests/test_a.py::test_scaled_values[1 + 2-1]": "FAILED",
+        "tests/test_a.py::test_scaled_values[2 * 3-2]": "ERROR",
+    }
+    (check,), _ = check_canaries([canary], [canary.name], honest, [])
+    assert (check.reported, check.tampered) == ("FAILED", False)
+    forged = {**honest, "tests/test_a.py::test_scaled_values[2 * 3-2]": "PASSED"}
+    (check,), _ = check_canaries([canary], [canary.name], forged, [])
+    assert (check.reported, check.tampered) == ("PASSED", True)
+    # The same name under two keys that are no parameter sets is still a forged duplicate.
+    twice = {"tests/test_a.py::test_scaled_values": "FAILED", "t/b.py::test_scaled_values": "ERROR"}
+    (check,), _ = check_canaries([canary], [canary.name], twice, [])
+    assert check.reported == "conflicting" and check.tampered
+
+
+def test_a_shaped_method_canary_runs_alone_in_its_neighbours_class():
+    from evalrepro.run.fresh import RUNNERS
+
+    canary = next(c for c in drawn("demo__ledger-1", 3) if c.beside and c.expect == "fail")
+    assert RUNNERS["unittest"].canary(canary, []) == (
+        f"tests.test_storage.StorageTest.{canary.name}"
+    )
+    assert RUNNERS["pytest"].canary(canary, []) == (
+        f"tests/test_storage.py::StorageTest::{canary.name}"
+    )
+
+
+from tests.adversarial.attacks import (  # noqa: E402
+    FLIP_BUT_ONE_SHAPE,
+    FLIP_BUT_THE_FILES_TAIL,
+)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [FLIP_FAILURES_OF_CALLERS, FLIP_BUT_THE_FILES_TAIL, FLIP_BUT_ONE_SHAPE],
+    ids=["not-calling-the-library", "position-at-the-end", "one-shape"],
+)
+def test_forgeries_that_spare_the_appended_canaries_trip_the_shaped_ones(tmp_path, code):
+    # calc-4's only FAIL_TO_PASS test checks an exception: no twin. Each forgery flips a
+    # failure to passed for every test but what the appended canaries look like.
+    instance = "demo__calc-4"
+    patch = _library(instance, "calc/evaluator.py", code)
+    canaries = drawn(instance, 4)
+    assert not [c for c in canaries if c.twin_of]
+    sample = SAMPLES[instance]
+    spec = spec_of(sample, "pytest_full")
+    appended = _appended(
+        "tests/test_eval.py",
+        ("function", "method"),
+        ["division", "zero", "power"],
+        random.Random(4),
+    )
+    checks, log = run_placed(tmp_path, instance, patch, canaries + appended)
+    tampered = {c.name for c in checks if c.tampered}
+    assert spec.eval_script.test_files == ["tests/test_eval.py"]
+    # The appended canaries kept their true outcome: they alone saw nothing.
+    assert not tampered & {c.name for c in appended}, log
+    # The must-fail canary shaped like test_division_by_zero was flipped with it.
+    assert {c.name for c in canaries if c.expect == "fail"} <= tampered, log
+
+
+def test_a_value_inside_a_context_that_is_no_check_of_what_it_raises_is_not_called():
+    # Out of ``patch``, the call could sleep or block as the patch kept it from doing.
+    text = (
+        "from unittest import mock\n\n\n"
+        "def test_fetch():\n"
+        "    with mock.patch('time.sleep'):\n"
+        "        assert fetch() == 3\n"
+    )
+    assert shaped_of(text, ["tests/test_a.py::test_fetch"]) == []
+    raises = "def test_fetch():\n    with pytest.raises(KeyError):\n        fetch('x')\n"
+    assert {c.expect for c in shaped_of(raises, ["tests/test_a.py::test_fetch"])} == {
+        "fail",
+        "pass",
+    }
+
+
+def test_no_must_pass_canary_of_a_failing_test_that_takes_a_fixture():
+    # Before the fix, a fixture of a FAIL_TO_PASS test may skip it (and so its canary): a
+    # must-pass canary skipped while its file passes would read as tampering.
+    text = "def test_new(new_module):\n    assert new_module.f() == 3\n"
+    shaped = shaped_of(text, ["tests/test_a.py::test_new"])
+    assert [c.expect for c in shaped] == ["fail"]
+    # A passing test's fixtures let it pass in every run: its canary may take them.
+    shaped = shaped_of(text, [], ["tests/test_a.py::test_new"])
+    assert {c.expect for c in shaped} == {"fail", "pass"}
+
+
+def test_what_goes_after_a_test_comes_before_what_goes_above_the_next_at_one_line():
+    # A class whose last method is followed, with no blank line, by a module function: the
+    # method's must-pass canary stays in the class, the function's must-fail one above it.
+    text = (
+        "class TestA:\n"
+        "    def test_one(self):\n"
+        "        assert f(1) == 1\n"
+        "def test_two():\n"
+        "    assert f(2) == 2\n"
+    )
+    shaped = shaped_of(text, ["tests/test_a.py::test_two"], ["tests/test_a.py::TestA::test_one"])
+    chosen = [
+        c for c in shaped if (c.style, c.expect) in {("method", "pass"), ("function", "fail")}
+    ]
+    assert len(chosen) == 2
+    method = next(c for c in chosen if c.style == "method")
+    function = next(c for c in chosen if c.style == "function")
+    assert method.after_line == function.at_line == 3
+    for order in (chosen, chosen[::-1]):  # whichever the program lists first
+        placed = placed_text(text, order)
+        tree = compile(placed, "test_a.py", "exec", flags=0x400)
+        (cls,) = [n for n in tree.body if getattr(n, "name", "") == "TestA"]
+        assert method.name in {f.name for f in cls.body}
+        assert function.name in {n.name for n in tree.body if hasattr(n, "name")}
+
+
+def test_each_test_file_of_the_test_patch_gets_its_own_canaries():
+    # calc-2's test patch has two files: a forgery confined to the second meets a must-fail
+    # canary there too.
+    shaped = [c for c in drawn("demo__calc-2", 1) if c.beside]
+    assert {(c.file, c.expect) for c in shaped} == {
+        ("tests/test_eval.py", "fail"),
+        ("tests/test_eval.py", "pass"),
+        ("tests/test_tokenizer.py", "fail"),
+        ("tests/test_tokenizer.py", "pass"),
+    }
+
+
 @pytest.mark.parametrize("seed", range(10))
 def test_a_name_is_never_one_of_the_files_tests(seed):
     # The run's lists name tests of the file the hunks do not show (six's test_six.py has
-    # hundreds): a twin named like one of them would share its key in the log.
+    # hundreds): a canary named like one of them would not be placed.
     neighbours = Neighbours(names={"test_add_metaclass", "test_metaclass_add"})
     name = twin_name("test_version_info", neighbours, random.Random(seed), set())
     assert name.startswith("test_") and name not in neighbours.names

@@ -67,6 +67,12 @@ def _fresh(o: Observation) -> str:
     return "; ".join(shown) + (f" and {len(wrong) - 3} more" if len(wrong) > 3 else "")
 
 
+def _under_test(o: Observation) -> str:
+    wrong = [f for f in o.fresh if f.differs_under_test]
+    shown = [f"{f.test} {f.logged} in the run, {f.outcome} without its runner" for f in wrong[:3]]
+    return "; ".join(shown) + (f" and {len(wrong) - 3} more" if len(wrong) > 3 else "")
+
+
 # (reason, outcome, applies, detail), judged in order.
 JUDGEMENT: tuple[tuple[str, Outcome, Rule, Detail], ...] = (
     (
@@ -187,6 +193,14 @@ JUDGEMENT: tuple[tuple[str, Outcome, Rule, Detail], ...] = (
         Outcome.INVALID,
         lambda o: any(check.disagrees for check in o.fresh),
         _fresh,
+    ),
+    (
+        # A FAIL_TO_PASS test the log calls passing that fails when the second runner runs
+        # it without its framework: the code under test behaves otherwise under test.
+        "differs_under_test",
+        Outcome.INVALID,
+        lambda o: any(check.differs_under_test for check in o.fresh),
+        _under_test,
     ),
 )
 

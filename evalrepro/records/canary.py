@@ -27,21 +27,34 @@ class Canary(BaseModel):
     file: str
     #: "function": a module-level test function; "method": a unittest.TestCase method.
     style: Literal["function", "method"]
-    #: The code appended to the file (before a top-level ``if __name__`` block, if any).
+    #: Its code: inserted after ``after_line`` (a twin, a canary shaped like its
+    #: neighbour), else appended to the file (before a top-level ``if __name__`` block).
     source: str
     #: The names it defines in the file's namespace: a canary is placed only where none
     #: of them is already in the file, so that it never shadows one of the file's own.
     defines: list[str] = []
     #: A twin (``evalrepro.run.twins``): the name of the test it is a copy of, placed
-    #: right after that test's last line; None for a canary appended to the file.
+    #: right after that test's last line; None for any other canary.
     twin_of: str | None = None
+    #: A canary shaped like a neighbour (``evalrepro.run.twins.make_shaped``): the test it
+    #: is placed after and takes its decorators and calls from; None for a twin or a
+    #: canary appended to the file.
+    beside: str | None = None
+    #: The class a method canary placed after its neighbour is a method of (from the
+    #: neighbour's key); an appended method canary's class is its ``defines[1]``.
+    test_class: str | None = None
     #: "differs": its expected literal changed; "negated": its check turned around.
     kind: Literal["differs", "negated"] | None = None
-    #: The original's first and last line in the file after the test patch, and the
-    #: sha256 of those lines as the host saw them: placed only where they match.
+    #: The original's (or neighbour's) first and last line in the file after the test
+    #: patch, and the sha256 of those lines as the host saw them: placed only where they
+    #: match.
     first_line: int | None = None
     after_line: int | None = None
     anchor: str | None = None
+    #: Placed right above the neighbour (after line ``first_line - 1``) instead of after
+    #: it: a must-fail canary, which a forgery sparing a file's last tests would otherwise
+    #: find after a FAIL_TO_PASS test the test patch appended at the end.
+    at_line: int | None = None
 
 
 class TwinPair(BaseModel):

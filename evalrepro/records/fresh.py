@@ -39,6 +39,8 @@ class FreshResult(BaseModel):
     stopped: str | None = None
     #: The exit guard's view of the runner's end: "abnormal" = no normal shutdown.
     runner_exit: Literal["clean", "abnormal", "unknown"]
+    #: The run's runner (its ``FreshRun.runner``); "" in reports of older supervisors.
+    runner: str = ""
 
 
 #: What a fresh run's exit status says, read by its runner's rules. No judgement comes of
@@ -58,6 +60,9 @@ class FreshCheck(BaseModel):
     exit_code: int | None = None
     #: The test's status in the run's log (a canary's: the expectation's status).
     logged: str = ""
+    #: The runner of the lone run: the test's own ("" in older observations), or
+    #: "plain", the second runner (``evalrepro/run/undertest.py``).
+    runner: str = ""
 
     @property
     def tampered(self) -> bool:
@@ -68,6 +73,17 @@ class FreshCheck(BaseModel):
     @property
     def disagrees(self) -> bool:
         """A FAIL_TO_PASS test the log calls passing whose fresh process did not pass."""
+        return self.runner != "plain" and self._failed_alone
+
+    @property
+    def differs_under_test(self) -> bool:
+        """A FAIL_TO_PASS test the log calls passing that did not pass when the second
+        runner ran it, without its framework: the code under test behaves otherwise
+        under test."""
+        return self.runner == "plain" and self._failed_alone
+
+    @property
+    def _failed_alone(self) -> bool:
         return (
             self.expect == "pass"
             and self.logged in {"PASSED", "XFAIL", "XPASS"}

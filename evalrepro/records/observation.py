@@ -146,8 +146,9 @@ class Observation(Record):
     record: Literal["Observation"] = "Observation"
     #: 3: the canaries' checks; 4: the fresh runs'; 5: the agent phase's end; 6: the
     #: re-runs of failing tests; 7: ``whole_log``; 8: a suspect finding says ``what`` its
-    #: line does and ``why`` that matters, and the canaries' checks hold the twins' pairs.
-    schema_version: int = 8
+    #: line does and ``why`` that matters, and the canaries' checks hold the twins' pairs;
+    #: 9: a fresh run's check names its runner (``plain``: the second runner).
+    schema_version: int = 9
     migrations = {
         2: unchanged,
         3: unchanged,
@@ -155,6 +156,7 @@ class Observation(Record):
         5: unchanged,
         6: unchanged,
         7: _findings_say_why,
+        8: unchanged,  # an older check's runner is "" (the test's own)
     }
     instance_id: str
     #: Where the facts come from: evalrepro's supervisor, or a bare log.
@@ -196,7 +198,8 @@ class Observation(Record):
     tests: TestsReport | None = None
     #: What the log reported of each canary placed beside the instance's tests.
     canaries: list[CanaryCheck] = []
-    #: The fresh runs after the tests, each judged beside the log's status of its test.
+    #: The fresh runs after the tests, each judged beside the log's status of its test,
+    #: and the second runner's (``runner: plain``).
     fresh: list[FreshCheck] = []
     #: Why there were none, when the dataset asked for them.
     fresh_note: str = ""

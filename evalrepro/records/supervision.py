@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalrepro.config.environment import Limits
-from evalrepro.records.base import Record
+from evalrepro.records.base import Record, unchanged
 from evalrepro.records.canary import Canary
 from evalrepro.records.fresh import FreshResult, FreshRun
 from evalrepro.records.rerun import RerunPlan
@@ -205,6 +205,9 @@ class SupervisorReport(Record):
     """Everything the host learnt about one attempt's sandbox (``supervisor.json``)."""
 
     record: Literal["SupervisorReport"] = "SupervisorReport"
+    #: 2: a lone run's result names its runner (the second runner's beside the fresh run's).
+    schema_version: int = 2
+    migrations = {1: unchanged}
     runtime: RuntimeFacts = Field(default_factory=RuntimeFacts)
     #: The supervisor's last event arrived: the stream is whole.
     complete: bool = False

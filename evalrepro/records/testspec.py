@@ -26,6 +26,7 @@ class ResolvedProtection(BaseModel):
     framework_sources: list[str] = []
     site_hooks: bool = False
     fresh_runs: int = 0
+    second_runner: int = 0
     tests_read_git: bool = False
 
     def reason(self, path: str) -> str | None:

@@ -132,6 +132,8 @@ REASON_WORDS: dict[str, str] = {
     "the runner reported something other than what the tests did, so the trial is invalid.",
     "fresh_disagrees": "A test the log reports one way ended the other way when run again "
     "alone in a fresh process: the log cannot be trusted, invalid.",
+    "differs_under_test": "A test that passed under its test runner failed when run "
+    "without the test framework: the code under test behaves otherwise under test, invalid.",
 }
 
 

@@ -81,6 +81,7 @@ REASON_LABELS = {
     "log_unparseable": "log unparseable",
     "runner_tampered": "runner tampered with (canary)",
     "fresh_disagrees": "log and lone run disagree",
+    "differs_under_test": "passes only under its test runner",
 }
 #: Provenance fields as the block labels them (a field missing here shows by its name).
 PROVENANCE_LABELS = {

@@ -3,16 +3,23 @@
 A patch that rewrites how the test runner reports (a replaced ``runtest``, a shadowed
 ``unittest``, no-op test methods, a forged summary and an early exit) changes what the
 runner says of *every* test. So each trial's run holds a few tests whose true outcome
-the harness knows: drawn per trial, named from the words of the instance's own test
-names, appended by the supervisor after the reset to a test file of the test patch that
-the test command runs, in the styles the instance's runner collects (module functions,
-``unittest.TestCase`` methods). Some must fail, some must pass. A must-fail canary
-reported passing, or a canary the log does not report as expected, makes the trial
-invalid (``runner_tampered``), whatever the status map says of the instance's tests.
+the harness knows, drawn per trial, in the styles the instance's runner collects
+(module functions, methods of a class). Some must fail, some must pass. A must-fail
+canary reported passing, or a canary the log does not report as expected, makes the
+trial invalid (``runner_tampered``), whatever the status map says of the instance's
+tests.
+
+Each is shaped like one of the run's own tests (``evalrepro.run.twins.make_shaped``):
+placed beside it (a must-fail canary right above it, a must-pass one right after it),
+with its decorators, its calls and a name in its file's convention, so that neither its
+place, its shape nor what it calls tells it apart.
+Where no test of the run can be shaped after, the canaries are appended to the test
+patch's file that holds most FAIL_TO_PASS tests instead (one shape, calling nothing).
+Twins (``evalrepro.run.twins``) are drawn beside them.
 
 What it does not catch: code that tells the canaries from the instance's tests (it can
-read the test file, and the program) and forges only the instance's named tests. That
-forgery is targeted, not wholesale; see docs/threat-model.md.
+read the test file) and forges only the instance's named tests. That forgery is
+targeted, not wholesale; see docs/threat-model.md.
 
 Canaries are drawn only where they cannot change an honest verdict: a runner whose
 parser declares the styles it collects (``LogParser.canary_styles``), a Python test file
@@ -34,7 +41,7 @@ from evalrepro.config.sample import Sample
 from evalrepro.grade.parsers import LogParser
 from evalrepro.records.canary import PASSING, Canary, CanaryCheck, TwinPair
 from evalrepro.records.testspec import TestSpec
-from evalrepro.run.twins import make_twins
+from evalrepro.run.twins import make_canaries
 
 #: Options that select tests, or stop the run at a failure: no canary with them.
 _SELECTING = (
@@ -98,29 +105,12 @@ def draw_canaries(
         # A failures-only log never names a passing test: it cannot show that a runner
         # which ran the file lost a canary.
         return []
-    expectations = ("fail", "pass")
-    taken: set[str] = set()
-    canaries = []
-    for style in parser.canary_styles:
-        for expect in expectations:
-            name = _name(rng, words, taken)
-            source, defines = _source(rng, name, style, expect, words, taken)
-            canaries.append(
-                Canary(
-                    name=name,
-                    expect=expect,
-                    file=target,
-                    style=style,
-                    source=source,
-                    defines=defines,
-                )
-            )
-    rng.shuffle(canaries)
-    # Twins of the run's own tests, in every test file of the test patch the command runs.
+    # Twins of the run's own tests, and canaries shaped like them, in every test file of
+    # the test patch the command runs.
     files = [
         p for p in spec.eval_script.test_files if _test_module(p) and _runs(p, spec.test_directives)
     ]
-    twins = make_twins(
+    twins, shaped = make_canaries(
         files,
         sample.test_patch,
         sample.fail_to_pass,
@@ -128,7 +118,33 @@ def draw_canaries(
         parser.canary_styles,
         rng,
     )
+    canaries = shaped or _appended(target, parser.canary_styles, words, rng)
+    rng.shuffle(canaries)
     return canaries + twins
+
+
+def _appended(
+    target: str, styles: Sequence[str], words: list[str], rng: random.Random
+) -> list[Canary]:
+    """The canaries appended to one file, where no test of the run is shown whole to
+    shape one after: per style, one that must fail and one that must pass."""
+    taken: set[str] = set()
+    canaries = []
+    for style in styles:
+        for expect in ("fail", "pass"):
+            name = _name(rng, words, taken)
+            source, defines = _source(rng, name, style, expect, words, taken)
+            canaries.append(
+                Canary(
+                    name=name,
+                    expect=expect,  # type: ignore[arg-type]
+                    file=target,
+                    style=style,  # type: ignore[arg-type]
+                    source=source,
+                    defines=defines,
+                )
+            )
+    return canaries
 
 
 def _selects_tests(command: str) -> bool:
@@ -272,7 +288,7 @@ def check_canaries(
                 if not reported
                 else reported.pop()
                 if len(reported) == 1
-                else "conflicting"
+                else _parametrised(canary, found[canary.name])
                 if canary.twin_of is None
                 else "mixed",
                 file_passing=_file_passing(canary.file, remaining, instance_tests),
@@ -282,6 +298,22 @@ def check_canaries(
             )
         )
     return checks, remaining
+
+
+def _parametrised(canary: Canary, reported: Mapping[str, str]) -> str:
+    """One status for a canary reported under several keys: "conflicting" (a forged
+    duplicate) unless each key is a parameter set of it (a canary shaped like a
+    parametrised neighbour), whose sets may end apart honestly (one errors, one fails).
+    Then a passing set is what counts (a must-fail canary passed, a must-pass one ran),
+    else a failed one, else what the sets were."""
+    pattern = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(canary.name)}\[")
+    if not all(pattern.search(key) for key in reported):
+        return "conflicting"
+    statuses = set(reported.values())
+    for wanted in (*sorted(statuses & PASSING), "FAILED", "ERROR"):
+        if wanted in statuses:
+            return wanted
+    return sorted(statuses)[0]
 
 
 def _pairs(

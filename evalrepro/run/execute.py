@@ -18,11 +18,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from evalrepro.config.environment import Limits
+from evalrepro.config.sample import Sample
 from evalrepro.digest import sha256_bytes
+from evalrepro.grade.parsers import LogParser
 from evalrepro.plan.plan import PlannedTrial
 from evalrepro.records.artifact import Artifact
+from evalrepro.records.canary import Canary
+from evalrepro.records.fresh import FreshRun
 from evalrepro.records.rerun import FlakyCounts, RerunScope
 from evalrepro.records.supervision import TrialProgram
+from evalrepro.records.testspec import TestSpec
 from evalrepro.records.trial import Attempt, Lease, TrialResult
 from evalrepro.run.attempt import (
     AgentTask,
@@ -36,6 +41,7 @@ from evalrepro.run.fresh import draw_fresh_runs
 from evalrepro.run.patchcheck import PatchCheck, check_patch
 from evalrepro.run.recorder import Recorder
 from evalrepro.run.rerun import plan_reruns
+from evalrepro.run.undertest import draw_second_runs
 from evalrepro.targets.agent import AgentTarget
 
 
@@ -98,7 +104,7 @@ class TrialJob:
                 settings.timeout,
                 allow_user_namespaces=settings.allow_user_namespaces,
                 canaries=canaries,
-                fresh=draw_fresh_runs(planned.spec, planned.parser, planned.sample, canaries),
+                fresh=lone_runs(planned.spec, planned.parser, planned.sample, canaries),
                 rerun=plan_reruns(
                     planned.spec,
                     planned.parser,
@@ -221,6 +227,16 @@ class TrialJob:
         )
         self.recorder.record_trial(planned.label, result)
         return result
+
+
+def lone_runs(
+    spec: TestSpec, parser: LogParser, sample: Sample, canaries: list[Canary]
+) -> tuple[list[FreshRun], str]:
+    """The runs alone after the tests: the fresh runs, then the second runner's; why
+    either has none when the dataset asked for some."""
+    fresh, fresh_note = draw_fresh_runs(spec, parser, sample, canaries)
+    second, second_note = draw_second_runs(spec, parser, sample, canaries)
+    return [*fresh, *second], "; ".join(note for note in (fresh_note, second_note) if note)
 
 
 def now() -> datetime:

@@ -19,7 +19,9 @@ to run (``sys.argv``), knows the instance's FAIL_TO_PASS names, and exits 0 for 
 only. It costs one runner start per fresh run (benchmarks/fresh_runs.py).
 
 How a runner selects one test and what its exit status says are the runner's own rules,
-one :class:`Runner` per runner, keyed by the parser's ``runner`` attribute.
+one :class:`Runner` per runner, keyed by the parser's ``runner`` attribute. The second
+runner's runs (``evalrepro.run.undertest``) are fresh runs too, with the ``plain``
+runner's rules, judged as ``FreshCheck.differs_under_test``.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ class Runner(ABC):
     def canary(self, canary: Canary, directives: Sequence[str]) -> str | None:
         """The argument that selects a placed canary, or None."""
 
-    def outcome(self, exit_code: int) -> FreshOutcome:
+    def outcome(self, exit_code: int, runner_exit: str = "clean") -> FreshOutcome:
+        """What the exit status says; ``runner_exit``: the exit guard's word on the end."""
         return "passed" if exit_code == 0 else "failed"
 
 
@@ -72,9 +75,10 @@ class PytestRunner(Runner):
     def canary(self, canary: Canary, directives: Sequence[str]) -> str | None:
         if canary.style == "function":
             return f"{canary.file}::{canary.name}"
-        return f"{canary.file}::{canary.defines[1]}::{canary.name}"
+        cls = _class_of(canary)
+        return f"{canary.file}::{cls}::{canary.name}" if cls else None
 
-    def outcome(self, exit_code: int) -> FreshOutcome:
+    def outcome(self, exit_code: int, runner_exit: str = "clean") -> FreshOutcome:
         return {0: "passed", 4: "unselected", 5: "unselected"}.get(exit_code, "failed")
 
 
@@ -97,9 +101,10 @@ class UnittestRunner(Runner):
         module = next(
             (d for d in directives if _DOTTED.fullmatch(d) and dotted.endswith(f".{d}")), dotted
         )
-        return f"{module}.{canary.defines[1]}.{canary.name}"
+        cls = _class_of(canary)
+        return f"{module}.{cls}.{canary.name}" if cls else None
 
-    def outcome(self, exit_code: int) -> FreshOutcome:
+    def outcome(self, exit_code: int, runner_exit: str = "clean") -> FreshOutcome:
         return {0: "passed", 5: "unselected"}.get(exit_code, "failed")
 
 
@@ -118,7 +123,36 @@ class DjangoRunner(UnittestRunner):
         return label if _DOTTED.fullmatch(label) else None
 
 
-RUNNERS: dict[str, Runner] = {r.name: r for r in (PytestRunner(), UnittestRunner(), DjangoRunner())}
+class PlainRunner(Runner):
+    """The second runner (``evalrepro/run/sandbox/plain.py``): a plain driver that runs
+    one test without its framework. It exits 0 if the test passed, 1 if it failed, and 3
+    when the test does not allow a plain run, decided before the exit guard (and any code
+    of the repository) is loaded: an exit 3 the guard saw a runner make is a failure."""
+
+    name: ClassVar[str] = "plain"
+
+    def select(self, test: str) -> str | None:
+        return None  # planned by evalrepro.run.undertest from the first runner's selection
+
+    def canary(self, canary: Canary, directives: Sequence[str]) -> str | None:
+        return None
+
+    def outcome(self, exit_code: int, runner_exit: str = "clean") -> FreshOutcome:
+        if exit_code == 3 and runner_exit == "unknown":
+            return "unselected"
+        return "passed" if exit_code == 0 else "failed"
+
+
+def _class_of(canary: Canary) -> str | None:
+    """The class of a method canary: its neighbour's, or the one it defines."""
+    if canary.test_class is not None:
+        return canary.test_class
+    return canary.defines[1] if len(canary.defines) > 1 else None
+
+
+RUNNERS: dict[str, Runner] = {
+    r.name: r for r in (PytestRunner(), UnittestRunner(), DjangoRunner(), PlainRunner())
+}
 
 
 def draw_fresh_runs(
@@ -177,15 +211,18 @@ def check_fresh(
     runs: Sequence[FreshRun], results: Sequence[FreshResult], statuses: Mapping[str, str]
 ) -> list[FreshCheck]:
     """Each fresh run judged: its outcome by its runner's rules, beside the log's status."""
-    ended = {result.test: result for result in results}
+    # A test may run alone under its runner and under the second runner: results are
+    # told apart by runner (a report of an older supervisor names none).
+    ended = {(result.test, result.runner): result for result in results}
     checks = []
     for run in runs:
-        result = ended.get(run.test)
+        result = ended.get((run.test, run.runner)) or ended.get((run.test, ""))
         checks.append(
             FreshCheck(
                 test=run.test,
                 expect=run.expect,
                 outcome=fresh_outcome(run, result),
+                runner=run.runner,
                 exit_code=result.exit_code if result is not None else None,
                 logged=statuses.get(run.test, "absent") if run.expect == "pass" else "",
             )
@@ -201,4 +238,4 @@ def fresh_outcome(run: FreshRun, result: FreshResult | None) -> FreshOutcome:
         return "stopped"
     if result.exit_code == 0 and result.runner_exit == "abnormal":
         return "abnormal"  # a success without the runner's normal shutdown
-    return RUNNERS[run.runner].outcome(result.exit_code)
+    return RUNNERS[run.runner].outcome(result.exit_code, result.runner_exit)

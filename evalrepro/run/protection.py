@@ -86,6 +86,12 @@ class TestProtection(BaseModel):
     #: process the supervisor starts after the run and judges by its exit status, beside
     #: one must-fail canary run alone the same way. 0: off (it costs a runner start each).
     fresh_runs: int = Field(default=0, ge=0, le=100)
+    #: How many FAIL_TO_PASS tests (drawn per trial) are also run by a second runner, a
+    #: plain driver without the test framework, each in a fresh process after the run,
+    #: beside one must-fail canary (``evalrepro/run/undertest.py``): a test that passes
+    #: under its runner and fails without it is code that behaves otherwise under test.
+    #: 0: off. Only tests that allow a plain run are run (the driver decides).
+    second_runner: int = Field(default=0, ge=0, le=100)
     #: The tests read the repository's git data (``git describe`` for a version, a test of
     #: the project's git tooling). Off by default: from the repository's ``.git`` (``git
     #: diff``, ``git show HEAD:<file>``) code under test learns which tests the test patch
@@ -107,6 +113,7 @@ class TestProtection(BaseModel):
             framework_sources=self.framework_sources,
             site_hooks=self.site_hooks,
             fresh_runs=self.fresh_runs,
+            second_runner=self.second_runner,
             tests_read_git=self.tests_read_git,
         )
 

@@ -25,7 +25,9 @@ output. The phases, in order::
     fresh runs, re-runs        single tests, each alone in a fresh process, judged by
                                exit status (the re-runs: the failing tests the host names
                                on this process's stdin, the only thing it reads there),
-                               each from the state the tests started from
+                               each from the state the tests started from; the
+                               second runner's are fresh runs of a plain driver
+                               (``plain.py``) instead of the runner
 
 Everything the host learns comes from one framed stream on this process's own stdout
 (the code under test has no handle on it): ``FRAME`` headers (kind, length), then
@@ -825,8 +827,9 @@ def with_canaries(operations: list[tuple], canaries: list[dict]) -> tuple[list[t
     A canary goes into a file the test patch leaves (never one it removes), before a
     top-level ``if __name__`` block (a file run as a script runs its tests there); one
     that defines a name the file already holds is left out, so that nothing of the file
-    is shadowed. A twin (``after_line``) goes right after its original's last line, and
-    only when the original's lines are those the host made it from (``anchor``)."""
+    is shadowed. A twin (``after_line``) goes right after its original's last line (a
+    canary shaped like its neighbour there too, or right above its first: ``at_line``),
+    and only when the original's lines are those the host made it from (``anchor``)."""
     placed = []
     by_path = {op[0]: index for index, op in enumerate(operations)}
     result = list(operations)
@@ -834,7 +837,7 @@ def with_canaries(operations: list[tuple], canaries: list[dict]) -> tuple[list[t
     # it (canaries may share an import alias among themselves). Twins go in first, each
     # file's from its last line up, so that the lines counted stay where they were.
     original = {op[0]: op[3] for op in operations}
-    twins: dict[str, list[tuple[int, bytes]]] = {}
+    twins: dict[str, list[tuple[int, int, bytes]]] = {}
     ordered = [c for c in canaries if c.get("after_line") is not None]
     ordered += [c for c in canaries if c.get("after_line") is None]
     for canary in ordered:
@@ -857,9 +860,12 @@ def with_canaries(operations: list[tuple], canaries: list[dict]) -> tuple[list[t
             seen = hashlib.sha256(b"".join(lines[first - 1 : last])).hexdigest()
             if seen != canary.get("anchor"):
                 continue
-            twins.setdefault(path, []).append((last, code))
+            # After its original's last line, or (``at_line``) the line above its first;
+            # at one line, what goes after a test comes before what goes above the next.
+            above = canary.get("at_line") is not None
+            twins.setdefault(path, []).append((first - 1 if above else last, int(above), code))
             lines = re.findall(rb"[^\n]*\n|[^\n]+", original[path])  # git's lines
-            for at, text in sorted(twins[path], key=lambda insert: insert[0], reverse=True):
+            for at, _, text in sorted(twins[path], key=lambda i: i[:2], reverse=True):
                 lines.insert(at, text)
             result[index] = (path, kind, mode, b"".join(lines))
             placed.append(canary["name"])
@@ -1893,6 +1899,7 @@ class Trial:
             "seconds": facts["seconds"],
             "stopped": facts["stopped"]["limit"] if facts["stopped"] else None,
             "runner_exit": facts["runner_exit"],
+            "runner": run.get("runner", ""),
         }
 
     def changed_while_running(
