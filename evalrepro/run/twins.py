@@ -542,21 +542,27 @@ def twin_name(original: str, neighbours: Neighbours, rng: random.Random, taken: 
         }
         words = neighbours.words[head] = sorted(found) or ["case", "value", "result", "check"]
     count = max(2, min(5, len(_WORD.findall(original.removeprefix(head)))))
+
+    # Never a test the run's lists name: its key would be the twin's too.
+    def free(name: str) -> bool:
+        return not (name in taken or name in neighbours.identifiers or name in neighbours.names)
+
     for _attempt in range(200):
         chosen = rng.sample(words, min(count, len(words))) if len(words) > 1 else words * 2
         if snake:
             name = head + "_".join(chosen)
         else:
             name = head + "".join(w.capitalize() for w in chosen)
-        # Never a test the run's lists name: its key would be the twin's too.
-        if name not in taken and name not in neighbours.identifiers | neighbours.names:
+        if free(name):
             taken.add(name)
             return name
         count = min(count + 1, 6)
     joint = "_" if snake and not head.endswith("_") else ""
-    name = f"{head}{joint}{rng.choice(words)}{'_' if snake else ''}{rng.randrange(2, 99)}"
-    taken.add(name)
-    return name
+    while True:
+        name = f"{head}{joint}{rng.choice(words)}{'_' if snake else ''}{rng.randrange(2, 10_000)}"
+        if free(name):
+            taken.add(name)
+            return name
 
 
 # --- a run's twins -----------------------------------------------------------------------
