@@ -31,11 +31,11 @@ from rich.console import Console
 
 import evalrepro
 from evalrepro.config.experiment import compose
-from evalrepro.config.sample import load_samples
 from evalrepro.pipeline import run_experiment
 from evalrepro.records.artifact import Artifact
 from evalrepro.records.trial import Attempt
 from evalrepro.run.recorder import Recorder
+from evalrepro.sample import load_samples
 from tests.fake_backend import fake_backend, gold_scenario, trial_dirs
 
 PACKAGE_DIR = Path(evalrepro.__file__).parent
@@ -188,7 +188,7 @@ RECORD_FLOOR = (
     "evalrepro.files",
     "evalrepro.jsonfile",
     "evalrepro.records",
-    "evalrepro.run.sandbox",
+    "evalrepro.sandbox",
     "evalrepro.text",
 )
 
@@ -389,7 +389,7 @@ class HashEvent:
     def in_sandbox(self) -> bool:
         """Made by the runtime's side of an attempt (in a container or on another
         machine: the fake runtime does in process what the supervisor does there)."""
-        return any(f.module.startswith("evalrepro.run.runtimes.") for f in self.stack)
+        return any(f.module.startswith("evalrepro.runtimes.") for f in self.stack)
 
 
 class Hashes:

@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Protocol
 from evalrepro.plan.plan import PlannedTrial
 from evalrepro.records.trial import TrialResult
 from evalrepro.run.execute import TrialJob, now
-from evalrepro.run.runtimes.base import Runtime
+from evalrepro.runtimes.base import Runtime
 
 
 class Events(Protocol):
