@@ -202,10 +202,7 @@ def layer_index() -> dict[str, int]:
 
 #: The climbs left, each with why: (file, module it imports) -> the reason. Empty: an
 #: entry is a debt to name here, with the work that removes it.
-ALLOWED_CLIMBS: dict[tuple[str, str], str] = {
-    # A runtime still chooses an attempt's program (an agent's phase, then the tests).
-    ("evalrepro/runtimes/base.py", "evalrepro.run.agent_phase"): "the agent phase",
-}
+ALLOWED_CLIMBS: dict[tuple[str, str], str] = {}
 
 
 def folder_violations(

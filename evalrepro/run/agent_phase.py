@@ -41,6 +41,7 @@ from evalrepro.records.testspec import ResolvedProtection
 from evalrepro.rules.patchcheck import check_patch
 from evalrepro.run.worktree import TreeError, harness_diff
 from evalrepro.runtimes.attempt import AttemptOutput, AttemptSpec
+from evalrepro.runtimes.base import Runtime
 from evalrepro.runtimes.egress import (
     FORWARDER,
     PROXY_ENV,
@@ -89,6 +90,15 @@ g reset -q
 owner=$(stat -c %u:%g /testbed)
 chown -R "$owner" /testbed/.git
 """
+
+
+def attempt(runtime: Runtime, spec: AttemptSpec) -> AttemptOutput:
+    """An attempt's output, what an executor's worker calls, here or on another machine
+    (it writes nothing): for an agent's attempt that runs, the agent's phase in a sandbox
+    of the runtime, then the tests of the patch it left; else the runtime's own."""
+    if spec.agent is None or spec.image is None or spec.patch_problem is not None:
+        return runtime.attempt(spec)
+    return runtime.checked(attempt_with_agent(runtime, spec))
 
 
 def attempt_with_agent(runtime: Any, spec: AttemptSpec) -> AttemptOutput:

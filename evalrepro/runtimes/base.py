@@ -51,12 +51,13 @@ class Runtime(ABC):
             # Empty and unsafe patches are the target's answer: scored, never run.
             return AttemptOutput()
         if spec.agent is not None:
-            # The agent makes the patch first (an interactive sandbox), then the tests run.
-            from evalrepro.run.agent_phase import attempt_with_agent
+            # The agent makes the patch first, in an interactive sandbox of this runtime:
+            # that program is the run's (evalrepro.run.agent_phase.attempt), not the runtime's.
+            raise ValueError("an agent's attempt runs through evalrepro.run.agent_phase.attempt")
+        return self.checked(self.run(spec))
 
-            output = attempt_with_agent(self, spec)
-        else:
-            output = self.run(spec)
+    def checked(self, output: AttemptOutput) -> AttemptOutput:
+        """``output``, once its artifacts are the ones an attempt may return."""
         unknown = sorted(set(output.artifacts) - set(OUTPUT_NAMES))
         if unknown:
             raise ValueError(f"runtime {self.kind} returned artifacts it may not: {unknown}")

@@ -50,6 +50,7 @@ from evalrepro.errors import UserError
 from evalrepro.records.lockfile import LockedImage
 from evalrepro.records.supervision import RuntimeFacts, SupervisorReport
 from evalrepro.records.trial import Lease, TrialResult
+from evalrepro.run import agent_phase
 from evalrepro.run.execute import TrialJob, now
 from evalrepro.run.executors import node_images
 from evalrepro.run.executors.base import Events, Executor
@@ -99,7 +100,7 @@ def run_attempt(environment: Any, spec: AttemptSpec) -> tuple[AttemptOutput, Lea
     """One attempt, on a worker: the runtime's output, a value (it writes nothing), and
     the worker's own account of where and when it ran it."""
     started = now()
-    output = _runtime(environment).attempt(spec)
+    output = agent_phase.attempt(_runtime(environment), spec)
     worker = _distributed().get_worker().address
     lease = Lease(
         worker=worker, host=socket.gethostname(), started_at=started, last_heartbeat=now()
