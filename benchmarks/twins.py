@@ -22,11 +22,11 @@ import time
 from unittest import mock
 
 from evalrepro import PACKAGE_DIR
-from evalrepro.config.sample import load_samples
+from evalrepro.config.protection import TestProtection
+from evalrepro.grade import canary
 from evalrepro.grade.parsers.registry import get_parser
 from evalrepro.plan import testspec
-from evalrepro.run import canary
-from evalrepro.run.protection import TestProtection
+from evalrepro.sample import load_samples
 
 
 def spec_of(sample, parser: str):

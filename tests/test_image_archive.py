@@ -24,11 +24,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from evalrepro.errors import UserError
-from evalrepro.pipeline import lock_experiment, run_experiment
-from evalrepro.plan.lockfile import LOCKFILE_NAME, read_lockfile
-from evalrepro.publish.bundle import write_bundle
-from evalrepro.publish.image_archive import (
+from evalrepro.build.image_archive import (
     DOCKER_ARCHIVE,
     OCI_ARCHIVE,
     REF_NAME,
@@ -38,9 +34,13 @@ from evalrepro.publish.image_archive import (
     loaded_name,
     unpack_layout,
 )
+from evalrepro.errors import UserError
+from evalrepro.pipeline import lock_experiment, run_experiment
+from evalrepro.plan.lockfile import LOCKFILE_NAME, read_lockfile
+from evalrepro.publish.bundle import write_bundle
 from evalrepro.publish.reproduce import reproduce
 from evalrepro.records.lockfile import LockedImage, Lockfile
-from evalrepro.run.runtimes.podman import PodmanRuntime
+from evalrepro.runtimes.podman import PodmanRuntime
 from tests.podman_support import cache_dir, demo_config, needs_podman
 
 LOCKFILE = Path(__file__).resolve().parents[1] / "lockfiles" / "demo.lock.json"

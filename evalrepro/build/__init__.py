@@ -11,7 +11,7 @@ from pathlib import Path
 from evalrepro import plugins
 from evalrepro.build.base import Builder
 from evalrepro.errors import UserError
-from evalrepro.run.runtimes.base import Runtime
+from evalrepro.runtimes.base import Runtime
 
 
 def open_builder(config: object, runtime: Runtime, cache_dir: Path, concurrency: int) -> Builder:

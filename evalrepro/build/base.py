@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from evalrepro.build.images import ImageChain
 from evalrepro.records.image import BuildFailure, ImageRecord
 from evalrepro.records.testspec import TestSpec
-from evalrepro.run.runtimes.base import Runtime
+from evalrepro.runtimes.base import Runtime
 from evalrepro.sources.checkout import LocalCheckout
 
 

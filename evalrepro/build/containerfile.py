@@ -55,13 +55,13 @@ from evalrepro.build.images import ImageChain, inputs_digest, layer_key
 from evalrepro.build.images import setting_input as _setting
 from evalrepro.build.tether import run_tethered
 from evalrepro.config.environment import PodmanEnvironment
+from evalrepro.config.spec import PYTHON_SUITES
 from evalrepro.digest import sha256_bytes, sha256_json
 from evalrepro.errors import UserError
-from evalrepro.plan.testspec import PYTHON_SUITES
 from evalrepro.records.image import BuildFailure, ImageRecord, PinnedInput
 from evalrepro.records.supervision import TEST_USER
 from evalrepro.records.testspec import TestSpec
-from evalrepro.run.runtimes.podman import PodmanError, PodmanRuntime, _last_line
+from evalrepro.runtimes.podman import PodmanError, PodmanRuntime, _last_line
 from evalrepro.sources.checkout import LocalCheckout
 from evalrepro.sources.git import RepoError
 

@@ -11,7 +11,7 @@ manifest list resolves to one image per platform: another architecture is anothe
 An image already in the store under its pinned digest is not pulled again.
 
 Without ``adapt`` there is no layer on top: the image is what the trial runs in, so it
-must already hold what the trial supervisor needs (``evalrepro.run.sandbox.supervisor``).
+must already hold what the trial supervisor needs (``evalrepro.sandbox.supervisor``).
 With ``adapt``, one layer of evalrepro's goes on each pulled image
 (``backends/podman/Containerfile.adapt``, built on the pulled image's Id, without network,
 its top layer normalised as the Containerfile builder's are: ``layertar``). Its key is
@@ -74,13 +74,13 @@ from evalrepro.errors import UserError
 from evalrepro.records.image import BuildFailure, ImageRecord, PinnedInput
 from evalrepro.records.supervision import TEST_USER
 from evalrepro.records.testspec import TestSpec
-from evalrepro.run.runtimes.podman import (
+from evalrepro.runtimes.podman import (
     _RUNTIME_FAILURES,
     PodmanError,
     PodmanRuntime,
     _last_line,
 )
-from evalrepro.run.sandbox import GIT_DIR, SUPERVISOR, SUPERVISOR_PATH, TESTBED
+from evalrepro.sandbox import GIT_DIR, SUPERVISOR, SUPERVISOR_PATH, TESTBED
 from evalrepro.sources.checkout import LocalCheckout
 
 LAYER = "image"

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from evalrepro import atomic
-from evalrepro.run.runtimes.podman import PodmanError, PodmanRuntime
+from evalrepro.runtimes.podman import PodmanError, PodmanRuntime
 
 BLOCK = 512
 #: Extended-attribute namespaces that belong to overlayfs, not to the files.

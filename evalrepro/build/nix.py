@@ -50,12 +50,12 @@ from evalrepro.build.images import ImageChain, inputs_digest, layer_key
 from evalrepro.build.nixstore import NixError
 from evalrepro.config.builders import NixBuilderConfig
 from evalrepro.config.environment import PodmanEnvironment
+from evalrepro.config.spec import PYTHON_SUITES
 from evalrepro.digest import sha256_bytes, sha256_json
 from evalrepro.errors import UserError
-from evalrepro.plan.testspec import PYTHON_SUITES
 from evalrepro.records.image import BuildFailure, ImageRecord, PinnedInput
 from evalrepro.records.testspec import TestSpec
-from evalrepro.run.runtimes.podman import PACKAGE_DIR, PodmanError, PodmanRuntime
+from evalrepro.runtimes.podman import PACKAGE_DIR, PodmanError, PodmanRuntime
 from evalrepro.sources.checkout import LocalCheckout
 from evalrepro.sources.git import RepoError
 

@@ -82,6 +82,7 @@ def main(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace, run: Path, *, bundle: Path | None) -> int:
     from evalrepro.report.html import render_run_html
+    from evalrepro.report.results import rebuild_results
     from evalrepro.report.run_report import build_run_report, markdown_run_report, print_run_report
     from evalrepro.run.evidence import Survey
     from evalrepro.run.rundir import RunDirectory
@@ -91,7 +92,7 @@ def _report(args: argparse.Namespace, run: Path, *, bundle: Path | None) -> int:
         # Not while a run writes into the directory: its results.json would be overwritten.
         with directory.exclusive():
             done = directory.completed(lockfile)  # refuses evidence that does not hold
-            directory.write_results(directory.rebuild_results(lockfile, done))
+            directory.write_results(rebuild_results(directory, lockfile, done))
             directory.write_swebench_layout(lockfile, done, intact=True)
         survey = Survey(directory.path, results=done)
     else:

@@ -165,7 +165,7 @@ class PodmanEnvironment(SandboxEnvironment):
     #: The base image (a Debian root filesystem).
     base: BaseImageSpec = Field(default_factory=BaseImageSpec)
 
-    implementation: ClassVar[str] = "evalrepro.run.runtimes.podman:PodmanRuntime"
+    implementation: ClassVar[str] = "evalrepro.runtimes.podman:PodmanRuntime"
 
     @field_validator("builder", mode="before")
     @classmethod
@@ -188,7 +188,7 @@ class FakeEnvironment(SandboxEnvironment):
     #: The images' records: made by the fake builder.
     builder: FakeBuilderConfig = Field(default_factory=FakeBuilderConfig)
 
-    implementation: ClassVar[str] = "evalrepro.run.runtimes.fake:FakeRuntime"
+    implementation: ClassVar[str] = "evalrepro.runtimes.fake:FakeRuntime"
 
 
 class RecordedEnvironment(BaseModel):
@@ -208,6 +208,6 @@ class RecordedEnvironment(BaseModel):
     #: The images' record: one, ``recorded:unknown``, shared by every trial.
     builder: RecordedBuilderConfig = Field(default_factory=RecordedBuilderConfig)
 
-    implementation: ClassVar[str] = "evalrepro.run.runtimes.recorded:RecordedRuntime"
+    implementation: ClassVar[str] = "evalrepro.runtimes.recorded:RecordedRuntime"
     #: The path is where the logs were; what they hold is each attempt's recorded output.
     identity: ClassVar[dict[str, str]] = {"logs": "none", "kind": "digest", "builder": "digest"}

@@ -27,8 +27,7 @@ from evalrepro.build.images import ImageChain, inputs_digest, layer_key
 from evalrepro.config.environment import Limits
 from evalrepro.config.experiment import ExperimentConfig
 from evalrepro.config.identity import environment_digest, settings
-from evalrepro.config.sample import DEFINING_FIELDS
-from evalrepro.digest import sha256_json
+from evalrepro.digest import sha256_json, short_digest
 from evalrepro.errors import UserError
 from evalrepro.plan.harness import code_digest
 from evalrepro.plan.plan import Plan
@@ -47,6 +46,7 @@ from evalrepro.records.lockfile import (
     Lockfile,
 )
 from evalrepro.records.trial import trial_label
+from evalrepro.sample import DEFINING_FIELDS
 
 LOCKFILE_NAME = "lockfile.lock.json"
 
@@ -444,11 +444,6 @@ def input_differences(ours: list[PinnedInput], theirs: list[PinnedInput]) -> lis
                     f"{one.label}: {short_digest(one.digest)} vs {short_digest(two.digest)}"
                 )
     return found
-
-
-def short_digest(digest: str) -> str:
-    """The first 12 hex digits of a ``sha256:`` digest, for messages."""
-    return digest.removeprefix("sha256:")[:12]
 
 
 def _show(value: Any) -> str:

@@ -18,15 +18,16 @@ from evalrepro.build.base import Builder
 from evalrepro.build.images import ImageChain
 from evalrepro.config.dataset import DatasetConfig
 from evalrepro.config.experiment import ExperimentConfig
-from evalrepro.config.sample import Sample, load_samples
 from evalrepro.errors import UserError
 from evalrepro.grade.parsers import LogParser
+from evalrepro.plan.dataset import instance_parser, instance_test_spec
 from evalrepro.plan.harness import code_digest
 from evalrepro.records.image import BuildFailure, ImageRecord
 from evalrepro.records.testspec import TestSpec
 from evalrepro.records.trial import Trial, TrialKey
-from evalrepro.run.evalscript import without_model_patch
-from evalrepro.run.patchcheck import PatchCheck, check_patch, patch_bytes
+from evalrepro.rules.evalscript import without_model_patch
+from evalrepro.rules.patchcheck import PatchCheck, check_patch, patch_bytes
+from evalrepro.sample import Sample, load_samples
 from evalrepro.sources.resolve import resolve_sources
 from evalrepro.targets.base import Prediction, Target
 
@@ -143,9 +144,10 @@ def build_plan(
     samples = [sample for sample in samples if sample.instance_id in planned_ids]
     model_patch = config.target.applies_patch
     specs = {
-        sample.instance_id: dataset.test_spec(sample, model_patch=model_patch) for sample in samples
+        sample.instance_id: instance_test_spec(dataset, sample, model_patch=model_patch)
+        for sample in samples
     }
-    parsers = {sample.instance_id: dataset.parser_for(sample) for sample in samples}
+    parsers = {sample.instance_id: instance_parser(dataset, sample) for sample in samples}
 
     images = build_images(dataset, builder, cache_dir, list(specs.values()), locked)
 

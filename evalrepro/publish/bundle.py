@@ -49,10 +49,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalrepro import __version__, atomic
+from evalrepro.build import tarball
 from evalrepro.digest import sha256_bytes, sha256_file
 from evalrepro.errors import UserError
 from evalrepro.plan.lockfile import LOCKFILE_NAME, read_lockfile
-from evalrepro.publish import tarball
 from evalrepro.records.base import read_record
 from evalrepro.records.bundle import RUN, BundledInput, BundleIndex, ReportSettings
 from evalrepro.records.lockfile import Lockfile
@@ -370,9 +370,9 @@ def _build_inputs(
 
 
 def _export_images(lockfile: Lockfile, payload: Path, cache_dir: Path | None) -> list[str]:
+    from evalrepro.build.image_archive import export_images
     from evalrepro.cache import default_cache_dir
-    from evalrepro.publish.image_archive import export_images
-    from evalrepro.run.runtimes import open_runtime
+    from evalrepro.runtimes import open_runtime
 
     config = lockfile.experiment_config()
     runtime = open_runtime(config.environment, cache_dir or default_cache_dir())

@@ -28,13 +28,13 @@ from rich.console import Console
 from rich.markup import escape
 
 from evalrepro.build.images import package_manifest_name
-from evalrepro.config.sample import Sample
 from evalrepro.console import Table
 from evalrepro.digest import sha256_bytes
 from evalrepro.errors import UserError
 from evalrepro.grade.foreign import recorded_spec_digest
 from evalrepro.grade.parsers import LogParser, get_parser
 from evalrepro.grade.score import score
+from evalrepro.plan.dataset import instance_test_spec
 from evalrepro.plan.harness import code_digest
 from evalrepro.plan.lockfile import (
     LOCKFILE_NAME,
@@ -52,6 +52,7 @@ from evalrepro.records.trial import TrialResult, trial_label
 from evalrepro.report.run_report import aggregate
 from evalrepro.run.evidence import reobserve, survey
 from evalrepro.run.rundir import RunDirectory
+from evalrepro.sample import Sample
 
 RecordT = TypeVar("RecordT", bound=BaseModel)
 
@@ -268,7 +269,7 @@ def _check_aggregate(
     results: dict[str, TrialResult],
     why: str,
 ) -> None:
-    # RunDirectory.rebuild_results stops at the first tampered trial; this is the same
+    # report.results.rebuild_results stops at the first tampered trial; this is the same
     # aggregate over the results that could be read, so every other check still runs.
     ordered = [results[t.trial_id] for t in lockfile.trials if t.trial_id in results]
     rebuilt = aggregate(
@@ -405,7 +406,7 @@ def _locked_samples(
         if same_harness and not _legacy_regrade(lockfile):
             # A recorded log's spec also names its reading rules: checked per log.
             try:
-                spec_digest = dataset.test_spec(sample).digest()
+                spec_digest = instance_test_spec(dataset, sample).digest()
             except UserError as error:
                 check.add("dataset", f"{instance.instance_id}: no test spec ({error})")
                 continue

@@ -1,5 +1,5 @@
 """Canary tests: tests whose true outcome the harness knows, placed beside an instance's
-own tests, and what the runner reported of each. Drawn by ``evalrepro.run.canary``,
+own tests, and what the runner reported of each. Drawn by ``evalrepro.grade.canary``,
 placed by the supervisor after the reset, judged by ``evalrepro.grade.score``.
 """
 
@@ -33,10 +33,10 @@ class Canary(BaseModel):
     #: The names it defines in the file's namespace: a canary is placed only where none
     #: of them is already in the file, so that it never shadows one of the file's own.
     defines: list[str] = []
-    #: A twin (``evalrepro.run.twins``): the name of the test it is a copy of, placed
+    #: A twin (``evalrepro.grade.twins``): the name of the test it is a copy of, placed
     #: right after that test's last line; None for any other canary.
     twin_of: str | None = None
-    #: A canary shaped like a neighbour (``evalrepro.run.twins.make_shaped``): the test it
+    #: A canary shaped like a neighbour (``evalrepro.grade.twins.make_shaped``): the test it
     #: is placed after and takes its decorators and calls from; None for a twin or a
     #: canary appended to the file.
     beside: str | None = None

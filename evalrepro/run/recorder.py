@@ -23,7 +23,6 @@ from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
 
 from evalrepro import atomic
-from evalrepro.config.sample import Sample
 from evalrepro.grade.foreign import observe_foreign
 from evalrepro.grade.observation import observe_attempt
 from evalrepro.grade.parsers import LogParser
@@ -34,11 +33,12 @@ from evalrepro.records.observation import Observation
 from evalrepro.records.supervision import SupervisorReport, TrialProgram
 from evalrepro.records.testspec import ResolvedProtection
 from evalrepro.records.trial import Attempt, Lease, TrialResult
-from evalrepro.run.attempt import MEDIA_TYPES, AttemptOutput, AttemptSpec
-from evalrepro.run.evalscript import without_model_patch
-from evalrepro.run.patchcheck import PatchCheck, check_patch
-from evalrepro.run.sandbox.supervisor import as_text
-from evalrepro.run.supervision import region_text
+from evalrepro.rules.evalscript import without_model_patch
+from evalrepro.rules.patchcheck import PatchCheck, check_patch
+from evalrepro.runtimes.attempt import MEDIA_TYPES, AttemptOutput, AttemptSpec
+from evalrepro.runtimes.supervision import region_text
+from evalrepro.sample import Sample
+from evalrepro.sandbox.supervisor import as_text
 from evalrepro.text import inside
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalrepro.demo import DEMO_DIR
-from evalrepro.demo.repos import build_repo
+from evalrepro.sources.demo_repos import build_repo
 
 #: Limits the adversarial runs use: small, so that resource attacks stay cheap and safe
 #: on a 2-core, 24 GiB machine.
@@ -394,7 +394,7 @@ THREAD_SWAPS_TEST_CODE = (
 )
 
 # --- attacks the canaries appended to one file missed (issue 35): the twins catch them ---
-# Each is written by an adversary who read evalrepro/run/canary.py: it leaves alone what
+# Each is written by an adversary who read evalrepro/grade/canary.py: it leaves alone what
 # does not look like the instance's tests, or touches only the FAIL_TO_PASS test.
 
 # The fixed function returns a float that compares equal to anything (and unequal to

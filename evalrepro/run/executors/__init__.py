@@ -16,11 +16,11 @@ from evalrepro import plugins
 from evalrepro.config.environment import SandboxEnvironment
 from evalrepro.plan.plan import PlannedTrial
 from evalrepro.records.trial import TrialResult
-from evalrepro.run.attempt import RecordedAgent
 from evalrepro.run.execute import AttemptSettings, TrialJob, container_prefix
 from evalrepro.run.executors.base import Events, Executor
 from evalrepro.run.recorder import Recorder
-from evalrepro.run.runtimes.base import Runtime
+from evalrepro.runtimes.attempt import RecordedAgent
+from evalrepro.runtimes.base import Runtime
 from evalrepro.targets.agent import AgentTarget
 
 

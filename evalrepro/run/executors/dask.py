@@ -1,8 +1,8 @@
 """The Dask executor: attempts run by Dask workers, recorded here (kinds ``dask``,
 ``slurm``, ``kubernetes``: only how the cluster starts differs).
 
-Workers run attempts (an :class:`~evalrepro.run.attempt.AttemptSpec` in, an
-:class:`~evalrepro.run.attempt.AttemptOutput` of bounded bytes back), each with a runtime
+Workers run attempts (an :class:`~evalrepro.runtimes.attempt.AttemptSpec` in, an
+:class:`~evalrepro.runtimes.attempt.AttemptOutput` of bounded bytes back), each with a runtime
 it opens itself from the run's environment config; this process asks every job for its
 next spec, submits it, and records each output as it returns: it is the only writer of
 the run directory, which no worker sees. No filesystem is shared.
@@ -50,11 +50,12 @@ from evalrepro.errors import UserError
 from evalrepro.records.lockfile import LockedImage
 from evalrepro.records.supervision import RuntimeFacts, SupervisorReport
 from evalrepro.records.trial import Lease, TrialResult
-from evalrepro.run.attempt import AttemptOutput, AttemptSpec
+from evalrepro.run import agent_phase
 from evalrepro.run.execute import TrialJob, now
 from evalrepro.run.executors import node_images
 from evalrepro.run.executors.base import Events, Executor
-from evalrepro.run.runtimes.base import Runtime
+from evalrepro.runtimes.attempt import AttemptOutput, AttemptSpec
+from evalrepro.runtimes.base import Runtime
 
 #: The scheduler's setting a run needs (a scheduler started elsewhere needs it too): an
 #: attempt whose worker died is not run again behind the submitter's back; it is recorded
@@ -80,7 +81,7 @@ _RUNTIMES: dict[str, Runtime] = {}
 
 def _runtime(environment: Any) -> Runtime:
     from evalrepro.cache import default_cache_dir
-    from evalrepro.run.runtimes import open_runtime
+    from evalrepro.runtimes import open_runtime
 
     key = environment.model_dump_json()
     if key not in _RUNTIMES:
@@ -99,7 +100,7 @@ def run_attempt(environment: Any, spec: AttemptSpec) -> tuple[AttemptOutput, Lea
     """One attempt, on a worker: the runtime's output, a value (it writes nothing), and
     the worker's own account of where and when it ran it."""
     started = now()
-    output = _runtime(environment).attempt(spec)
+    output = agent_phase.attempt(_runtime(environment), spec)
     worker = _distributed().get_worker().address
     lease = Lease(
         worker=worker, host=socket.gethostname(), started_at=started, last_heartbeat=now()
@@ -439,7 +440,7 @@ class _Session:
         )
 
     def _export_archive(self) -> None:
-        from evalrepro.publish.image_archive import export_images
+        from evalrepro.build.image_archive import export_images
 
         folder = Path(self.settings.images.archive or "")
         if list(folder.glob("images.*.tar")):

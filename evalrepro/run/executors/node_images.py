@@ -12,7 +12,7 @@ locked Id before the node takes an attempt. Where the missing ones come from:
   that differs (same inputs, other bytes: the build is not reproducible there);
 - ``archive``: the archives of a folder every node reads (``images.oci.tar`` /
   ``images.docker.tar``), written once by the submitter, loaded and checked by
-  :func:`evalrepro.publish.image_archive.load_images`;
+  :func:`evalrepro.build.image_archive.load_images`;
 - ``registry``: pushed once by the submitter to a registry the user names, pulled on each
   node by the manifest digest the push reported, tagged with the locked tag, and its Id
   checked against the lockfile (a registry that serves other bytes cannot pass: the pull
@@ -33,7 +33,7 @@ from evalrepro.errors import UserError
 from evalrepro.records.image import BuildFailure
 from evalrepro.records.lockfile import LockedImage
 from evalrepro.records.testspec import TestSpec
-from evalrepro.run.runtimes.base import Runtime
+from evalrepro.runtimes.base import Runtime
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ def pull_images(
     runtime: Runtime, images: Sequence[LockedImage], references: dict[str, str], tls: bool
 ) -> list[str]:
     """Pull each image by its reference, name it by its Id; the problems, one per image."""
-    from evalrepro.publish.image_archive import loaded_name
+    from evalrepro.build.image_archive import loaded_name
 
     problems = []
     for image in images:
@@ -176,7 +176,7 @@ def prepare(
     if not missing:
         return []
     if source == "archive" and archive is not None:
-        from evalrepro.publish.image_archive import load_images
+        from evalrepro.build.image_archive import load_images
 
         files = sorted(Path(archive).glob("images.*.tar"))
         if not files:

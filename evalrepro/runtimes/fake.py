@@ -32,10 +32,10 @@ from evalrepro.records.supervision import (
     TestsFinishedEvent,
     TestsStartedEvent,
 )
-from evalrepro.run.attempt import AttemptOutput, AttemptSpec
-from evalrepro.run.runtimes.base import Runtime
-from evalrepro.run.sandbox.supervisor import FRAME, KIND_EVENT, KIND_LOG, KIND_OUTPUT, PROTOCOL
-from evalrepro.run.supervision import StreamReader
+from evalrepro.runtimes.attempt import AttemptOutput, AttemptSpec
+from evalrepro.runtimes.base import Runtime
+from evalrepro.runtimes.supervision import StreamReader
+from evalrepro.sandbox.supervisor import FRAME, KIND_EVENT, KIND_LOG, KIND_OUTPUT, PROTOCOL
 
 
 @dataclass(frozen=True)

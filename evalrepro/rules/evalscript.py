@@ -1,7 +1,7 @@
 """The eval script: what one instance's trial does inside its sandbox, as data.
 
 SWE-bench renders a bash script; evalrepro compiles the same steps into a record that
-the trial supervisor (``evalrepro/run/sandbox/supervisor.py``) carries out, as a user the
+the trial supervisor (``evalrepro/sandbox/supervisor.py``) carries out, as a user the
 code under test is not. Its order is SWE-bench's (../shared/docs/semantics.md,
 "Running one trial"):
 
@@ -27,7 +27,7 @@ from functools import cache
 
 from evalrepro.digest import sha256_bytes
 from evalrepro.records.testspec import EvalScript, ResolvedProtection
-from evalrepro.run.sandbox import (
+from evalrepro.sandbox import (
     GUARD,
     PATCH_PATH,
     SUPERVISOR,

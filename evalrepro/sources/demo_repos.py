@@ -1,4 +1,5 @@
-"""Build the demo repos as git repositories whose commit SHAs are the same everywhere.
+"""Build the demo repos (``evalrepro/demo/repos/``) as git repositories whose commit SHAs
+are the same everywhere.
 
 Each repo lives in ``repos/<name>/`` as one directory per commit, ``NN-label``, applied in
 order: ``01-initial`` holds the whole first tree, each later directory holds only the
@@ -7,7 +8,7 @@ directory name without ``NN-`` (``initial``, ``power-operator``...), its message
 label in words.
 
 A SHA depends on the tree, the author, the committer, their dates and the message; all
-are fixed here, and the commits are made by :func:`evalrepro.sources.repos.commit_directory` (as
+are fixed here, and the commits are made by :func:`evalrepro.sources.commits.commit_directory` (as
 the commits of source distributions are): no system or global config, no hooks, no
 signing, no attribute or line-ending conversion, so nothing of the machine leaks in.
 
@@ -26,11 +27,12 @@ import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from evalrepro.demo import DEMO_DIR
 from evalrepro.digest import sha256_json
 from evalrepro.sources import commits
 from evalrepro.sources.commits import Signature, commit_directory, init_repository
 
-REPOS_DIR = Path(__file__).parent / "repos"
+REPOS_DIR = DEMO_DIR / "repos"
 AUTHOR_NAME = "evalrepro demo"
 AUTHOR_EMAIL = "demo@evalrepro.invalid"
 #: 2024-01-01T00:00:00Z; commit N is dated N-1 days later.

@@ -9,13 +9,13 @@ canary reported passing, or a canary the log does not report as expected, makes 
 trial invalid (``runner_tampered``), whatever the status map says of the instance's
 tests.
 
-Each is shaped like one of the run's own tests (``evalrepro.run.twins.make_shaped``):
+Each is shaped like one of the run's own tests (``evalrepro.grade.twins.make_shaped``):
 placed beside it (a must-fail canary right above it, a must-pass one right after it),
 with its decorators, its calls and a name in its file's convention, so that neither its
 place, its shape nor what it calls tells it apart.
 Where no test of the run can be shaped after, the canaries are appended to the test
 patch's file that holds most FAIL_TO_PASS tests instead (one shape, calling nothing).
-Twins (``evalrepro.run.twins``) are drawn beside them.
+Twins (``evalrepro.grade.twins``) are drawn beside them.
 
 What it does not catch: code that tells the canaries from the instance's tests (it can
 read the test file) and forges only the instance's named tests. That forgery is
@@ -37,11 +37,11 @@ import secrets
 import shlex
 from collections.abc import Mapping, Sequence
 
-from evalrepro.config.sample import Sample
 from evalrepro.grade.parsers import LogParser
+from evalrepro.grade.twins import make_canaries
 from evalrepro.records.canary import PASSING, Canary, CanaryCheck, TwinPair
 from evalrepro.records.testspec import TestSpec
-from evalrepro.run.twins import make_canaries
+from evalrepro.sample import Sample
 
 #: Options that select tests, or stop the run at a failure: no canary with them.
 _SELECTING = (

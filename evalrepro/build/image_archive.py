@@ -56,12 +56,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from evalrepro.digest import canonical_json
+from evalrepro.build.tarball import member_info
+from evalrepro.digest import canonical_json, short_digest
 from evalrepro.errors import UserError
-from evalrepro.plan.lockfile import short_digest
-from evalrepro.publish.tarball import member_info
 from evalrepro.records.lockfile import LockedImage
-from evalrepro.run.runtimes.podman import PodmanError, PodmanRuntime, _last_line
+from evalrepro.runtimes.podman import PodmanError, PodmanRuntime, _last_line
 
 OCI_ARCHIVE = "images.oci.tar"
 DOCKER_ARCHIVE = "images.docker.tar"

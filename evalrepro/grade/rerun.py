@@ -8,7 +8,7 @@ run and passed alone is *flaky*; one that failed every time is a stable failure.
 Who decides what: the host parses the run's log (the supervisor never parses) and tells
 the supervisor, on the container's stdin once the tests finished, which tests to re-run
 (:func:`select_reruns`); each re-run is judged by its exit status alone, read from outside
-the process, by the runner's own rules (``evalrepro.run.fresh``). The observation picks
+the process, by the runner's own rules (``evalrepro.grade.fresh``). The observation picks
 the failing tests again from the recorded log (:func:`failing_tests`, the same function)
 and judges what the supervisor reported of each (:func:`check_reruns`): what the
 supervisor says it ran beyond that is ignored, a failing test it did not re-run has no
@@ -25,7 +25,8 @@ import random
 import secrets
 from collections.abc import Mapping, Sequence
 
-from evalrepro.config.sample import Sample
+from evalrepro.grade.canary import check_canaries
+from evalrepro.grade.fresh import RUNNERS, alone, fresh_outcome, lone_canary
 from evalrepro.grade.grading import tests_report
 from evalrepro.grade.parsers import LogParser, Status
 from evalrepro.grade.parsers.registry import get_parser
@@ -33,8 +34,7 @@ from evalrepro.records.canary import Canary
 from evalrepro.records.fresh import FreshCheck, FreshResult, FreshRun
 from evalrepro.records.rerun import FlakyCounts, RerunCheck, RerunPlan, RerunScope
 from evalrepro.records.testspec import TestSpec
-from evalrepro.run.canary import check_canaries
-from evalrepro.run.fresh import RUNNERS, alone, fresh_outcome, lone_canary
+from evalrepro.sample import Sample
 
 #: Failing tests re-run at most per trial (the rest are named, without outcomes): a patch
 #: that breaks the whole suite must not turn one trial into thousands of runner starts.

@@ -1,4 +1,4 @@
-"""The in-sandbox end of the ``model_only`` path (``evalrepro.run.egress``): run as root
+"""The in-sandbox end of the ``model_only`` path (``evalrepro.runtimes.egress``): run as root
 in the agent's sandbox with ``python3 -c SOURCE``, it listens on ``127.0.0.1:PORT`` and
 passes each connection to the host proxy's Unix socket. Standard library only: it runs on
 the image's Python, where evalrepro is not installed. The host proxy joins its

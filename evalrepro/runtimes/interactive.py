@@ -3,7 +3,7 @@
 Where an attempt's sandbox runs one program to its end under the supervisor, an
 interactive sandbox lives across many commands (inspect_ai's sandbox is the shape):
 
-1. :meth:`~evalrepro.run.runtimes.base.Runtime.sandbox` starts one from an image (by tag,
+1. :meth:`~evalrepro.runtimes.base.Runtime.sandbox` starts one from an image (by tag,
    checked against its locked Id) with the environment's limits and a network policy
    (``none`` unless the request says otherwise);
 2. :meth:`Sandbox.exec` runs a command with a timeout and bounded output; a command that
@@ -17,7 +17,7 @@ interactive sandbox lives across many commands (inspect_ai's sandbox is the shap
    a ``with`` block, and when evalrepro dies: a backstop timeout stops it).
 
 Nothing in the sandbox can write on the host: no volume is mounted (for ``model_only``,
-one folder read-only, holding the egress proxy's socket: ``evalrepro.run.egress``), and
+one folder read-only, holding the egress proxy's socket: ``evalrepro.runtimes.egress``), and
 what comes out (output, files, trees) is read within the caller's bounds. What goes in
 goes through :meth:`Sandbox.exec`'s stdin or :meth:`Sandbox.write_file` (a ``command``
 agent's program folder: a tar extracted by root, ``agents/command.py``). Nor does it
@@ -54,7 +54,7 @@ class SandboxRequest(BaseModel):
     #: who owns the repository and cannot read root's copy of its history).
     user: str | None = None
     #: ``none``: no network at all. ``model_only``: still none, and the host folder
-    #: ``egress`` (an :mod:`evalrepro.run.egress` proxy's socket) mounted read-only.
+    #: ``egress`` (an :mod:`evalrepro.runtimes.egress` proxy's socket) mounted read-only.
     network: NetworkPolicy = "none"
     egress: str | None = None
     #: Environment variables of every command (no secrets: they show in process lists).

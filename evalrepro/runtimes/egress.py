@@ -25,8 +25,8 @@ import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from evalrepro.run import egress_forwarder
-from evalrepro.run.egress_forwarder import pump
+from evalrepro.runtimes import egress_forwarder
+from evalrepro.runtimes.egress_forwarder import pump
 
 #: Where the proxy's folder is mounted in the sandbox, and the port of the forwarder.
 MOUNT = "/run/evalrepro-egress"
@@ -37,7 +37,7 @@ _MAX_HEAD = 16 << 10
 #: Seconds a client may take to send its first request head.
 _HEAD_SECONDS = 30
 
-#: The in-sandbox forwarder's source (``evalrepro.run.egress_forwarder``), run with
+#: The in-sandbox forwarder's source (``evalrepro.runtimes.egress_forwarder``), run with
 #: ``python3 -c`` from ``$EVALREPRO_FORWARDER``.
 FORWARDER = Path(egress_forwarder.__file__).read_text()
 

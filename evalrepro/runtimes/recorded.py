@@ -17,8 +17,8 @@ from evalrepro.errors import UserError
 from evalrepro.files import read_regular_file
 from evalrepro.grade.foreign import MAX_LOG_BYTES, MAX_PATCH_BYTES
 from evalrepro.records.foreign import ForeignLog
-from evalrepro.run.attempt import AttemptOutput, AttemptSpec
-from evalrepro.run.runtimes.base import Runtime
+from evalrepro.runtimes.attempt import AttemptOutput, AttemptSpec
+from evalrepro.runtimes.base import Runtime
 
 
 class RecordedRuntime(Runtime):

@@ -34,11 +34,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from evalrepro.config.sample import Sample
 from evalrepro.grade.parsers import LogParser
 from evalrepro.records.canary import Canary
 from evalrepro.records.fresh import FreshCheck, FreshOutcome, FreshResult, FreshRun
 from evalrepro.records.testspec import TestSpec
+from evalrepro.sample import Sample
 
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
 
@@ -124,7 +124,7 @@ class DjangoRunner(UnittestRunner):
 
 
 class PlainRunner(Runner):
-    """The second runner (``evalrepro/run/sandbox/plain.py``): a plain driver that runs
+    """The second runner (``evalrepro/sandbox/plain.py``): a plain driver that runs
     one test without its framework. It exits 0 if the test passed, 1 if it failed, and 3
     when the test does not allow a plain run, decided before the exit guard (and any code
     of the repository) is loaded: an exit 3 the guard saw a runner make is a failure."""

@@ -1,4 +1,4 @@
-"""The interactive sandbox of the podman runtime (see :mod:`evalrepro.run.interactive`).
+"""The interactive sandbox of the podman runtime (see :mod:`evalrepro.runtimes.interactive`).
 
 One detached container per sandbox, started from the image's Id (a tag moved meanwhile
 cannot swap the image), ``--network none``, the environment's limits, no volume (but, for
@@ -40,8 +40,8 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
-from evalrepro.run.egress import MOUNT as EGRESS_MOUNT
-from evalrepro.run.interactive import (
+from evalrepro.runtimes.egress import MOUNT as EGRESS_MOUNT
+from evalrepro.runtimes.interactive import (
     ExecResult,
     Sandbox,
     SandboxError,
@@ -113,7 +113,7 @@ class PodmanSandbox(Sandbox):
         if request.network == "model_only":
             if not request.egress:
                 raise SandboxError(f"sandbox {request.name}: model_only needs an egress proxy")
-            # No network still: the proxy's socket is the only way out (run/egress.py).
+            # No network still: the proxy's socket is the only way out (runtimes/egress.py).
             flags = [*flags, f"--volume={request.egress}:{EGRESS_MOUNT}:ro"]
         command = [
             "run",

@@ -10,6 +10,7 @@ every field's own digest, so that a difference names the field.
 from __future__ import annotations
 
 import json
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,6 +20,16 @@ from evalrepro.digest import sha256_json
 from evalrepro.errors import UserError, validation_message
 from evalrepro.jsonfile import read_records
 from evalrepro.text import InstanceId
+
+
+class Family(StrEnum):
+    """The parser family a dataset's FAIL_TO_PASS / PASS_TO_PASS ids come from (its
+    parsers are in ``evalrepro.grade.parsers``): SWE-bench's own, quirks included, or
+    the native ones that get every test id right."""
+
+    SWEBENCH = "swebench"
+    NATIVE = "native"
+
 
 #: The fields of an instance that define the experiment: what the harness reads (repo,
 #: commits, patches, test lists, version, parser, eval type) and what a model is shown

@@ -1,24 +1,8 @@
-"""Test infrastructure protection: what a model patch may not change, and what happens if
-it does.
+"""What a model patch may not change (test infrastructure), and what happens if it does:
+the dataset's declared policy, ``dataset.protection`` in its config.
 
-A patch may change library code. Files that collect, configure or take part in running
-the tests are not a fix: ``conftest.py`` anywhere, ``pytest.ini`` / ``tox.ini``, the test
-sections of ``setup.cfg``, ``pyproject.toml`` and ``package.json``, everything in the
-dataset's test folders (``__init__.py`` included), ``sitecustomize`` / ``usercustomize``
-and ``.pth`` files, runner scripts such as Django's ``runtests.py``. The policy says what
-the supervisor does when the model patch changed one of them:
-
-* ``restore`` (default): put it back to the base commit before the tests run;
-* ``record``: leave it, and record it against the trial;
-* ``invalid``: the trial is invalid (the tests are not run).
-
-Each trial records which of them the patch touched. Separately, a static scan of the
-patch (``patchcheck``) and the exit guard flag library code that reaches into the test
-framework as *suspect*; ``suspect`` says whether that makes the trial ``invalid``
-(default) or is only ``record``-ed. Both values are part of every TestSpec's digest.
-
-Which files match is decided by ``evalrepro.run.sandbox.supervisor.protected_reason``, the
-same function the supervisor runs inside the container.
+A model only: :func:`evalrepro.rules.protection.resolve_protection` resolves it against an
+instance's test files into the TestSpec's rules (docs/threat-model.md).
 """
 
 from __future__ import annotations
@@ -26,9 +10,6 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-
-from evalrepro.records.testspec import ResolvedProtection
-from evalrepro.run.sandbox.supervisor import TEST_DIR_NAMES
 
 #: Matched against a file's name, or against its whole path when the pattern has a "/".
 DEFAULT_PATTERNS: tuple[str, ...] = (
@@ -98,30 +79,3 @@ class TestProtection(BaseModel):
     #: added, so the supervisor locks it (and the harness's history) away before the tests.
     #: On, both stay readable, and each trial records it (``tests_started.git``).
     tests_read_git: bool = False
-
-    def resolve(self, test_files: list[str]) -> ResolvedProtection:
-        if self.test_dirs == "auto":
-            folders = sorted({f for f in map(test_folder, test_files) if f is not None})
-        else:
-            folders = sorted({folder.strip("/") for folder in self.test_dirs})
-        return ResolvedProtection(
-            policy=self.policy,
-            suspect=self.suspect,
-            patterns=self.patterns,
-            test_dirs=folders,
-            canaries=self.canaries,
-            framework_sources=self.framework_sources,
-            site_hooks=self.site_hooks,
-            fresh_runs=self.fresh_runs,
-            second_runner=self.second_runner,
-            tests_read_git=self.tests_read_git,
-        )
-
-
-def test_folder(path: str) -> str | None:
-    """The nearest ancestor of ``path`` named like a test folder (``a/tests`` ...)."""
-    parts = path.split("/")[:-1]
-    for depth in range(len(parts), 0, -1):
-        if parts[depth - 1] in TEST_DIR_NAMES:
-            return "/".join(parts[:depth])
-    return None

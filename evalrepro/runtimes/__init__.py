@@ -1,4 +1,6 @@
-"""Runtimes: where an attempt's sandbox lives (``environment.kind``).
+"""Runtimes: where an attempt's sandbox lives (``environment.kind``), and the seam an
+attempt crosses into it: its spec and output (``attempt``), the interactive sandbox
+(``interactive``), the supervisor's channel read on the host (``supervision``), egress.
 
 Each kind is a plugin of the ``evalrepro.runtimes`` group: its environment config model
 names the runtime class, imported only when a run opens it.
@@ -9,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalrepro import plugins
-from evalrepro.run.runtimes.base import Runtime
+from evalrepro.runtimes.base import Runtime
 
 
 def open_runtime(config: object, cache_dir: Path) -> Runtime:

@@ -10,6 +10,8 @@ from pathlib import Path
 SANDBOX_DIR = Path(__file__).resolve().parent
 SUPERVISOR = SANDBOX_DIR / "supervisor.py"
 GUARD = SANDBOX_DIR / "guard.py"
+#: The second runner's plain driver (run in a fresh process, without the test framework).
+PLAIN_DRIVER = SANDBOX_DIR / "plain.py"
 
 #: Where the attempt's inputs are mounted (read-only) in the sandbox. The model patch is
 #: the patch tools' (they run as the test user); the test patch and the program name the

@@ -24,12 +24,13 @@ from evalrepro import PACKAGE_DIR, atomic
 from evalrepro.config.environment import PodmanEnvironment
 from evalrepro.digest import sha256_bytes, sha256_json
 from evalrepro.errors import UserError
+from evalrepro.grade.rerun import MAX_RERUN_TESTS, select_reruns
 from evalrepro.records.supervision import RuntimeFacts, SupervisorReport
-from evalrepro.run.attempt import AttemptOutput, AttemptSpec
-from evalrepro.run.interactive import Sandbox, SandboxRequest
-from evalrepro.run.rerun import MAX_RERUN_TESTS, select_reruns
-from evalrepro.run.runtimes.base import Runtime
-from evalrepro.run.sandbox import (
+from evalrepro.runtimes.attempt import AttemptOutput, AttemptSpec
+from evalrepro.runtimes.base import Runtime
+from evalrepro.runtimes.interactive import Sandbox, SandboxRequest
+from evalrepro.runtimes.supervision import StreamReader, region_text
+from evalrepro.sandbox import (
     GUARD,
     GUARD_PATH,
     PATCH_PATH,
@@ -38,7 +39,6 @@ from evalrepro.run.sandbox import (
     SUPERVISOR,
     SUPERVISOR_PATH,
 )
-from evalrepro.run.supervision import StreamReader, region_text
 
 #: How long the phases before the tests (patch, reset) may take, in seconds.
 _PRE_TEST_SECONDS = 600
@@ -322,7 +322,7 @@ class PodmanRuntime(Runtime):
     def _ask_reruns(
         self, process: subprocess.Popen, spec: AttemptSpec, reader: StreamReader
     ) -> int:
-        """Tell the supervisor which failing tests to re-run (``evalrepro.run.rerun``),
+        """Tell the supervisor which failing tests to re-run (``evalrepro.grade.rerun``),
         from the test output as it arrived; how many runs that asks for."""
         assert spec.program is not None and spec.program.rerun is not None
         tests, region = reader.report.tests, reader.report.region
@@ -337,12 +337,12 @@ class PodmanRuntime(Runtime):
         return sum(1 if run.expect == "fail" else times for run in runs)
 
     def sandbox(self, request: SandboxRequest) -> Sandbox:
-        from evalrepro.run.runtimes.podman_sandbox import PodmanSandbox
+        from evalrepro.runtimes.podman_sandbox import PodmanSandbox
 
         return PodmanSandbox(self, request)
 
     def image_tree(self, request: SandboxRequest, path: str, *, limit: int) -> bytes:
-        from evalrepro.run.runtimes.podman_sandbox import image_tree
+        from evalrepro.runtimes.podman_sandbox import image_tree
 
         return image_tree(self, request, path, limit=limit)
 

@@ -7,12 +7,12 @@ The lifecycle, in the order evalrepro calls it:
 3. ``attempt(spec)``, once per attempt, possibly from several threads or on another
    machine: it answers an attempt that must not run, and calls ``run(spec)`` for the
    others, which starts the supervisor in a sandbox of the spec's image, reads its stream
-   within the spec's bounds, and returns an :class:`~evalrepro.run.attempt.AttemptOutput`.
+   within the spec's bounds, and returns an :class:`~evalrepro.runtimes.attempt.AttemptOutput`.
    Neither writes on the host: the recorder does;
 4. ``close()``: remove whatever the runtime left running.
 
 A runtime may also start interactive sandboxes (``sandbox(request)``, see
-:mod:`evalrepro.run.interactive`): where an agent works, one command at a time.
+:mod:`evalrepro.runtimes.interactive`): where an agent works, one command at a time.
 
 A runtime is opened from its environment config (``environment.kind``, a plugin of the
 ``evalrepro.runtimes`` group: see ``evalrepro.plugins``). Images come from a builder
@@ -27,8 +27,8 @@ from typing import ClassVar
 
 from evalrepro.records.lockfile import LockedImage
 from evalrepro.records.supervision import RuntimeFacts, SupervisorReport
-from evalrepro.run.attempt import OUTPUT_NAMES, AttemptOutput, AttemptSpec
-from evalrepro.run.interactive import Sandbox, SandboxError, SandboxRequest
+from evalrepro.runtimes.attempt import OUTPUT_NAMES, AttemptOutput, AttemptSpec
+from evalrepro.runtimes.interactive import Sandbox, SandboxError, SandboxRequest
 
 
 class Runtime(ABC):
@@ -51,12 +51,13 @@ class Runtime(ABC):
             # Empty and unsafe patches are the target's answer: scored, never run.
             return AttemptOutput()
         if spec.agent is not None:
-            # The agent makes the patch first (an interactive sandbox), then the tests run.
-            from evalrepro.run.agent_phase import attempt_with_agent
+            # The agent makes the patch first, in an interactive sandbox of this runtime:
+            # that program is the run's (evalrepro.run.agent_phase.attempt), not the runtime's.
+            raise ValueError("an agent's attempt runs through evalrepro.run.agent_phase.attempt")
+        return self.checked(self.run(spec))
 
-            output = attempt_with_agent(self, spec)
-        else:
-            output = self.run(spec)
+    def checked(self, output: AttemptOutput) -> AttemptOutput:
+        """``output``, once its artifacts are the ones an attempt may return."""
         unknown = sorted(set(output.artifacts) - set(OUTPUT_NAMES))
         if unknown:
             raise ValueError(f"runtime {self.kind} returned artifacts it may not: {unknown}")
@@ -82,7 +83,7 @@ class Runtime(ABC):
         ]
 
     def sandbox(self, request: SandboxRequest) -> Sandbox:
-        """Start an interactive sandbox (:mod:`evalrepro.run.interactive`)."""
+        """Start an interactive sandbox (:mod:`evalrepro.runtimes.interactive`)."""
         raise SandboxError(
             f"runtime {self.kind} has no interactive sandbox (an agent needs podman)"
         )
