@@ -8,13 +8,13 @@ Each number comes from the record that measured it, never from a guess:
   it, with the time its build took as that build recorded it in the cache
   (``builds/<key>.build.json``, written by ``lock`` and ``run`` alike): a run that
   reused every image says what they took to build, apart from its own time;
-* per attempt: its wall time on the host (``Attempt.started_at`` to ``finished_at``:
-  patch checks, the container, reading the stream, grading), the container's life as the
-  host measured it (``RuntimeFacts.seconds``), and the supervisor's own clocks for
-  applying the patch, resetting the test files and running the tests
-  (``supervisor.json``);
-* an agent target's agent phase: ``agent.json``'s seconds (the agent's sandbox, from
-  its start to the harness's copy of the tree);
+* per attempt: its own ``Attempt.phases``, measured when it was recorded: its wall time
+  on the host (patch checks, the container, reading the stream, grading), the
+  container's life as the host measured it (``RuntimeFacts.seconds``), the supervisor's
+  own clocks for applying the patch, resetting the test files and running the tests, and
+  an agent target's agent phase (the agent's sandbox, from its start to the harness's
+  copy of the tree); an attempt recorded before attempts carried them (schema 2) has
+  them read back from its intact ``supervisor.json`` and ``agent.json``;
 * tokens and cost: the ``usage`` of each prediction, as the target reported it.
 
 A trial's time is the sum over its attempts: a retry costs time too. A regraded log has
@@ -42,7 +42,7 @@ from evalrepro.records.timing import (
     RunTiming,
     TrialTiming,
 )
-from evalrepro.records.trial import TrialResult
+from evalrepro.records.trial import Attempt, TrialResult
 from evalrepro.run.sessions import read_sessions
 
 BUILDS_FILE = "images/builds.json"
@@ -173,21 +173,27 @@ def _agent_seconds(run_dir: Path, attempt_artifacts: list, intact: bool | None) 
     return 0.0
 
 
+def _recorded_before(run_dir: Path, attempt: Attempt, intact: bool | None) -> PhaseSeconds:
+    """An attempt recorded before attempts carried their phases: its clocks are read back
+    from its intact ``supervisor.json`` and ``agent.json``."""
+    wall = max(0.0, (attempt.finished_at - attempt.started_at).total_seconds())
+    phases = {"wall": wall}
+    report = _supervisor_report(run_dir, attempt.artifacts, intact)
+    if report is not None:
+        phases["container"] = report.runtime.seconds
+        phases["patch"] = report.patch.seconds if report.patch else 0.0
+        phases["reset"] = report.reset.seconds if report.reset else 0.0
+        phases["tests"] = report.tests.seconds if report.tests else 0.0
+    phases["agent"] = _agent_seconds(run_dir, attempt.artifacts, intact)
+    return PhaseSeconds(**phases)
+
+
 def trial_timing(run_dir: Path, result: TrialResult, *, intact: bool | None = None) -> TrialTiming:
     """Where a trial's time went; ``intact``: whether its artifacts still have their
     digests, when the caller knows (None: each supervisor.json is checked here)."""
     total = PhaseSeconds()
     for attempt in result.attempts:
-        wall = max(0.0, (attempt.finished_at - attempt.started_at).total_seconds())
-        phases = {"wall": wall}
-        report = _supervisor_report(run_dir, attempt.artifacts, intact)
-        if report is not None:
-            phases["container"] = report.runtime.seconds
-            phases["patch"] = report.patch.seconds if report.patch else 0.0
-            phases["reset"] = report.reset.seconds if report.reset else 0.0
-            phases["tests"] = report.tests.seconds if report.tests else 0.0
-        phases["agent"] = _agent_seconds(run_dir, attempt.artifacts, intact)
-        total = total + PhaseSeconds(**phases)
+        total = total + (attempt.phases or _recorded_before(run_dir, attempt, intact))
     usage = result.usage
     return TrialTiming(
         attempts=len(result.attempts),
