@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from evalrepro import atomic
+from evalrepro.build.buildlog import record_builds, remember_builds
 from evalrepro.build.images import ImageChain, package_manifest_name
 from evalrepro.config.environment import SandboxEnvironment
 from evalrepro.config.experiment import ExperimentConfig
@@ -33,7 +34,6 @@ from evalrepro.records.image import BuildFailure
 from evalrepro.records.lockfile import Difference, Lockfile
 from evalrepro.records.report import RunReport, RunResults
 from evalrepro.report.progress import TrialProgress
-from evalrepro.report.timing import record_builds, remember_builds
 from evalrepro.run.backend import Backend
 from evalrepro.run.execute import container_prefix
 from evalrepro.run.executors import run_trials, start_executor

@@ -29,6 +29,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from evalrepro import __version__
+from evalrepro.build.buildlog import record_builds
 from evalrepro.build.images import ImageChain, inputs_digest, layer_key
 from evalrepro.config.environment import Limits, PodmanEnvironment
 from evalrepro.config.executor import LocalExecutorConfig
@@ -52,7 +53,6 @@ from evalrepro.records.lockfile import (
 from evalrepro.records.supervision import RuntimeFacts, SupervisorReport
 from evalrepro.records.testspec import ResolvedProtection, TestSpec
 from evalrepro.records.trial import Trial, TrialKey, Usage
-from evalrepro.report.timing import record_builds
 from evalrepro.report.view import LOG, MANIFEST, view_run
 from evalrepro.rules.evalscript import compile_eval_script
 from evalrepro.rules.patchcheck import check_patch, patch_bytes
