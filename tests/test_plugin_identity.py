@@ -16,7 +16,7 @@ from pathlib import Path
 
 from evalrepro import PACKAGE_DIR
 from evalrepro.plan.harness import code_digest
-from evalrepro.plan.lockfile import lockfile_problems, read_lockfile
+from evalrepro.plan.lockfile import differences, lockfile_problems, read_lockfile
 
 #: The package's build backend: writes the wheel of the one module, with its entry
 #: points, as any backend would (PEP 427: a zip with a .dist-info and its RECORD).
@@ -187,6 +187,9 @@ def test_a_plugin_parser_is_in_the_ids_of_the_trials_it_grades_and_no_others(tmp
         moved = trial_ids(tmp_path, other, name, tiny)
         changed = {iid for iid in ids if ids[iid] != moved[iid]}
         assert changed == calc, name
+        # verify A B (and resume) name the plugin that differs, as a harness difference.
+        found = differences(lock, read_lockfile(tmp_path / f"{name}.lock.json"))
+        assert [d.kind for d in found if "plugin parser 'pytest_tiny'" in d.detail] == ["harness"]
 
 
 def test_verify_names_the_plugin_a_run_used_that_is_installed_otherwise_now(tmp_path):
