@@ -9,6 +9,8 @@ parsers, grading and scoring, the observation and test-log models, how an attemp
 output and a foreign log are observed, the test specs, the patch checks and protection
 rules, and the scripts that run inside the container).
 The rest (reports, the CLI, builders) can change freely without new trial ids.
+A kind that another package installs (a parser, a runtime, ...) is covered per trial,
+with its distribution, version and code digest: ``evalrepro.plan.plugin_code``.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from evalrepro.errors import UserError
 from evalrepro.grade.parsers import LogParser
 from evalrepro.plan.dataset import instance_parser, instance_test_spec
 from evalrepro.plan.harness import code_digest
+from evalrepro.plan.plugin_code import config_kinds, trial_digest, used_plugins
 from evalrepro.records.image import BuildFailure, ImageRecord
 from evalrepro.records.testspec import TestSpec
 from evalrepro.records.trial import Trial, TrialKey
@@ -156,6 +157,8 @@ def build_plan(
         index = prediction.sample_index
         image = images[sample.instance_id]
         spec = specs[sample.instance_id]
+        # A kind of another package the trial uses is part of its harness.
+        kinds = config_kinds(config, parser=parsers[sample.instance_id].name, builder=builder.kind)
         key = TrialKey(
             instance_id=sample.instance_id,
             target_id=target,
@@ -165,7 +168,7 @@ def build_plan(
             else f"unbuilt:{image.layer}:{image.key}",
             test_spec_digest=spec.digest(),
             harness_version=__version__,
-            harness_digest=code_digest(),
+            harness_digest=trial_digest(code_digest(), used_plugins(kinds)),
             sample_index=index,
             target_digest=config.target.identity(prediction),
         )

@@ -417,15 +417,15 @@ def bundle_report(
 def render_reports(payload: Path, report: RunReport) -> dict[str, str]:
     """The reports' files by payload path: what the bundle holds, and what verify
     expects it to hold."""
-    from evalrepro.report.html import render_run_html
-    from evalrepro.report.run_report import markdown_run_report
+    from evalrepro.report.formats import bundled
 
+    # A page links to the bundle's trial viewer.
+    page = {"title": f"evalrepro: {report.run}", "viewer": f"../{VIEW}/index.html"}
     return {
-        f"{REPORTS}/report.json": report.model_dump_json(indent=2) + "\n",
-        f"{REPORTS}/report.md": markdown_run_report(report),
-        f"{REPORTS}/report.html": render_run_html(
-            report, title=f"evalrepro: {report.run}", viewer=f"../{VIEW}/index.html"
-        ),
+        f"{REPORTS}/{shown.bundle_file}": shown.render(
+            "run", report, **(page if shown.output == "page" else {})
+        )
+        for shown in bundled()
     }
 
 

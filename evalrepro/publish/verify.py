@@ -43,6 +43,7 @@ from evalrepro.plan.lockfile import (
     read_lockfile,
     short_digest,
 )
+from evalrepro.plan.plugin_code import installed
 from evalrepro.records.base import read_record
 from evalrepro.records.foreign import ForeignLog
 from evalrepro.records.lockfile import Difference, Lockfile
@@ -125,6 +126,7 @@ class Problem(BaseModel):
         "regrade",  # the final log re-graded does not give the recorded score
         "dataset",  # the instances to re-grade with are unavailable or changed
         "plan",  # the lockfile's trials are not the plan its own config and dataset give
+        "plugin",  # a kind of another package is not installed here as the run used it
         # A bundle's own checks (bundle_verify):
         "checksum",  # a file against the bag's manifests
         "signature",  # the manifests' signature
@@ -183,6 +185,7 @@ def check_run(
     check = RunCheck(run=directory.path, planned=len(lockfile.trials))
     _check_lockfile(check, lockfile)
     _check_plan(check, lockfile, config_paths)
+    _check_plugins(check, lockfile)
     _check_sessions(check, directory)
     why = "missing from the bundle" if bundled else None
     results = _check_trials(check, directory, lockfile, why or "the trial did not finish")
@@ -213,6 +216,21 @@ def _check_plan(
     locked = [(t.key.instance_id, t.key.sample_index) for t in lockfile.trials]
     for line in trimmed(shape, locked):
         check.add("plan", f"{LOCKFILE_NAME}: {line}")
+
+
+def _check_plugins(check: RunCheck, lockfile: Lockfile) -> None:
+    """Each kind of another package the run used, against the one installed here: its
+    trials' ids hold its code, and a log re-graded by other code may read otherwise."""
+    for locked in lockfile.harness.plugins:
+        try:
+            here = installed(locked.group, locked.kind)  # type: ignore[arg-type]
+        except (UserError, ImportError):
+            found = "it is not installed here"
+        else:
+            if here == locked:
+                continue
+            found = f"here it is {here.describe()}" if here else "here it is evalrepro's own"
+        check.add("plugin", f"the run used {locked.describe()}; {found}")
 
 
 def _check_sessions(check: RunCheck, directory: RunDirectory) -> None:

@@ -35,10 +35,54 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class PluginCode(_Frozen):
+    """A kind from another package that can change a verdict, as a run used it
+    (``evalrepro.plan.plugin_code``): its trials' harness digest covers it."""
+
+    #: The plugin group (``parsers``, ``runtimes``, ...) and the kind's name in it.
+    group: str
+    kind: str
+    #: The distribution that installed it ("" for code on the path of no distribution).
+    distribution: str
+    version: str
+    #: sha256 over the canonical JSON of {path: sha256 of the file's bytes}, for the
+    #: Python files of the package that defines the kind.
+    code_digest: str
+
+    def describe(self) -> str:
+        """The plugin in one phrase: ``parser 'tiny' of tinyparser 1.0 (code sha256:ab..)``."""
+        source = f"{self.distribution} {self.version}" if self.distribution else "no distribution"
+        return (
+            f"{PLUGIN_NOUNS.get(self.group, self.group)} '{self.kind}' of {source} "
+            f"(code {self.code_digest.removeprefix('sha256:')[:12]})"
+        )
+
+
+#: What a kind of each plugin group is called in messages.
+PLUGIN_NOUNS = {
+    "parsers": "parser",
+    "runtimes": "environment",
+    "builders": "builder",
+    "executors": "executor",
+    "targets": "target",
+    "agents": "agent adapter",
+}
+
+
 class Harness(_Frozen):
     version: str
     #: sha256 over the code that can change a result (``evalrepro.plan.harness``).
     code_digest: str
+    #: The kinds from other packages the trials used that can change a verdict (empty
+    #: with evalrepro's own kinds only: left out then, so such a lockfile is what it was).
+    plugins: list[PluginCode] = []
+
+    @model_serializer(mode="wrap")
+    def _without_no_plugins(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if not self.plugins:
+            data.pop("plugins", None)
+        return data
 
 
 class LockedInstance(_Frozen):

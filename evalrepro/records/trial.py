@@ -39,7 +39,8 @@ class TrialKey(BaseModel):
     image_digest: str
     test_spec_digest: str
     harness_version: str
-    #: ``evalrepro.plan.harness.code_digest()``: the code that can change a result.
+    #: ``evalrepro.plan.harness.code_digest()``: the code that can change a result (with
+    #: the kinds of other packages the trial uses: ``evalrepro.plan.plugin_code``).
     harness_digest: str
     sample_index: int = Field(default=0, ge=0)
     #: What defines the target's answer in this trial (the target's ``identity``): a

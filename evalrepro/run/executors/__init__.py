@@ -3,6 +3,12 @@
 Each kind is a plugin of the ``evalrepro.executors`` group: its config model
 (``evalrepro.config.executor``) names the executor class, imported only when a run
 opens it. See :mod:`evalrepro.run.executors.base` for what an executor does.
+
+The bases are public, for a kind of another package: :class:`Executor` (``run`` the
+jobs, ``drive`` one in this thread) and, for attempts sent to a cluster's workers,
+:class:`~evalrepro.run.executors.leased.LeasedExecutor` with its
+:class:`~evalrepro.run.executors.leased.Cluster` (Dask's kinds are that base plus Dask's
+client calls).
 """
 
 from __future__ import annotations
