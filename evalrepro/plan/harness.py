@@ -74,6 +74,7 @@ RESULT_NEUTRAL = (
     "records/agent.py",
     "records/artifact.py",
     "records/base.py",
+    "records/timing.py",
     "records/trial.py",
     "records/usage.py",
     "config/agents.py",
