@@ -17,9 +17,11 @@ import subprocess
 
 import pytest
 
+from evalrepro.cli import main
 from evalrepro.config.experiment import compose
 from evalrepro.demo import DEMO_DIR
 from evalrepro.demo.repos import build_repo
+from evalrepro.plan.lockfile import LOCKFILE_NAME, read_lockfile
 from evalrepro.plan.outside import find_outside, outside_bytes, store_of
 from evalrepro.records.trial import read_trial_result
 from tests.adversarial.attacks import OUTSIDE_ATTACKS, write_adversary
@@ -92,12 +94,12 @@ def graded(tmp_path_factory):
     for path in (tmp / "run" / "trials").glob("*/result.json"):
         result = read_trial_result(path)
         results[(result.instance_id, result.sample_index)] = result
-    return adversary, results
+    return adversary, results, tmp / "run"
 
 
 @pytest.mark.parametrize("attack", OUTSIDE_ATTACKS, ids=lambda a: a.name)
 def test_a_forgery_confined_to_a_file_outside_the_test_patch_is_invalid(graded, attack):
-    adversary, results = graded
+    adversary, results, _ = graded
     index = next(i for (iid, i), a in adversary.expected.items() if a is attack)
     result = results[(attack.instance, index)]
     assert (str(result.score.outcome), result.score.reason) == attack.expect, result.score.detail
@@ -108,7 +110,7 @@ def test_a_forgery_confined_to_a_file_outside_the_test_patch_is_invalid(graded, 
 
 
 def test_the_gold_patch_of_that_dataset_resolves_and_trips_nothing(graded):
-    adversary, results = graded
+    adversary, results, _ = graded
     gold = results[("demo__calc-1", adversary.samples - 1)]
     assert str(gold.score.outcome) == "resolved", gold.score.detail
     checks = gold.attempts[-1].observation.canaries
@@ -116,3 +118,15 @@ def test_the_gold_patch_of_that_dataset_resolves_and_trips_nothing(graded):
     # Twins of the outside file's tests ran beside them, each judged by its pair.
     outside_names = {"test_numbers_and_operators", "test_positions"}
     assert any(c.twin_of in outside_names for c in checks), checks
+
+
+def test_the_lockfile_names_the_outside_file_and_verify_passes(graded, capsys):
+    # The run's lockfile names the file by path and digest (its TestSpec's digest covers
+    # it); verify recomputes the spec with that list and regrades every trial.
+    run_dir = graded[2]
+    lock = read_lockfile(run_dir / LOCKFILE_NAME)
+    (instance,) = lock.dataset.instances
+    assert [f.path for f in instance.outside_files] == [OUTSIDE]
+    assert main(["verify", str(run_dir), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["ok"], report["problems"]) == (True, [])
