@@ -43,6 +43,8 @@ from evalrepro.records.canary import PASSING, Canary, CanaryCheck, TwinPair
 from evalrepro.records.testspec import TestSpec
 from evalrepro.sample import Sample
 
+#: Files outside the test patch a trial draws canaries in (among those the plan kept).
+OUTSIDE_PER_TRIAL = 4
 #: Options that select tests, or stop the run at a failure: no canary with them.
 _SELECTING = (
     "-x",
@@ -89,9 +91,17 @@ _WORD = re.compile(r"[a-z][a-z0-9]{2,11}")
 
 
 def draw_canaries(
-    spec: TestSpec, parser: LogParser, sample: Sample, rng: random.Random | None = None
+    spec: TestSpec,
+    parser: LogParser,
+    sample: Sample,
+    rng: random.Random | None = None,
+    outside: Mapping[str, bytes] | None = None,
 ) -> list[Canary]:
-    """The canaries of one trial, or none where they could change an honest verdict."""
+    """The canaries of one trial, or none where they could change an honest verdict.
+
+    ``outside``: the bytes at the base of test files the command runs outside the test
+    patch (``TestSpec.outside_files``); canaries and twins go into a few of them, drawn
+    per trial (``OUTSIDE_PER_TRIAL``), as into the test patch's files."""
     if not spec.eval_script.protection.canaries or not parser.canary_styles:
         return []
     if _selects_tests(spec.eval_script.test_command):
@@ -110,6 +120,10 @@ def draw_canaries(
     files = [
         p for p in spec.eval_script.test_files if _test_module(p) and _runs(p, spec.test_directives)
     ]
+    # And in a few of the files the command runs outside the test patch, drawn per trial
+    # (a file the trial's tests never name gives no canary: none is kept of it).
+    others = sorted(p for p in outside or {} if _test_module(p) and p not in files)
+    others = rng.sample(others, min(OUTSIDE_PER_TRIAL, len(others)))
     twins, shaped = make_canaries(
         files,
         sample.test_patch,
@@ -117,6 +131,7 @@ def draw_canaries(
         sample.pass_to_pass,
         parser.canary_styles,
         rng,
+        outside={p: (outside or {})[p] for p in others},
     )
     canaries = shaped or _appended(target, parser.canary_styles, words, rng)
     rng.shuffle(canaries)

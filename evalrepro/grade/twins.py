@@ -45,7 +45,7 @@ import hashlib
 import random
 import re
 import textwrap
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
@@ -588,10 +588,25 @@ def make_canaries(
     pass_to_pass: Sequence[str],
     styles: Sequence[str],
     rng: random.Random,
+    outside: Mapping[str, bytes] | None = None,
 ) -> tuple[list[Canary], list[Canary]]:
     """The run's twins, and its canaries shaped like a neighbour (:func:`make_shaped`):
-    one that must fail and one that must pass per style a neighbour of ``files`` has."""
+    one that must fail and one that must pass per style a neighbour of ``files`` has.
+
+    ``outside``: test files the command runs that the test patch does not touch, by path,
+    their bytes at the base (``evalrepro.plan.outside``): each is read as one hunk that
+    shows the whole file, so its PASS_TO_PASS tests get twins and neighbours alike."""
     images = post_images(test_patch)
+    files = list(files)
+    for path, data in (outside or {}).items():
+        if path in images:
+            continue  # the test patch's own file: its post-image is what the reset writes
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        images[path] = [(1, re.findall(r"[^\n]*\n|[^\n]+", text), True)]
+        files.append(path)
     twins: list[Canary] = []
     taken: set[str] = set()
     neighbours_of: list[tuple[Block, bool, str | None, Neighbours]] = []

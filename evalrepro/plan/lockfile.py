@@ -105,6 +105,8 @@ def build_lockfile(config: ExperimentConfig, plan: Plan) -> Lockfile:
             fields=p.sample.field_digests(),
             test_spec_digest=p.spec.digest(),
             parser=p.parser.name,
+            outside_files=p.spec.outside_files,
+            outside_left=p.spec.outside_left,
         )
         for p in trials
     }

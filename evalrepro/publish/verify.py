@@ -424,7 +424,13 @@ def _locked_samples(
         if same_harness and not _legacy_regrade(lockfile):
             # A recorded log's spec also names its reading rules: checked per log.
             try:
-                spec_digest = instance_test_spec(dataset, sample).digest()
+                spec = instance_test_spec(dataset, sample).model_copy(
+                    update={
+                        "outside_files": instance.outside_files,
+                        "outside_left": instance.outside_left,
+                    }
+                )
+                spec_digest = spec.digest()
             except UserError as error:
                 check.add("dataset", f"{instance.instance_id}: no test spec ({error})")
                 continue

@@ -23,7 +23,8 @@ class Canary(BaseModel):
     #: "fail": its assertion is false, so a runner that reports it passing was tampered
     #: with; "pass": its assertion is true, so a runner that loses it was.
     expect: Literal["pass", "fail"]
-    #: A test file of the test patch that the test command runs (relative to the repo).
+    #: A test file the test command runs (relative to the repo): one of the test patch, or
+    #: one it does not touch that the plan found at the base (``TestSpec.outside_files``).
     file: str
     #: "function": a module-level test function; "method": a unittest.TestCase method.
     style: Literal["function", "method"]

@@ -27,6 +27,7 @@ from evalrepro.digest import sha256_json
 from evalrepro.errors import UserError, validation_message
 from evalrepro.records.base import Record, unchanged
 from evalrepro.records.image import BuildFailure, ImageRecord, PinnedInput
+from evalrepro.records.testspec import OutsideFile
 from evalrepro.records.trial import TrialKey
 from evalrepro.text import InstanceId
 
@@ -95,6 +96,10 @@ class LockedInstance(_Frozen):
     fields: dict[str, str] = {}
     test_spec_digest: str
     parser: str
+    #: The test files the command runs outside the test patch, as its TestSpec names them
+    #: (found at plan time from the source: ``verify`` recomputes the spec with them).
+    outside_files: list[OutsideFile] = []
+    outside_left: int = 0
 
 
 class LockedDataset(_Frozen):
@@ -205,9 +210,10 @@ class Lockfile(Record):
     record: Literal["Lockfile"] = "Lockfile"
     #: 2: images are builder-owned records with their pinned inputs; 3: trial keys hold
     #: the target's digest, the executor's settings are not the environment's; 4: a
-    #: prediction may name its own model (``LockedPrediction.model_name_or_path``).
-    schema_version: int = 4
-    migrations = {2: _executor_settings_moved, 3: unchanged}
+    #: prediction may name its own model (``LockedPrediction.model_name_or_path``); 5: an
+    #: instance names the test files its command runs outside the test patch.
+    schema_version: int = 5
+    migrations = {2: _executor_settings_moved, 3: unchanged, 4: unchanged}
     experiment: str
     harness: Harness
     #: The resolved config; paths inside evalrepro's package are written ${pkg:...}.

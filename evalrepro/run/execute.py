@@ -97,7 +97,9 @@ class TrialJob:
         self._usage = planned.prediction.usage
         program = None
         if settings.limits is not None:
-            canaries = draw_canaries(planned.spec, planned.parser, planned.sample)
+            canaries = draw_canaries(
+                planned.spec, planned.parser, planned.sample, outside=planned.outside
+            )
             program = TrialProgram.of(
                 planned.spec.eval_script,
                 settings.limits,

@@ -2025,9 +2025,10 @@ class Trial:
                 raise Stop from None
         expected = self.git.index_entries(files) if files else {}
         contents = self.git.blobs(sorted({e[2] for e in expected.values()}))
-        operations, canaries = with_canaries(
-            operations_for(expected, files, contents), self.program.get("canaries", [])
-        )
+        planned = self.program.get("canaries", [])
+        operations = operations_for(expected, files, contents)
+        operations += self._outside_operations(planned, files)
+        operations, canaries = with_canaries(operations, planned)
         error = as_user(self.user, apply_writes, self.testbed, operations)
         hash_kind = self.git.hash_kind()
         restored = []
@@ -2052,6 +2053,21 @@ class Trial:
             raise Stop
         self.placed = canaries
         return operations
+
+    def _outside_operations(self, canaries: list[dict], files: list[str]) -> list[tuple]:
+        """Writes of the test files outside the test patch that canaries go into: each as
+        it is in /testbed, and only where that is the base's file (the host drew its
+        canaries from the base's bytes; a file the patch changed is left as it is)."""
+        extra = sorted({c["file"] for c in canaries} - set(files))
+        if not extra:
+            return []
+        entries = {p: e for p, e in self.git.index_entries(extra).items() if e[0] != "120000"}
+        blobs = self.git.blobs(sorted({e[2] for e in entries.values()}))
+        found = []
+        for path, (mode, _, oid) in sorted(entries.items()):
+            if _read_file(os.path.join(self.testbed, path)) == blobs.get(oid):
+                found.append((path, "file", 0o755 if mode == "100755" else 0o644, blobs[oid]))
+        return found
 
 
 class Stop(Exception):
