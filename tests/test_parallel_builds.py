@@ -81,12 +81,11 @@ def prepare(tmp_path: Path, monkeypatch, workers: int, builds: Builds):
     checkouts = {
         spec.instance_id: SimpleNamespace(source_digest=sha256_json(spec.repo)) for spec in specs
     }
-    runtime = SimpleNamespace(
-        files=backend_files(),
-        image_ids=lambda: {},
+    store = SimpleNamespace(
+        ids=lambda: {},
         image_id=lambda tag: sha256_json(tag).removeprefix("sha256:"),
-        env={},
     )
+    runtime = SimpleNamespace(files=backend_files(), build_store=lambda: store, env={})
     builder = ContainerfileBuilder(  # type: ignore[arg-type]
         config.environment, runtime, tmp_path, concurrency=config.executor.concurrency
     )

@@ -445,7 +445,7 @@ class _Session:
         if list(folder.glob("images.*.tar")):
             return
         folder.mkdir(parents=True, exist_ok=True)
-        export_images(self.executor.runtime, self.images, folder)  # type: ignore[arg-type]
+        export_images(self.executor.runtime.image_store(), self.images, folder)
 
     def _prepare_new_workers(self) -> None:
         workers = set(self.client.scheduler_info().get("workers", {}))
