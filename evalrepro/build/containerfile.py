@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 from typing import ClassVar
 from urllib.parse import unquote, urlsplit
@@ -107,7 +107,6 @@ class ContainerfileBuilder(Builder):
         self._store: dict[str, str] = {}
         self._locked_ids: dict[str, str] = {}
         self.files = backend_files()
-        self._normaliser = layertar.Normaliser(self.store, self.cache_dir / "layer-sizes")
         #: Each layer of this run, by key: found or built once, whichever chain asks first.
         self._layers: dict[str, Future[ImageRecord | BuildFailure]] = {}
         self._layers_lock = threading.Lock()
@@ -120,6 +119,11 @@ class ContainerfileBuilder(Builder):
 
     def check(self) -> None:
         self._clean_staging()
+
+    @cached_property
+    def _normaliser(self) -> layertar.Normaliser:
+        # Made when first used: a builder opened without a runtime checks its config only.
+        return layertar.Normaliser(self.store, self.cache_dir / "layer-sizes")
 
     def prepare(
         self,

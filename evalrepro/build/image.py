@@ -59,6 +59,7 @@ import json
 import shutil
 import tempfile
 import time
+from functools import cached_property
 from pathlib import Path
 from typing import ClassVar
 
@@ -204,7 +205,11 @@ class PrebuiltImageBuilder(Builder):
         self._images: dict[str, ImageRecord | BuildFailure] = {}
         #: The adapter layer on each pulled image, by the pulled image's key.
         self._adapted: dict[str, ImageRecord | BuildFailure] = {}
-        self._normaliser = layertar.Normaliser(self.store, self.cache_dir / "layer-sizes")
+
+    @cached_property
+    def _normaliser(self) -> layertar.Normaliser:
+        # Made when first used: a builder opened without a runtime checks its config only.
+        return layertar.Normaliser(self.store, self.cache_dir / "layer-sizes")
 
     def prepare(
         self,
