@@ -55,12 +55,15 @@ def trial_images(run_dir: Path) -> list[str]:
 
 
 def bare_runs(images: list[str], tool: str = "podman") -> float:
+    # podman with evalrepro's settings (root podman's defaults do not work on these hosts).
+    env = {"CONTAINERS_CONF": str(Path(__file__).parents[1] / "backends/podman/containers.conf")}
     start = time.perf_counter()
     for image in images:
         subprocess.run(
             [tool, "run", "--rm", "--network", "none", image, "true"],
             check=True,
             capture_output=True,
+            env={**env, **os.environ},
         )
     return time.perf_counter() - start
 
