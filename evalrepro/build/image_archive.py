@@ -60,7 +60,7 @@ from evalrepro.build.tarball import member_info
 from evalrepro.digest import canonical_json, short_digest
 from evalrepro.errors import UserError
 from evalrepro.records.lockfile import LockedImage
-from evalrepro.runtimes.podman import PodmanError, PodmanRuntime, _last_line
+from evalrepro.runtimes.store import ImageStore, StoreError
 
 OCI_ARCHIVE = "images.oci.tar"
 DOCKER_ARCHIVE = "images.docker.tar"
@@ -109,7 +109,7 @@ def loaded_name(image: LockedImage) -> str:
     return f"localhost/evalrepro-loaded:{image.image_digest.removeprefix('sha256:')}"
 
 
-def _store_id(runtime: PodmanRuntime, store: dict[str, str], image: LockedImage) -> str | None:
+def _store_id(runtime: ImageStore, store: dict[str, str], image: LockedImage) -> str | None:
     """The Id the store holds for the image: its locked Id under any name (one listing for
     all), else what its name holds, or, for a reference that is no tag
     (``name@sha256:...``), what podman says."""
@@ -135,7 +135,7 @@ def _unique(images: Sequence[LockedImage]) -> list[LockedImage]:
 # --- export -------------------------------------------------------------------------------
 
 
-def export_images(runtime: PodmanRuntime, images: Sequence[LockedImage], dest: Path) -> list[Path]:
+def export_images(runtime: ImageStore, images: Sequence[LockedImage], dest: Path) -> list[Path]:
     """Write ``images`` (their store images; the Nix builder's layer records travel inside
     the image above them) into ``dest``: ``images.oci.tar`` (images with an OCI manifest:
     the Containerfile builder's) and/or ``images.docker.tar`` (with a Docker manifest:
@@ -152,12 +152,12 @@ def export_images(runtime: PodmanRuntime, images: Sequence[LockedImage], dest: P
         other = names.setdefault(ref_name(image), image)
         if other is not image:
             raise UserError(f"{_label(image)} and {_label(other)} have one tag, {image.tag}")
-    store = runtime.image_ids()
+    store = runtime.ids()
     for image in wanted:
         found = _store_id(runtime, store, image)
         if found is None:
             raise UserError(
-                f"{_label(image)} ({image.tag}) is not in podman's store: build the run's "
+                f"{_label(image)} ({image.tag}) is not in {runtime.tool}'s store: build the run's "
                 "images first (evalrepro run --lockfile)"
             )
         if found != image.image_digest:
@@ -165,7 +165,7 @@ def export_images(runtime: PodmanRuntime, images: Sequence[LockedImage], dest: P
                 f"{_label(image)}: the store's {image.tag} is {short_digest(found)}, the "
                 f"lockfile says {short_digest(image.image_digest)}"
             )
-    types = _manifest_types(runtime, wanted)
+    types = runtime.manifest_types([image.image_digest for image in wanted])
     oci = [image for image in wanted if types.get(image.image_digest) == MANIFEST_MEDIA_TYPE]
     docker = [image for image in wanted if image not in oci]
     dest.mkdir(parents=True, exist_ok=True)
@@ -175,17 +175,10 @@ def export_images(runtime: PodmanRuntime, images: Sequence[LockedImage], dest: P
             layout = scratch / "layout"
             for image in oci:
                 # By Id, not tag: what is written is the locked image even if the tag moves.
-                done = runtime.podman(
-                    "push",
-                    "--quiet",
-                    image.image_digest.removeprefix("sha256:"),
-                    f"oci:{layout}:{ref_name(image)}",
-                    check=False,
-                )
-                if done.returncode != 0:
-                    raise UserError(
-                        f"{_label(image)}: podman push failed: {_last_line(done.stderr)}"
-                    )
+                try:
+                    runtime.export_layout(image.image_digest, layout, ref_name(image))
+                except StoreError as error:
+                    raise UserError(f"{_label(image)}: {error}") from None
             _pack(layout, oci, dest / OCI_ARCHIVE)
             files.append(dest / OCI_ARCHIVE)
         if docker:
@@ -195,28 +188,15 @@ def export_images(runtime: PodmanRuntime, images: Sequence[LockedImage], dest: P
                 ref_name(i) if _TAG.fullmatch(i.tag) else i.image_digest.removeprefix("sha256:")
                 for i in docker
             ]
-            done = runtime.podman(
-                "save", "--quiet", "--multi-image-archive", "--format", "docker-archive",
-                "--output", str(saved), *references, check=False,
-            )  # fmt: skip
-            if done.returncode != 0:
-                raise UserError(f"podman save failed: {_last_line(done.stderr)}")
+            try:
+                runtime.save(references, saved)
+            except StoreError as error:
+                raise UserError(str(error)) from None
             _repack_docker(saved, docker, dest / DOCKER_ARCHIVE)
             files.append(dest / DOCKER_ARCHIVE)
     for stale in {dest / OCI_ARCHIVE, dest / DOCKER_ARCHIVE} - set(files):
         stale.unlink(missing_ok=True)  # an earlier export's, of other images
     return files
-
-
-def _manifest_types(runtime: PodmanRuntime, images: list[LockedImage]) -> dict[str, str]:
-    """Image Id -> the media type of its manifest in the store (one podman call)."""
-    ids = sorted({image.image_digest.removeprefix("sha256:") for image in images})
-    done = runtime.podman("image", "inspect", "--format", "{{.Id}} {{.ManifestType}}", *ids)
-    found = {}
-    for line in done.stdout.splitlines():
-        image_id, _, media_type = line.partition(" ")
-        found[f"sha256:{image_id.removeprefix('sha256:')}"] = media_type.strip()
-    return found
 
 
 def _repack_docker(saved: Path, images: list[LockedImage], target: Path) -> None:
@@ -378,7 +358,7 @@ def _scratch(candidates: Sequence[Path], *, nameable: bool) -> Iterator[Path]:
 
 
 def load_images(
-    runtime: PodmanRuntime,
+    runtime: ImageStore,
     archive: Path | Sequence[Path],
     images: Sequence[LockedImage],
     *,
@@ -401,7 +381,7 @@ def load_images(
     wanted = _unique(images)
     store_images = [image for image in wanted if is_store_image(image)]
     problems: dict[str, str] = {}
-    store = runtime.image_ids()
+    store = runtime.ids()
     missing = [i for i in store_images if _store_id(runtime, store, i) != i.image_digest]
     if missing:
         candidates = [*([scratch] if scratch else []), runtime.cache_dir]
@@ -418,13 +398,13 @@ def load_images(
                     problem = source.pull(runtime, image)
                 if problem is not None:
                     problems[image.key] = f"{_label(image)}: {problem}"
-        store = runtime.image_ids()
+        store = runtime.ids()
     for image in store_images:
         if image.key in problems:
             continue
         found = _store_id(runtime, store, image)
         if found is None:
-            problems[image.key] = f"{_label(image)}: not in podman's store after loading"
+            problems[image.key] = f"{_label(image)}: not in {runtime.tool}'s store after loading"
         elif found != image.image_digest:
             problems[image.key] = (
                 f"{_label(image)}: loaded Id {short_digest(found)}, the lockfile says "
@@ -457,28 +437,34 @@ def _open_archive(archive: Path, folder: Path) -> _OciLayout | _DockerArchive:
     return _OciLayout(archive, folder)
 
 
-def _loaded(runtime: PodmanRuntime, image: LockedImage, reference: str) -> str | None:
-    """``podman pull REFERENCE``, checked to give the locked Id, then named after it (the
-    name the archive gives it put back as it was); why not."""
+def _loaded(runtime: ImageStore, image: LockedImage, load: Callable[[], str]) -> str | None:
+    """``load()`` (one image into the store: its Id), checked to give the locked Id, then
+    named after it (the name the archive gives it put back as it was); why not."""
     try:
         before = runtime.image_id(ref_name(image))
-        done = runtime.podman("pull", "--quiet", reference, check=False)
+        problem = None
+        try:
+            loaded = "sha256:" + load().removeprefix("sha256:")
+        except StoreError as error:
+            problem = f"{runtime.tool} cannot load it: {error}"
+        if problem is None and loaded == image.image_digest:
+            # Its own name first: a store that drops an image with its last name (docker's)
+            # keeps it when the archive's name is taken off below.
+            runtime.tag(loaded.removeprefix("sha256:"), loaded_name(image))
         # A docker-archive names what it loads after its RepoTags: the user's tag.
         after = runtime.image_id(ref_name(image))
         if after != before and after is not None:
             if before is None:
-                runtime.podman("untag", after, ref_name(image), check=False)
+                runtime.untag(after, ref_name(image))
             else:
-                runtime.podman("tag", before, ref_name(image))
-        if done.returncode != 0:
-            return f"podman cannot load it: {_last_line(done.stderr)}"
-        loaded = "sha256:" + done.stdout.split()[-1].removeprefix("sha256:")
+                runtime.tag(before, ref_name(image))
+        if problem is not None:
+            return problem
         if loaded != image.image_digest:
             locked = short_digest(image.image_digest)
             return f"loaded Id {short_digest(loaded)}, the lockfile says {locked}"
-        runtime.podman("tag", loaded.removeprefix("sha256:"), loaded_name(image))
-    except (PodmanError, IndexError) as error:
-        return f"podman cannot load it: {error}"
+    except StoreError as error:
+        return f"{runtime.tool} cannot load it: {error}"
     return None
 
 
@@ -504,7 +490,7 @@ class _OciLayout:
     def holds(self, image: LockedImage) -> bool:
         return ref_name(image) in self.index
 
-    def pull(self, runtime: PodmanRuntime, image: LockedImage) -> str | None:
+    def pull(self, runtime: ImageStore, image: LockedImage) -> str | None:
         descriptor = self.index[ref_name(image)]
         try:
             manifest = _read_json(_blob(self.layout, descriptor["digest"]), self.bad)
@@ -521,10 +507,9 @@ class _OciLayout:
         problem = _unusable(needed, self.bad, lambda d: _blob(self.layout, d).is_file())
         if problem is not None:
             return problem
-        problem = _loaded(runtime, image, f"oci:{self.layout}:{ref_name(image)}")
-        # podman 4.3 also names an image pulled from a layout after the layout's path.
-        runtime.podman("untag", loaded_name(image), f"localhost{self.layout}:latest", check=False)
-        return problem
+        return _loaded(
+            runtime, image, lambda: runtime.load_from_layout(self.layout, ref_name(image))
+        )
 
 
 class _DockerArchive:
@@ -543,7 +528,7 @@ class _DockerArchive:
     def holds(self, image: LockedImage) -> bool:
         return self._number(image) is not None
 
-    def pull(self, runtime: PodmanRuntime, image: LockedImage) -> str | None:
+    def pull(self, runtime: ImageStore, image: LockedImage) -> str | None:
         number = self._number(image)
         assert number is not None
         entry = self.entries[number]
@@ -556,7 +541,9 @@ class _DockerArchive:
                 or f"{d.removeprefix('sha256:')}.json" in self.members
             ),
         )
-        return problem or _loaded(runtime, image, f"docker-archive:{self.path}:@{number}")
+        return problem or _loaded(
+            runtime, image, lambda: runtime.load_from_archive(self.path, number)
+        )
 
 
 def check_docker_archive(archive: Path) -> tuple[set[str], list[dict[str, Any]], set[str]]:
@@ -635,7 +622,7 @@ def _docker_entry(entry: Any) -> bool:
 
 
 def _layer_problem(
-    runtime: PodmanRuntime, layer: LockedImage, images: list[LockedImage], problems: dict[str, str]
+    runtime: ImageStore, layer: LockedImage, images: list[LockedImage], problems: dict[str, str]
 ) -> str | None:
     """A Nix layer record: its diff id must be a layer of each loaded image above it."""
     above = [i for i in images if is_store_image(i) and layer.key in _chain_keys(i, images)]
@@ -644,12 +631,9 @@ def _layer_problem(
     for image in above:
         if image.key in problems:
             return f"its image {short_digest(image.key)} did not load"
-        done = runtime.podman(
-            "image", "inspect", "--format", "{{json .RootFS.Layers}}", image.tag, check=False
-        )
         try:
-            diff_ids = json.loads(done.stdout or "[]") if done.returncode == 0 else []
-        except ValueError:
+            diff_ids = runtime.layers(image.tag)
+        except (StoreError, ValueError):
             diff_ids = []
         if layer.image_digest not in diff_ids:
             return f"layer {short_digest(layer.image_digest)} is not in the loaded {image.tag}"

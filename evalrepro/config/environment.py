@@ -173,6 +173,17 @@ class PodmanEnvironment(SandboxEnvironment):
         return {"kind": value} if isinstance(value, str) else value
 
 
+class DockerEnvironment(PodmanEnvironment):
+    """Docker (the root daemon, ``dockerd``): trials run in docker containers, started
+    from the same images, by the same Id, as podman's (the builders build them in root's
+    podman store; the runtime brings each into docker's store as a docker-archive, which
+    keeps its Id). Debian 12 has no rootless Docker: see docs/runtimes.md."""
+
+    kind: Literal["docker"] = "docker"  # type: ignore[assignment]
+
+    implementation: ClassVar[str] = "evalrepro.run.runtimes.docker:DockerRuntime"
+
+
 class FakeEnvironment(SandboxEnvironment):
     """No sandbox at all: a dry run of a plan, without podman. Images are records whose
     digests are functions of their inputs; each attempt's tests "run" in this process and

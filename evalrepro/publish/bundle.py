@@ -378,7 +378,8 @@ def _export_images(lockfile: Lockfile, payload: Path, cache_dir: Path | None) ->
     runtime = open_runtime(config.environment, cache_dir or default_cache_dir())
     try:
         runtime.check()
-        archives = export_images(runtime, lockfile.environment.images, payload / IMAGES)  # type: ignore[arg-type]
+        store = runtime.image_store()
+        archives = export_images(store, lockfile.environment.images, payload / IMAGES)
     finally:
         runtime.close()
     return sorted(archive.relative_to(payload).as_posix() for archive in archives)

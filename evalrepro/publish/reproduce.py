@@ -254,7 +254,7 @@ def _prepare_images(
         try:
             runtime.check()
             problems = load_images(
-                runtime,  # type: ignore[arg-type]
+                runtime.image_store(),
                 [opened.data / archive for archive in index.images],
                 lockfile.environment.images,
             )

@@ -16,7 +16,8 @@ A runtime may also start interactive sandboxes (``sandbox(request)``, see
 
 A runtime is opened from its environment config (``environment.kind``, a plugin of the
 ``evalrepro.runtimes`` group: see ``evalrepro.plugins``). Images come from a builder
-(``evalrepro.build``), which may use the runtime's own image store.
+(``evalrepro.build``), which fill the runtime's image store (``images``, an
+:class:`~evalrepro.runtimes.store.ImageStore`): no module but the runtime's own calls its tool.
 """
 
 from __future__ import annotations
@@ -25,14 +26,30 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar
 
+from evalrepro.errors import UserError
 from evalrepro.records.lockfile import LockedImage
 from evalrepro.records.supervision import RuntimeFacts, SupervisorReport
 from evalrepro.runtimes.attempt import OUTPUT_NAMES, AttemptOutput, AttemptSpec
 from evalrepro.runtimes.interactive import Sandbox, SandboxError, SandboxRequest
+from evalrepro.runtimes.store import ImageStore
 
 
 class Runtime(ABC):
     kind: ClassVar[str]
+    #: The store its sandboxes start from (None: a runtime that runs no image).
+    images: ImageStore | None = None
+
+    def image_store(self) -> ImageStore:
+        """Its image store (what archives export from and load into); a UserError for a
+        runtime that keeps no images."""
+        if self.images is None:
+            raise UserError(f"the {self.kind} runtime keeps no container images")
+        return self.images
+
+    def build_store(self) -> ImageStore | None:
+        """The store builders build in: the runtime's own, unless it cannot build (then
+        the runtime brings each image over before a sandbox starts from it)."""
+        return self.images
 
     @abstractmethod
     def check(self) -> None: ...
@@ -69,7 +86,7 @@ class Runtime(ABC):
 
     def image_ids(self) -> dict[str, str]:
         """Every image the runtime's store holds by name: reference -> image Id."""
-        return {}
+        return self.images.ids() if self.images is not None else {}
 
     def missing_images(self, images: Sequence[LockedImage]) -> list[LockedImage]:
         """The images (store images, tag ``localhost/...``) whose locked Id this runtime's

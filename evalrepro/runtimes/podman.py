@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
-from evalrepro import PACKAGE_DIR, atomic
+from evalrepro import atomic
 from evalrepro.config.environment import PodmanEnvironment
 from evalrepro.digest import sha256_bytes, sha256_json
 from evalrepro.errors import UserError
@@ -29,6 +29,8 @@ from evalrepro.records.supervision import RuntimeFacts, SupervisorReport
 from evalrepro.runtimes.attempt import AttemptOutput, AttemptSpec
 from evalrepro.runtimes.base import Runtime
 from evalrepro.runtimes.interactive import Sandbox, SandboxRequest
+from evalrepro.runtimes.podman_store import PodmanStore
+from evalrepro.runtimes.store import StoreError, backend_files, last_line
 from evalrepro.runtimes.supervision import StreamReader, region_text
 from evalrepro.sandbox import (
     GUARD,
@@ -55,17 +57,6 @@ _RUNTIME_LOG_BYTES = 1 << 20
 _RUNTIME_FAILURES = {125: "podman error", 126: "command not executable", 127: "command not found"}
 
 
-def backend_files() -> Path:
-    """``backends/podman/`` of a checkout, or the copy a wheel carries."""
-    for candidate in (
-        PACKAGE_DIR / "backend_files" / "podman",
-        PACKAGE_DIR.parent / "backends" / "podman",
-    ):
-        if (candidate / "containers.conf").is_file():
-            return candidate
-    raise UserError(f"evalrepro's podman files are missing (looked near {PACKAGE_DIR})")
-
-
 def _file_digest(path: str) -> str | None:
     try:
         return sha256_bytes(Path(path).read_bytes())
@@ -73,12 +64,15 @@ def _file_digest(path: str) -> str | None:
         return None
 
 
-class PodmanError(Exception):
-    """A podman command failed (a builder turns it into a build failure)."""
+#: A podman command failed (the image store's error: a builder makes it a build failure).
+PodmanError = StoreError
 
 
 class PodmanRuntime(Runtime):
     kind: ClassVar[str] = "podman"
+    #: The program every container command runs (docker's CLI takes the same commands
+    #: for what a run and a sandbox need: ``evalrepro.run.runtimes.docker``).
+    tool: ClassVar[str] = "podman"
 
     def __init__(self, config: PodmanEnvironment, cache_dir: Path) -> None:
         self.config = config
@@ -87,6 +81,8 @@ class PodmanRuntime(Runtime):
         self.rootless = os.geteuid() != 0
         self.env = {**os.environ, "CONTAINERS_CONF": str(self.files / "containers.conf")}
         self._running: set[str] = set()
+        #: Where the images are: what builders fill and archives export from.
+        self.images = PodmanStore(self.env, cache_dir, rootless=self.rootless)
 
     # --- lifecycle -------------------------------------------------------------------
 
@@ -226,7 +222,7 @@ class PodmanRuntime(Runtime):
             "--cap-add",
             "SYS_PTRACE",
             # A backstop only: if evalrepro is killed, conmon still stops the container.
-            f"--timeout={int(spec.timeout) * runs + _PRE_TEST_SECONDS + _BACKSTOP_SECONDS}",
+            *self.backstop(int(spec.timeout) * runs + _PRE_TEST_SECONDS + _BACKSTOP_SECONDS),
             *flags,
             # Read-only inputs only: the container has no way to write to the host.
             *(f"--volume={source}:{target}:ro" for source, target in mounts),
@@ -241,11 +237,8 @@ class PodmanRuntime(Runtime):
         ]
         reader = StreamReader(spec.output_limit)
         log = BoundedLog(_RUNTIME_LOG_BYTES)
-        # How to run this container by hand: podman needs evalrepro's settings.
-        log.write(
-            f"# CONTAINERS_CONF={shlex.quote(self.env['CONTAINERS_CONF'])} "
-            f"podman {shlex.join(command)}\n".encode()
-        )
+        # How to run this container by hand.
+        log.write(f"# {self.by_hand(command)}\n".encode())
         started = time.monotonic()
         deadline = started + _PRE_TEST_SECONDS
         deadline_passed = False
@@ -254,7 +247,7 @@ class PodmanRuntime(Runtime):
             # Its own session: a Ctrl-C at the terminal stops evalrepro, which lets the
             # running attempts finish; it must not reach (and kill) their containers.
             process = subprocess.Popen(
-                ["podman", *command],
+                [self.tool, *command],
                 stdin=subprocess.PIPE if rerun is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -294,13 +287,13 @@ class PodmanRuntime(Runtime):
             if process.stdin is not None and fresh is not None:
                 process.stdin.close()  # the tests never finished: nothing was asked
         except OSError as error:
-            facts = RuntimeFacts(error=f"podman could not start: {error}")
+            facts = RuntimeFacts(error=f"{self.tool} could not start: {error}")
             return AttemptOutput(report=SupervisorReport(runtime=facts), limits=limits)
         finally:
             self._running.discard(spec.sandbox_name)
         error = None
         if exit_code in _RUNTIME_FAILURES and reader.report.start is None:
-            error = f"{_RUNTIME_FAILURES[exit_code]} (podman exit code {exit_code})"
+            error = f"{_RUNTIME_FAILURES[exit_code]} ({self.tool} exit code {exit_code})"
             logged = log.text()
             tail = _last_line(
                 "\n".join(line for line in logged.splitlines() if not line.startswith("# "))
@@ -335,6 +328,18 @@ class PodmanRuntime(Runtime):
         threading.Thread(target=_send, args=(process, request), daemon=True).start()
         times = spec.program.rerun.times
         return sum(1 if run.expect == "fail" else times for run in runs)
+
+    def backstop(self, seconds: int) -> list[str]:
+        """Flags that stop a container after ``seconds`` even if evalrepro died (conmon's
+        timer): a backstop only, evalrepro enforces its own deadlines."""
+        return [f"--timeout={seconds}"]
+
+    def by_hand(self, command: list[str]) -> str:
+        """The shell line that runs ``command`` by hand: podman needs evalrepro's settings."""
+        return (
+            f"CONTAINERS_CONF={shlex.quote(self.env['CONTAINERS_CONF'])} "
+            f"podman {shlex.join(command)}"
+        )
 
     def sandbox(self, request: SandboxRequest) -> Sandbox:
         from evalrepro.runtimes.podman_sandbox import PodmanSandbox
@@ -398,7 +403,7 @@ class PodmanRuntime(Runtime):
         return flags, enforced
 
     def remove_leftovers(self, prefix: str) -> list[str]:
-        done = self.podman("ps", "--all", "--format", "{{.Names}}", check=False)
+        done = self.cli("ps", "--all", "--format", "{{.Names}}", check=False)
         names = sorted(name for name in done.stdout.split() if name.startswith(prefix))
         for name in names:
             self._remove(name)
@@ -406,57 +411,26 @@ class PodmanRuntime(Runtime):
 
     # --- podman CLI ------------------------------------------------------------------
 
-    def podman(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        """Run the runtime's program (:attr:`tool`) with ``args``; its output as text."""
         done = subprocess.run(
-            ["podman", *args], capture_output=True, text=True, env=self.env, check=False
+            [self.tool, *args], capture_output=True, text=True, env=self.env, check=False
         )
         if check and done.returncode != 0:
-            raise PodmanError(f"podman {args[0]} failed: {_last_line(done.stderr)}")
+            raise PodmanError(f"{self.tool} {args[0]} failed: {_last_line(done.stderr)}")
         return done
 
+    def podman(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return self.cli(*args, check=check)
+
     def image_id(self, tag: str) -> str | None:
-        done = self.podman("image", "inspect", "--format", "{{.Id}}", tag, check=False)
-        return done.stdout.strip() or None if done.returncode == 0 else None
-
-    def image_ids(self) -> dict[str, str]:
-        """Every tagged image in the store, ``repository:tag`` -> Id (``sha256:<hex>``):
-        one listing, however many images (one ``inspect`` per layer costs 55-110 ms).
-
-        podman 4.3 lists the store without a lock against removal: an image another
-        process removes meanwhile fails the whole listing ("retrieving label for image
-        ...: image not known"). Such a listing is tried again; one that keeps failing
-        is a one-line error."""
-        for delay in (0.2, 0.5, 1.0, None):
-            done = self.podman(
-                "images", "--no-trunc", "--format", "{{.Repository}}:{{.Tag}} {{.ID}}", check=False
-            )
-            if done.returncode == 0 or delay is None:
-                break
-            time.sleep(delay)
-        if done.returncode != 0:
-            raise UserError(f"podman images failed: {_last_line(done.stderr)}")
-        ids = {}
-        for line in done.stdout.splitlines():
-            reference, _, image_id = line.partition(" ")
-            if image_id and not reference.endswith(":<none>"):
-                ids[reference] = (
-                    image_id if image_id.startswith("sha256:") else f"sha256:{image_id}"
-                )
-        return ids
+        return self.images.image_id(tag)
 
     def _remove(self, name: str) -> None:
-        self.podman("rm", "--force", "--time", "0", name, check=False)
+        self.cli("rm", "--force", "--time", "0", name, check=False)
 
     def remove_tree(self, path: Path) -> None:
-        """Delete ``path``; rootless, files a user namespace made (sub-uids) need one too."""
-        shutil.rmtree(path, ignore_errors=True)
-        if path.exists() and self.rootless:
-            subprocess.run(
-                ["podman", "unshare", "rm", "-rf", "--", str(path)],
-                env=self.env,
-                capture_output=True,
-                check=False,
-            )
+        self.images.remove_tree(path)
 
 
 class BoundedLog:
@@ -521,6 +495,5 @@ def _wait(process: subprocess.Popen, seconds: float) -> int | None:
         return process.wait()
 
 
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1][:300] if lines else ""
+#: The last line of a tool's output (kept under its old name for this module's callers).
+_last_line = last_line

@@ -53,6 +53,8 @@ from evalrepro.runtimes.interactive import (
 class PodmanRuntime(Protocol):
     """What a sandbox uses of the podman runtime that opens it."""
 
+    #: The program (``podman``, or ``docker``, whose CLI takes the same commands here).
+    tool: str
     env: dict[str, str]
     _running: set[str]
     files: Path
@@ -61,6 +63,8 @@ class PodmanRuntime(Protocol):
     def image_id(self, tag: str) -> str | None: ...
 
     def _remove(self, name: str) -> None: ...
+
+    def backstop(self, seconds: int) -> list[str]: ...
 
     def _limit_flags(self) -> tuple[list[str], dict[str, str]]: ...
 
@@ -132,7 +136,7 @@ class PodmanSandbox(Sandbox):
             f"--hostname={HOSTNAME}",
             f"--volume={runtime.files / 'sandbox-hosts'}:/etc/hosts:ro",
             f"--volume={runtime.files / 'sandbox-resolv.conf'}:/etc/resolv.conf:ro",
-            f"--timeout={request.lifetime}",
+            *runtime.backstop(request.lifetime),
             "--workdir",
             request.workdir,
             *(f"--env={key}={value}" for key, value in sorted(request.env.items())),
@@ -143,7 +147,7 @@ class PodmanSandbox(Sandbox):
             "infinity",
         ]
         runtime._running.add(request.name)
-        done = _bounded(["podman", *command], runtime.env, b"", 1 << 16, _PODMAN_SECONDS)
+        done = _bounded([runtime.tool, *command], runtime.env, b"", 1 << 16, _PODMAN_SECONDS)
         if done.exit_code != 0:
             self.stop()
             raise SandboxError(f"cannot start sandbox {request.name}: {_last(done.output)}")
@@ -187,7 +191,7 @@ class PodmanSandbox(Sandbox):
         self.capped = True
 
     def _namespace(self) -> str | None:
-        argv = ["podman", "inspect", "--format", "{{.State.Pid}}", self.request.name]
+        argv = [self.runtime.tool, "inspect", "--format", "{{.State.Pid}}", self.request.name]
         done = _bounded(argv, self.runtime.env, b"", 1 << 10, _PODMAN_SECONDS)
         try:
             return os.readlink(f"/proc/{int(done.output.strip())}/ns/pid")
@@ -222,7 +226,13 @@ class PodmanSandbox(Sandbox):
         stdin: bytes = b"",
         user: str | None = None,
     ) -> ExecResult:
-        argv = ["podman", "exec", "--interactive", "--workdir", cwd or self.request.workdir]
+        argv = [
+            self.runtime.tool,
+            "exec",
+            "--interactive",
+            "--workdir",
+            cwd or self.request.workdir,
+        ]
         jail: list[str] = []
         if self._jail is not None and (user is None or user == self.request.user):
             # As root into the sandbox's user namespace, then the user, capped.
@@ -261,7 +271,7 @@ class PodmanSandbox(Sandbox):
         )
 
     def read_file(self, path: str, *, limit: int = 1 << 20) -> bytes:
-        argv = ["podman", "exec", self.request.name, "cat", "--", path]
+        argv = [self.runtime.tool, "exec", self.request.name, "cat", "--", path]
         done = _bounded(argv, self.runtime.env, b"", limit + 1, _PODMAN_SECONDS, raw=True)
         if done.exit_code != 0:
             raise SandboxError(f"cannot read {path} in sandbox {self.request.name}")
@@ -271,7 +281,7 @@ class PodmanSandbox(Sandbox):
 
     def write_file(self, path: str, data: bytes) -> None:
         script = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"'
-        argv = ["podman", "exec", "--interactive", self.request.name, "sh", "-c", script]
+        argv = [self.runtime.tool, "exec", "--interactive", self.request.name, "sh", "-c", script]
         done = _bounded([*argv, "sh", path], self.runtime.env, data, 1 << 16, _PODMAN_SECONDS)
         if done.exit_code != 0:
             raise SandboxError(
@@ -279,7 +289,7 @@ class PodmanSandbox(Sandbox):
             )
 
     def export_tree(self, path: str, *, limit: int) -> bytes:
-        argv = ["podman", "cp", f"{self.request.name}:{path}", "-"]
+        argv = [self.runtime.tool, "cp", f"{self.request.name}:{path}", "-"]
         done = _bounded(argv, self.runtime.env, b"", limit + 1, _PODMAN_SECONDS, raw=True)
         if done.dropped or len(done.data) > limit:
             raise TooLarge(f"{path} in sandbox {self.request.name} is over {limit} bytes as a tar")
@@ -294,9 +304,15 @@ class PodmanSandbox(Sandbox):
         # process of the namespace; podman is asked for the state rather than trusted by
         # the stop's exit status (a second stop for a sandbox podman was slow to stop).
         for _ in range(2):
-            argv = ["podman", "stop", "--time", "0", self.request.name]
+            argv = [self.runtime.tool, "stop", "--time", "0", self.request.name]
             output = _bounded(argv, self.runtime.env, b"", 1 << 16, _PODMAN_SECONDS).output
-            argv = ["podman", "inspect", "--format", "{{.State.Status}}", self.request.name]
+            argv = [
+                self.runtime.tool,
+                "inspect",
+                "--format",
+                "{{.State.Status}}",
+                self.request.name,
+            ]
             state = _bounded(argv, self.runtime.env, b"", 1 << 10, _PODMAN_SECONDS)
             if state.exit_code == 0 and state.output.strip() in ("exited", "stopped"):
                 self._ended = True
@@ -321,7 +337,7 @@ def image_tree(runtime: PodmanRuntime, request: SandboxRequest, path: str, *, li
     runtime._running.add(name)
     try:
         created = _bounded(
-            ["podman", "create", "--name", name, "--pull", "never", request.image_digest],
+            [runtime.tool, "create", "--name", name, "--pull", "never", request.image_digest],
             runtime.env,
             b"",
             1 << 16,
@@ -329,7 +345,7 @@ def image_tree(runtime: PodmanRuntime, request: SandboxRequest, path: str, *, li
         )
         if created.exit_code != 0:
             raise SandboxError(f"cannot create {name}: {_last(created.output)}")
-        argv = ["podman", "cp", f"{name}:{path}", "-"]
+        argv = [runtime.tool, "cp", f"{name}:{path}", "-"]
         done = _bounded(argv, runtime.env, b"", limit + 1, _PODMAN_SECONDS, raw=True)
         if done.dropped or len(done.data) > limit:
             raise SandboxError(f"{path} of {request.image_tag} is over {limit} bytes as a tar")

@@ -333,7 +333,7 @@ class LeasedSession:
         if list(folder.glob("images.*.tar")):
             return
         folder.mkdir(parents=True, exist_ok=True)
-        export_images(self.executor.runtime, self.images, folder)  # type: ignore[arg-type]
+        export_images(self.executor.runtime.image_store(), self.images, folder)
 
     def _prepare_new_workers(self) -> None:
         new = sorted(self.cluster.workers() - set(self.ready) - set(self.refused))
