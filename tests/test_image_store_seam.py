@@ -18,11 +18,11 @@ PACKAGE = Path(evalrepro.__file__).parent
 #: The modules that may run each tool: the runtime's own.
 OWNERS = {
     "podman": {
-        "run/runtimes/podman.py",
-        "run/runtimes/podman_store.py",
-        "run/runtimes/podman_sandbox.py",
+        "runtimes/podman.py",
+        "runtimes/podman_store.py",
+        "runtimes/podman_sandbox.py",
     },
-    "docker": {"run/runtimes/docker.py"},
+    "docker": {"runtimes/docker.py"},
 }
 
 
