@@ -72,7 +72,7 @@ def test_builders_and_archives_do_not_import_a_runtime_module() -> None:
         for path in sorted((PACKAGE / folder).rglob("*.py")):
             for node in ast.walk(ast.parse(path.read_text())):
                 if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
-                    ("evalrepro.run.runtimes.podman", "evalrepro.run.runtimes.docker")
+                    ("evalrepro.runtimes.podman", "evalrepro.runtimes.docker")
                 ):
                     importers.append(f"{path.relative_to(PACKAGE)} imports {node.module}")
     assert importers == []

@@ -30,7 +30,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-from evalrepro.run.interactive import SandboxRequest
 from rich.console import Console
 
 import evalrepro
@@ -38,6 +37,7 @@ from evalrepro.build.images import ImageChain
 from evalrepro.config.experiment import compose
 from evalrepro.pipeline import plan_and_lock
 from evalrepro.records.trial import read_trial_result
+from evalrepro.runtimes.interactive import SandboxRequest
 from tests.adversarial.attacks import ATTACKS, write_adversary
 from tests.demo_expectations import EXPECTED
 from tests.podman_support import cache_dir, demo_config, needs_podman, run_demo
@@ -276,7 +276,7 @@ def test_docker_locks_the_same_image_digests_as_podman():
 def test_a_bundles_oci_archive_loads_into_docker_with_the_locked_ids(tmp_path):
     """Docker 20.10 loads no OCI archive: its store re-packs the layout as a
     docker-archive, config bytes kept, so every image keeps its locked Id."""
-    from evalrepro.publish.image_archive import export_images, load_images
+    from evalrepro.build.image_archive import export_images, load_images
 
     config = demo_config("demo", "dataset.instance_ids=[demo__calc-1]", "environment=docker")
     backend, _, lockfile = plan_and_lock(config, Console(file=io.StringIO()), cache_dir())

@@ -181,7 +181,7 @@ class DockerEnvironment(PodmanEnvironment):
 
     kind: Literal["docker"] = "docker"  # type: ignore[assignment]
 
-    implementation: ClassVar[str] = "evalrepro.run.runtimes.docker:DockerRuntime"
+    implementation: ClassVar[str] = "evalrepro.runtimes.docker:DockerRuntime"
 
 
 class FakeEnvironment(SandboxEnvironment):

@@ -253,6 +253,10 @@ class TrialProgram(Record):
     limits: dict[str, int]
     #: Tests whose outcome the harness knows, appended after the reset.
     canaries: list[Canary] = []
+    #: The test files the command runs outside the test patch that the plan kept
+    #: (``TestSpec.outside_files``): each is written again from the base at the reset,
+    #: whether a canary went into it or not, so that none stands out by being rewritten.
+    outside_files: list[str] = []
     #: Tests run alone after the tests, each in a fresh process, judged by exit status.
     fresh: list[FreshRun] = []
     #: Why there are none, when the dataset asked for them.
@@ -272,11 +276,13 @@ class TrialProgram(Record):
         *,
         allow_user_namespaces: bool = False,
         canaries: list[Canary] | None = None,
+        outside_files: list[str] | None = None,
         fresh: tuple[list[FreshRun], str] = ([], ""),
         rerun: tuple[RerunPlan | None, str] = (None, ""),
     ) -> TrialProgram:
         return cls(
             canaries=canaries or [],
+            outside_files=outside_files or [],
             fresh=fresh[0],
             fresh_note=fresh[1],
             rerun=rerun[0],

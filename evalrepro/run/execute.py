@@ -106,6 +106,7 @@ class TrialJob:
                 settings.timeout,
                 allow_user_namespaces=settings.allow_user_namespaces,
                 canaries=canaries,
+                outside_files=[f.path for f in planned.spec.outside_files],
                 fresh=lone_runs(planned.spec, planned.parser, planned.sample, canaries),
                 rerun=plan_reruns(
                     planned.spec,

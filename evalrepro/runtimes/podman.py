@@ -71,7 +71,7 @@ PodmanError = StoreError
 class PodmanRuntime(Runtime):
     kind: ClassVar[str] = "podman"
     #: The program every container command runs (docker's CLI takes the same commands
-    #: for what a run and a sandbox need: ``evalrepro.run.runtimes.docker``).
+    #: for what a run and a sandbox need: ``evalrepro.runtimes.docker``).
     tool: ClassVar[str] = "podman"
 
     def __init__(self, config: PodmanEnvironment, cache_dir: Path) -> None:

@@ -3,7 +3,7 @@
 Builders fill a store, bundles and distributed runs export from one and load into one,
 and a runtime starts its sandboxes from one; none of them calls the store's program
 (``podman``, ``docker``) itself: each runtime module implements this interface for its
-own tool (``evalrepro.run.runtimes.podman_store``, ``evalrepro.run.runtimes.docker``).
+own tool (``evalrepro.runtimes.podman_store``, ``evalrepro.runtimes.docker``).
 
 It lives in ``build/`` because builders are the lowest stage that uses it: ``run/`` (the
 runtimes that implement it, node image distribution) and ``publish/`` (archives, bundles)

@@ -2055,10 +2055,13 @@ class Trial:
         return operations
 
     def _outside_operations(self, canaries: list[dict], files: list[str]) -> list[tuple]:
-        """Writes of the test files outside the test patch that canaries go into: each as
-        it is in /testbed, and only where that is the base's file (the host drew its
-        canaries from the base's bytes; a file the patch changed is left as it is)."""
-        extra = sorted({c["file"] for c in canaries} - set(files))
+        """Writes of the test files outside the test patch: every one the plan kept, and
+        any a canary goes into, each as it is in /testbed, and only where that is the
+        base's file (the host drew its canaries from the base's bytes; a file the patch
+        changed is left as it is). All are written, canaries or not: a file rewritten
+        only when it holds canaries would tell code under test where they are."""
+        kept = set(self.program.get("outside_files") or [])
+        extra = sorted((kept | {c["file"] for c in canaries}) - set(files))
         if not extra:
             return []
         entries = {p: e for p, e in self.git.index_entries(extra).items() if e[0] != "120000"}

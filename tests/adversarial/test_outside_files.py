@@ -20,6 +20,7 @@ import pytest
 from evalrepro.cli import main
 from evalrepro.config.experiment import compose
 from evalrepro.demo import DEMO_DIR
+from evalrepro.plan.dataset import instance_test_spec
 from evalrepro.plan.lockfile import LOCKFILE_NAME, read_lockfile
 from evalrepro.plan.outside import find_outside, outside_bytes, store_of
 from evalrepro.records.trial import read_trial_result
@@ -70,7 +71,7 @@ def test_the_plan_finds_the_files_the_command_runs_outside_the_test_patch(tmp_pa
     build_repo("calc", repo)
     config = compose(["+experiment=demo", "dataset.specs[demo/calc][1.0].test_directives=[tests]"])
     row = next(s for s in config.dataset.load() if s.instance_id == "demo__calc-1")
-    spec = config.dataset.test_spec(row)
+    spec = instance_test_spec(config.dataset, row)
     store = store_of(tmp_path / "cache")
     kept, left = find_outside(repo / ".git", spec, store)
     assert [f.path for f in kept] == [OUTSIDE] and left == 0
@@ -130,3 +131,25 @@ def test_the_lockfile_names_the_outside_file_and_verify_passes(graded, capsys):
     assert main(["verify", str(run_dir), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert (report["ok"], report["problems"]) == (True, [])
+
+
+def test_every_kept_outside_file_is_rewritten_at_the_reset_canaries_or_not(tmp_path):
+    # Were only the files that hold canaries written again, their new inode and time
+    # would point at them. With canaries off, the outside file is written all the same.
+    build_repo("calc", tmp_path / "repos" / "calc")
+    instances = tmp_path / "instances.jsonl"
+    instances.write_text(json.dumps(_instance(tmp_path / "repos" / "calc")) + "\n")
+    config = compose(
+        [
+            "+experiment=demo",
+            f"dataset.instances={instances}",
+            "dataset.specs[demo/calc][1.0].test_directives=[tests]",
+            "dataset.protection.canaries=false",
+        ]
+    )
+    run_demo(config, tmp_path / "run")
+    (path,) = (tmp_path / "run" / "trials").glob("*/attempt-1/supervisor.json")
+    reset = json.loads(path.read_text())["reset"]
+    assert reset["ok"] and reset["canaries"] == []
+    # The test patch's one file, and the one file the command runs outside it.
+    assert (reset["test_files"], reset["verified"]) == (1, 2), reset
