@@ -20,6 +20,7 @@ import pytest
 from evalrepro.cli import main
 from evalrepro.config.experiment import compose
 from evalrepro.demo import DEMO_DIR
+from evalrepro.grade import canary
 from evalrepro.plan.dataset import instance_test_spec
 from evalrepro.plan.lockfile import LOCKFILE_NAME, read_lockfile
 from evalrepro.plan.outside import find_outside, outside_bytes, store_of
@@ -133,9 +134,11 @@ def test_the_lockfile_names_the_outside_file_and_verify_passes(graded, capsys):
     assert (report["ok"], report["problems"]) == (True, [])
 
 
-def test_every_kept_outside_file_is_rewritten_at_the_reset_canaries_or_not(tmp_path):
+def test_every_kept_outside_file_is_rewritten_at_the_reset_canaries_or_not(tmp_path, monkeypatch):
     # Were only the files that hold canaries written again, their new inode and time
-    # would point at them. With canaries off, the outside file is written all the same.
+    # would point at them. With no canary drawn outside the test patch (a trial draws a
+    # few of the kept files: here none), the outside file is written all the same.
+    monkeypatch.setattr(canary, "OUTSIDE_PER_TRIAL", 0)
     build_repo("calc", tmp_path / "repos" / "calc")
     instances = tmp_path / "instances.jsonl"
     instances.write_text(json.dumps(_instance(tmp_path / "repos" / "calc")) + "\n")
@@ -144,12 +147,13 @@ def test_every_kept_outside_file_is_rewritten_at_the_reset_canaries_or_not(tmp_p
             "+experiment=demo",
             f"dataset.instances={instances}",
             "dataset.specs[demo/calc][1.0].test_directives=[tests]",
-            "dataset.protection.canaries=false",
         ]
     )
     run_demo(config, tmp_path / "run")
     (path,) = (tmp_path / "run" / "trials").glob("*/attempt-1/supervisor.json")
     reset = json.loads(path.read_text())["reset"]
-    assert reset["ok"] and reset["canaries"] == []
+    assert reset["ok"] and reset["canaries"], reset
+    placed = json.loads(path.with_name("program.json").read_text())["canaries"]
+    assert {c["file"] for c in placed} == {"tests/test_eval.py"}
     # The test patch's one file, and the one file the command runs outside it.
     assert (reset["test_files"], reset["verified"]) == (1, 2), reset
