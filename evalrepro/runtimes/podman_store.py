@@ -15,6 +15,9 @@ from evalrepro.errors import UserError
 from evalrepro.runtimes.store import ImageStore, StoreError, last_line
 from evalrepro.runtimes.tether import run_tethered
 
+#: podman build's error when the image it just committed is gone before its lookup.
+_LOST_COMMIT = b"locating just-written image"
+
 
 class PodmanStore(ImageStore):
     tool: ClassVar[str] = "podman"
@@ -193,7 +196,16 @@ class PodmanStore(ImageStore):
             str(context),
         ]
         with log.open("wb") as out:
-            return run_tethered(["podman", *args], stdout=out, env=self.env)
+            returncode = run_tethered(["podman", *args], stdout=out, env=self.env)
+        if returncode != 0 and _LOST_COMMIT in log.read_bytes()[-4096:]:
+            # podman 4.3 commits an image, then looks it up by name; a concurrent removal
+            # of another name of the same image (two builds of identical content, one
+            # finishing) can drop it in between. The build is deterministic: once more.
+            with log.open("ab") as out:
+                out.write(b"\n[evalrepro] podman lost the image it had just written: once more\n")
+                out.flush()
+                returncode = run_tethered(["podman", *args], stdout=out, env=self.env)
+        return returncode
 
     def run(
         self, image: str, argv: Sequence[str], *, volumes: Sequence[tuple[str, str]] = ()
