@@ -38,7 +38,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from evalrepro.config.sample import Sample
 from evalrepro.grade.observation import observe
 from evalrepro.grade.parsers import get_parser
 from evalrepro.grade.score import score
@@ -46,6 +45,7 @@ from evalrepro.plan.lockfile import read_lockfile
 from evalrepro.regrade import regrade
 from evalrepro.report.run_report import _swebench_fields
 from evalrepro.run.rundir import RunDirectory
+from evalrepro.sample import Sample
 
 EVALREPRO = str(Path(sys.executable).parent / "evalrepro")
 REPOS = {

@@ -45,8 +45,8 @@ def demo_run(root: Path) -> None:
     from rich.console import Console
 
     from evalrepro.config.experiment import compose
-    from evalrepro.config.sample import load_samples
     from evalrepro.pipeline import run_experiment
+    from evalrepro.sample import load_samples
     from tests.fake_backend import fake_backend, gold_scenario, trial_dirs
 
     config = compose(["+experiment=demo"])

@@ -31,9 +31,9 @@ from rich.console import Console
 from evalrepro.cache import default_cache_dir
 from evalrepro.config.executor import SerialExecutorConfig
 from evalrepro.config.experiment import compose
+from evalrepro.config.spec import RepoSpec
 from evalrepro.pipeline import run_experiment
 from evalrepro.plan.plan import build_plan
-from evalrepro.plan.testspec import RepoSpec
 from evalrepro.records.supervision import SupervisorReport
 from evalrepro.run.backend import Backend
 from evalrepro.run.executors import run_trials

@@ -18,15 +18,19 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
+import tempfile
 import time
+from pathlib import Path
 from unittest import mock
 
 from evalrepro import PACKAGE_DIR
-from evalrepro.config.sample import load_samples
+from evalrepro.config.protection import TestProtection
+from evalrepro.grade import canary
 from evalrepro.grade.parsers.registry import get_parser
 from evalrepro.plan import testspec
-from evalrepro.run import canary
-from evalrepro.run.protection import TestProtection
+from evalrepro.plan.outside import find_outside, outside_bytes, store_of
+from evalrepro.sample import load_samples
+from evalrepro.sources.demo_repos import build_repo
 
 
 def spec_of(sample, parser: str):
@@ -92,6 +96,66 @@ def main() -> None:
         with mock.patch.object(canary, "make_canaries", lambda *a, **k: ([], [])):
             without = median_ms(draw, args.repeat)
         print(f"{label:44} {without:8.2f}ms {with_twins:8.2f}ms {made:10} {shaped:7}")
+    outside(samples[0], args.repeat)
+
+
+def outside(sample, repeat: int) -> None:
+    """Test files the command runs outside the test patch (``evalrepro.plan.outside``):
+    finding them at plan time, and drawing a trial's canaries with and without them."""
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        build_repo("calc", root / "calc")
+        names = ["test_numbers_and_operators", "test_positions"]
+        sample = sample.model_copy(
+            update={
+                "pass_to_pass": sample.pass_to_pass
+                + [f"tests/test_tokenizer.py::{n}" for n in names]
+            }
+        )
+        repo = testspec.RepoSpec(
+            test_cmd="pytest -rA", parser="pytest_full", test_directives=["tests"]
+        )
+        spec = testspec.compile_test_spec(
+            sample, repo, parser="pytest_full", fail_only=False, protection=TestProtection()
+        )
+        store = store_of(root / "cache")
+        found = median_ms(lambda: find_outside(root / "calc" / ".git", spec, store), repeat)
+        kept, _ = find_outside(root / "calc" / ".git", spec, store)
+        spec = spec.model_copy(update={"outside_files": kept})
+        data = outside_bytes(spec, store)
+        runner = get_parser("pytest_full")
+        # A large file outside the test patch: 1,000 PASS_TO_PASS tests.
+        lines = ["from calc import evaluate\n"]
+        for index in range(1000):
+            lines += ["\n", "\n", f"def test_case_number_{index}():\n"]
+            lines += [f'    assert evaluate("{index} + 1") == {index + 1}.0\n']
+        big = {"tests/test_big.py": "".join(lines).encode()}
+        big_sample = sample.model_copy(
+            update={
+                "pass_to_pass": sample.pass_to_pass
+                + [f"tests/test_big.py::test_case_number_{i}" for i in range(1000)]
+            }
+        )
+        print()
+        print(f"outside files of demo__calc-1 (directive tests): found in {found:.2f}ms")
+        print(f"{'draw':44} {'without':>10} {'with':>10} {'in them':>10}")
+        for label, case, extra in (
+            ("demo__calc-1 + tests/test_tokenizer.py", sample, data),
+            ("demo__calc-1 + a file of 1,000 tests", big_sample, big),
+        ):
+
+            def draw(case=case, extra=extra, spec=spec) -> list:
+                return canary.draw_canaries(spec, runner, case, random.Random(1), outside=extra)
+
+            with_them = median_ms(draw, repeat)
+            placed = sum(1 for c in draw() if c.file in extra)
+            without = median_ms(
+                lambda case=case, spec=spec: canary.draw_canaries(
+                    spec, runner, case, random.Random(1)
+                ),
+                repeat,
+            )
+            print(f"{label:44} {without:8.2f}ms {with_them:8.2f}ms {placed:10}")
 
 
 if __name__ == "__main__":

@@ -31,3 +31,8 @@ def sha256_file(path: Path) -> str:
     """``sha256:<hex>`` of a file's raw bytes, read in chunks (images, .debs, bundles)."""
     with open(path, "rb") as handle:
         return "sha256:" + hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def short_digest(digest: str) -> str:
+    """The first 12 hex digits of a ``sha256:`` digest, for messages."""
+    return digest.removeprefix("sha256:")[:12]

@@ -22,22 +22,23 @@ from rich.console import Console
 from rich.markup import escape
 
 from evalrepro import atomic
+from evalrepro.build.buildlog import record_builds, remember_builds
 from evalrepro.build.images import ImageChain, package_manifest_name
 from evalrepro.config.environment import SandboxEnvironment
 from evalrepro.config.experiment import ExperimentConfig
 from evalrepro.errors import UserError
+from evalrepro.plan.dataset import command_advice
 from evalrepro.plan.lockfile import build_lockfile, differences, read_lockfile
 from evalrepro.plan.plan import Plan, build_plan
 from evalrepro.records.image import BuildFailure
 from evalrepro.records.lockfile import Difference, Lockfile
 from evalrepro.records.report import RunReport, RunResults
 from evalrepro.report.progress import TrialProgress
-from evalrepro.report.timing import record_builds, remember_builds
-from evalrepro.run.attempt import RecordedAgent
 from evalrepro.run.backend import Backend
 from evalrepro.run.execute import container_prefix
 from evalrepro.run.executors import run_trials, start_executor
 from evalrepro.run.rundir import RunDirectory
+from evalrepro.runtimes.attempt import RecordedAgent
 
 
 def plan_and_lock(
@@ -60,7 +61,7 @@ def plan_and_lock(
         locked = [image.record() for image in pinned_by.environment.images]
     backend.check()
     console.print(f"[bold]{escape(config.name)}[/]: resolving the plan and its images ...")
-    for advice in config.dataset.command_advice():
+    for advice in command_advice(config.dataset):
         console.print(f"[yellow]note[/]: {escape(advice)}", soft_wrap=True)
     plan = build_plan(config, backend.builder, cache_dir, locked)
     # What each build took, for the runs that find these layers ready (lock, then run).

@@ -37,7 +37,7 @@ from evalrepro.config.dataset import DatasetConfig
 from evalrepro.config.environment import RecordedEnvironment
 from evalrepro.config.executor import LocalExecutorConfig
 from evalrepro.config.experiment import ExperimentConfig, _resolve_paths, default_gate
-from evalrepro.config.sample import Sample, load_samples
+from evalrepro.config.spec import RepoSpec
 from evalrepro.errors import UserError, validation_message
 from evalrepro.files import read_regular_file
 from evalrepro.grade.foreign import MAX_PATCH_BYTES
@@ -45,9 +45,9 @@ from evalrepro.grade.parsers import Family, LogParser, get_parser
 from evalrepro.grade.parsers.swebench_repos import SWEBENCH_REPO_PARSERS
 from evalrepro.pipeline import run_experiment
 from evalrepro.plan.lockfile import LOCKFILE_NAME
-from evalrepro.plan.testspec import RepoSpec
 from evalrepro.records.regrade import RegradeDifference, RegradeSummary
 from evalrepro.records.report import SwebenchFields
+from evalrepro.sample import Sample, load_samples
 from evalrepro.targets.logs import LogsTarget
 
 #: Logs graded at once, by threads of this one process. Each trial writes five records,

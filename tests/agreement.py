@@ -16,12 +16,12 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from evalrepro.config.sample import Sample
 from evalrepro.grade.observation import observe
 from evalrepro.grade.parsers import get_parser
 from evalrepro.grade.score import score
 from evalrepro.records.observation import ParserStatus
 from evalrepro.records.score import Outcome
+from evalrepro.sample import Sample
 from tests.corpus import all_corpus
 from tests.corpus_checks import truth_shown_to
 from tests.corpus_swebench import load_eval_logs

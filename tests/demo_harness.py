@@ -22,9 +22,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalrepro.demo.repos import build_repo, repo_names
 from evalrepro.errors import UserError
 from evalrepro.grade.parsers import LogParser, ParsedLog, Status, get_parser
+from evalrepro.sources.demo_repos import build_repo, repo_names
 
 #: What conf/dataset/demo.yaml says per repo: the test command (run on the files the
 #: test patch touches) and the native parser reading its output.

@@ -1,7 +1,7 @@
 """The fake environment with a script: the pipeline (plan, lock, execute, resume, verify,
 report) without containers, in seconds.
 
-The production ``fake`` runtime and builder (``evalrepro.run.runtimes.fake``,
+The production ``fake`` runtime and builder (``evalrepro.runtimes.fake``,
 ``evalrepro.build.fake``) do what a container would do, in process. Here the runtime's
 tests follow ``scenario(instance_id, patch)``, and it records which trials ran (a test can
 interrupt a run before an attempt). Everything after the stream is the real thing:
@@ -18,15 +18,15 @@ from pathlib import Path
 
 from evalrepro.build.fake import FakeBuilder
 from evalrepro.config.environment import FakeEnvironment
-from evalrepro.config.sample import Sample
-from evalrepro.run.attempt import AttemptSpec
 from evalrepro.run.backend import Backend
-from evalrepro.run.runtimes.fake import (
+from evalrepro.runtimes.attempt import AttemptSpec
+from evalrepro.runtimes.fake import (
     OUTPUT,
     FakeRuntime,
     FakeTests,
     supervisor_stream,
 )
+from evalrepro.sample import Sample
 
 __all__ = ["OUTPUT", "Tests", "fake_backend", "gold_scenario", "supervisor_stream", "trial_dirs"]
 

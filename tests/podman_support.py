@@ -20,7 +20,7 @@ from evalrepro.cache import default_cache_dir
 from evalrepro.config.experiment import ExperimentConfig, compose
 from evalrepro.pipeline import run_experiment
 from evalrepro.run.execute import container_prefix
-from evalrepro.run.runtimes.podman import backend_files
+from evalrepro.runtimes.podman import backend_files
 
 needs_podman = [
     pytest.mark.podman,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from evalrepro.config.sample import Sample
+from evalrepro.sample import Sample
 
 #: git for building fixtures: a fixed identity, no user or system config.
 _ENV = {

@@ -11,14 +11,14 @@ from pathlib import Path
 from rich.console import Console
 
 from evalrepro.config.experiment import compose
-from evalrepro.config.sample import load_samples
 from evalrepro.pipeline import run_experiment
 from evalrepro.records.agent import AgentOutcome
 from evalrepro.records.supervision import RuntimeFacts, SupervisorReport
 from evalrepro.records.trial import read_trial_result
 from evalrepro.records.usage import Usage
 from evalrepro.run import agent_phase
-from evalrepro.run.attempt import AttemptOutput
+from evalrepro.runtimes.attempt import AttemptOutput
+from evalrepro.sample import load_samples
 from evalrepro.targets.agent import AgentTarget, CommandAgent
 
 INSTANCE = "demo__calc-1"

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from evalrepro.config.sample import load_samples
 from evalrepro.publish.verify import check_run
 from evalrepro.records.trial import read_trial_result
 from evalrepro.report.view import view_run
+from evalrepro.sample import load_samples
 from evalrepro.targets.agent import AgentBudgets, AgentTarget, CommandAgent
 from tests.podman_support import (
     demo_config,
@@ -386,7 +386,7 @@ def test_model_only_needs_the_endpoints_it_allows():
 
 @both_modes
 def test_an_agent_that_hogs_memory_is_stopped_at_the_reserve(tmp_path, mode):
-    from evalrepro.run.sandbox.supervisor import _mem_available
+    from evalrepro.sandbox.supervisor import _mem_available
 
     available = _mem_available()
     assert available is not None

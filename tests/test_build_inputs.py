@@ -137,9 +137,9 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     ):
         monkeypatch.setattr(module, name, refuse)
     # The demo's repos are built by evalrepro: here they come from the collected tars.
-    import evalrepro.demo.repos
+    import evalrepro.sources.demo_repos
 
-    monkeypatch.setattr(evalrepro.demo.repos, "build_repo", refuse)
+    monkeypatch.setattr(evalrepro.sources.demo_repos, "build_repo", refuse)
     for variable in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
         monkeypatch.setenv(variable, "http://127.0.0.1:9")
     monkeypatch.setenv("PIP_NO_INDEX", "1")

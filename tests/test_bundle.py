@@ -25,12 +25,12 @@ from rich.console import Console
 
 from evalrepro.cli import main
 from evalrepro.config.experiment import compose
-from evalrepro.config.sample import load_samples
 from evalrepro.digest import sha256_bytes
 from evalrepro.errors import UserError
 from evalrepro.pipeline import run_experiment
 from evalrepro.publish.bundle import open_bundle, write_bundle
 from evalrepro.publish.bundle_verify import check_bundle, print_bundle_check
+from evalrepro.sample import load_samples
 from tests.fake_backend import fake_backend, gold_scenario
 
 

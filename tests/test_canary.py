@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from evalrepro import PACKAGE_DIR
-from evalrepro.config.sample import Sample, load_samples
-from evalrepro.demo.repos import build_repo
+from evalrepro.config.protection import TestProtection
+from evalrepro.grade.canary import check_canaries, draw_canaries
 from evalrepro.grade.observation import observe_attempt
 from evalrepro.grade.parsers.registry import get_parser
 from evalrepro.grade.score import score
@@ -32,10 +32,10 @@ from evalrepro.records.supervision import (
 from evalrepro.records.supervision import (
     TestsFinishedEvent as FinishedEvent,
 )
-from evalrepro.run.canary import check_canaries, draw_canaries
-from evalrepro.run.patchcheck import check_patch
-from evalrepro.run.protection import TestProtection
-from evalrepro.run.sandbox.supervisor import with_canaries
+from evalrepro.rules.patchcheck import check_patch
+from evalrepro.sample import Sample, load_samples
+from evalrepro.sandbox.supervisor import with_canaries
+from evalrepro.sources.demo_repos import build_repo
 
 INSTANCES = PACKAGE_DIR / "demo" / "instances.jsonl"
 SAMPLES = {s.instance_id: s for s in load_samples(INSTANCES)}

@@ -8,6 +8,7 @@ import pytest
 from evalrepro.cli import main
 from evalrepro.config.experiment import builtin_config_dir, compose
 from evalrepro.errors import UserError
+from evalrepro.plan.dataset import instance_test_spec
 
 EXPERIMENTS = sorted(p.stem for p in (builtin_config_dir() / "experiment").glob("*.yaml"))
 
@@ -96,7 +97,7 @@ def test_a_users_own_dataset_is_config_only(tmp_path, capsys):
     config = compose(["+experiment=mine"], config_dir=tmp_path)
     assert config.dataset.name == "mine"
     (sample,) = config.dataset.load()
-    assert config.dataset.test_spec(sample).test_cmd == "pytest -rA -v"
+    assert instance_test_spec(config.dataset, sample).test_cmd == "pytest -rA -v"
 
 
 def test_a_missing_config_dir_is_an_error(capsys, tmp_path):

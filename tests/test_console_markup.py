@@ -20,7 +20,6 @@ from rich.console import Console
 
 from evalrepro.cli import main
 from evalrepro.config.experiment import compose
-from evalrepro.config.sample import load_samples
 from evalrepro.pipeline import lock_experiment, run_experiment
 from evalrepro.plan.lockfile import read_lockfile
 from evalrepro.publish.verify import check_run, compare, print_comparison, print_run_check
@@ -29,6 +28,7 @@ from evalrepro.report.compare import compare_runs, print_comparison_report
 from evalrepro.report.progress import TrialProgress
 from evalrepro.report.run_report import build_run_report, print_results, print_run_report
 from evalrepro.run.rundir import RunDirectory
+from evalrepro.sample import load_samples
 from tests.fake_backend import fake_backend, gold_scenario
 from tests.test_view import F2P, P2P, Case, build_run, pytest_output
 

@@ -93,7 +93,12 @@ def test_a_worker_killed_mid_attempt_costs_that_attempt_and_nothing_else(tmp_pat
 
         runner = threading.Thread(target=go)
         runner.start()
-        time.sleep(3.0)  # attempts are running on both workers now
+        # Killed while it runs an attempt (the scheduler's word), however long the run
+        # takes to start on a busy machine.
+        deadline = time.monotonic() + 120
+        while not client.processing().get(address) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.3)
         os.kill(victim, signal.SIGKILL)
         runner.join(timeout=300)
         assert not runner.is_alive()

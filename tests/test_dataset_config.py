@@ -20,12 +20,13 @@ import pytest
 
 from evalrepro.config.experiment import compose
 from evalrepro.config.gate import Gate
-from evalrepro.config.sample import DEFINING_FIELDS, load_samples
 from evalrepro.demo import INSTANCES_PATH
 from evalrepro.errors import UserError
+from evalrepro.plan.dataset import command_advice, instance_test_spec
 from evalrepro.plan.lockfile import differences, read_lockfile
 from evalrepro.plan.plan import planned_predictions
 from evalrepro.records.lockfile import LockedInstance
+from evalrepro.sample import DEFINING_FIELDS, load_samples
 from evalrepro.targets.base import Prediction
 from evalrepro.targets.static import PredictionsTarget
 
@@ -106,8 +107,8 @@ def test_a_spec_names_its_python_and_gets_the_suite_that_ships_it():
     assert spec.suite(config.environment.base.suite) == "bullseye"
     assert config.dataset.specs["demo/ledger"]["1.0"].suite("bookworm") == "bookworm"
     sample = next(s for s in config.dataset.load() if s.repo == "demo/calc")
-    other = compose(["+experiment=demo"]).dataset.test_spec(sample)
-    assert config.dataset.test_spec(sample).digest() != other.digest()
+    other = instance_test_spec(compose(["+experiment=demo"]).dataset, sample)
+    assert instance_test_spec(config.dataset, sample).digest() != other.digest()
 
 
 def test_a_python_no_suite_ships_is_refused_naming_the_spec():
@@ -236,6 +237,6 @@ def test_a_test_command_that_its_parser_cannot_read_is_named_before_anything_run
     quiet = compose(
         ["+experiment=demo", "dataset.specs[demo/calc][1.0].test_cmd='pytest -rA'"]
     ).dataset
-    (advice,) = quiet.command_advice()
+    (advice,) = command_advice(quiet)
     assert advice.startswith("spec demo/calc 1.0: pytest_full needs -v or --no-fold-skipped")
-    assert compose(["+experiment=demo"]).dataset.command_advice() == []
+    assert command_advice(compose(["+experiment=demo"]).dataset) == []

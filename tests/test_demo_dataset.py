@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from evalrepro.config.protection import TestProtection
 from evalrepro.demo import INSTANCES_PATH, PREDICTIONS_DIR
-from evalrepro.demo.repos import build_repo, repo_names
-from evalrepro.run.patchcheck import check_patch
-from evalrepro.run.protection import TestProtection
+from evalrepro.rules.patchcheck import check_patch
+from evalrepro.rules.protection import resolve_protection
+from evalrepro.sources.demo_repos import build_repo, repo_names
 from tests import demo_harness as harness
 from tests.demo_expectations import (
     DOES_NOT_APPLY,
@@ -192,7 +193,7 @@ def test_prediction_ends_as_expected(
     assert trial.outcome == ("unresolved" if key in SUSPECT else EXPECTED[key])
     if key in SUSPECT:
         assert EXPECTED[key] == "invalid"
-        check = check_patch(patch.encode(), TestProtection().resolve(["tests/x.py"]))
+        check = check_patch(patch.encode(), resolve_protection(TestProtection(), ["tests/x.py"]))
         assert SUSPECT[key] in {finding.rule for finding in check.suspects}
     assert trial.applied == (bool(patch) and key not in DOES_NOT_APPLY)
     assert (trial.run is None) == (key in TIMES_OUT or not trial.applied)

@@ -18,11 +18,11 @@ from rich.console import Console
 
 from evalrepro import plugins
 from evalrepro.config.experiment import compose
-from evalrepro.config.sample import load_samples
 from evalrepro.errors import UserError
 from evalrepro.pipeline import run_experiment
 from evalrepro.plan.lockfile import differences, read_lockfile
 from evalrepro.publish.verify import check_run
+from evalrepro.sample import load_samples
 from tests.fake_backend import fake_backend, gold_scenario
 
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import pytest
 
-from evalrepro.config.sample import Sample
 from evalrepro.grade.observation import observe
 from evalrepro.grade.parsers import get_parser
 from evalrepro.grade.score import score
 from evalrepro.records.observation import ExecutionStatus, ParserStatus, PatchStatus
 from evalrepro.records.score import Outcome
+from evalrepro.sample import Sample
 from tests.corpus import load_corpus
 from tests.corpus_swebench import load_eval_logs
 

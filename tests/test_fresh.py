@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from evalrepro.config.protection import TestProtection
+from evalrepro.grade.canary import draw_canaries
+from evalrepro.grade.fresh import RUNNERS, check_fresh, draw_fresh_runs
 from evalrepro.grade.parsers.registry import get_parser
 from evalrepro.records.fresh import FreshCheck, FreshResult, FreshRun
-from evalrepro.run.canary import draw_canaries
-from evalrepro.run.fresh import RUNNERS, check_fresh, draw_fresh_runs
-from evalrepro.run.protection import TestProtection
 from tests.test_canary import SAMPLES, _tree, place_canaries, run_on_host, runner_env, spec_of
 
 

@@ -28,9 +28,9 @@ def test_the_digest_covers_parsers_grading_scoring_and_the_in_container_scripts(
         "grade/parsers/pytest.py",
         "grade/grading.py",
         "grade/score.py",
-        "run/evalscript.py",
-        "run/sandbox/supervisor.py",
-        "run/sandbox/guard.py",
+        "rules/evalscript.py",
+        "sandbox/supervisor.py",
+        "sandbox/guard.py",
     ):
         assert path in files
     for presentation in (

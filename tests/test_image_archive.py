@@ -24,11 +24,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from evalrepro.errors import UserError
-from evalrepro.pipeline import lock_experiment, run_experiment
-from evalrepro.plan.lockfile import LOCKFILE_NAME, read_lockfile
-from evalrepro.publish.bundle import write_bundle
-from evalrepro.publish.image_archive import (
+from evalrepro.build.image_archive import (
     DOCKER_ARCHIVE,
     OCI_ARCHIVE,
     REF_NAME,
@@ -38,9 +34,13 @@ from evalrepro.publish.image_archive import (
     loaded_name,
     unpack_layout,
 )
+from evalrepro.errors import UserError
+from evalrepro.pipeline import lock_experiment, run_experiment
+from evalrepro.plan.lockfile import LOCKFILE_NAME, read_lockfile
+from evalrepro.publish.bundle import write_bundle
 from evalrepro.publish.reproduce import reproduce
 from evalrepro.records.lockfile import LockedImage, Lockfile
-from evalrepro.run.runtimes.podman import PodmanRuntime
+from evalrepro.runtimes.podman import PodmanRuntime
 from tests.podman_support import cache_dir, demo_config, needs_podman
 
 LOCKFILE = Path(__file__).resolve().parents[1] / "lockfiles" / "demo.lock.json"
@@ -115,7 +115,8 @@ def demo_lock(tmp_path_factory: pytest.TempPathFactory) -> Lockfile:
 @pytest.fixture(scope="module")
 def archive(demo_lock: Lockfile, tmp_path_factory: pytest.TempPathFactory) -> Path:
     runtime = runtime_for(demo_lock)
-    files = export_images(runtime, demo_lock.environment.images, tmp_path_factory.mktemp("one"))
+    dest = tmp_path_factory.mktemp("one")
+    files = export_images(runtime.images, demo_lock.environment.images, dest)
     assert [path.name for path in files] == [OCI_ARCHIVE]
     return files[0]
 
@@ -147,7 +148,7 @@ def test_the_same_images_export_to_the_same_bytes_each_blob_once(
 ) -> None:
     runtime = runtime_for(demo_lock)
     # In another order, into another folder: the same file.
-    (again,) = export_images(runtime, list(reversed(demo_lock.environment.images)), tmp_path)
+    (again,) = export_images(runtime.images, list(reversed(demo_lock.environment.images)), tmp_path)
     assert _sha256(again) == _sha256(archive)
 
     members = _members(archive)
@@ -187,7 +188,7 @@ def test_an_empty_store_gets_every_locked_id_back(
     with empty_store(tmp_path, monkeypatch):
         runtime = runtime_for(demo_lock)
         assert runtime.image_ids() == {}
-        assert load_images(runtime, archive, demo_lock.environment.images) == []
+        assert load_images(runtime.images, archive, demo_lock.environment.images) == []
         # Each under the name of its Id, and under no other (not its tag, not the
         # unpacked layout's path).
         assert runtime.image_ids() == {
@@ -196,7 +197,7 @@ def test_an_empty_store_gets_every_locked_id_back(
         # Loaded already: nothing is read, not even a broken archive.
         broken = tmp_path / "broken.tar"
         broken.write_bytes(b"not a tar")
-        assert load_images(runtime, broken, demo_lock.environment.images) == []
+        assert load_images(runtime.images, broken, demo_lock.environment.images) == []
 
 
 @podman_test
@@ -215,7 +216,7 @@ def test_loading_moves_no_tag_of_the_store_and_a_locked_plan_finds_its_layers_by
         own = runtime.image_ids()[instance.tag]
         assert own != instance.image_digest
 
-        assert load_images(runtime, archive, demo_lock.environment.images) == []
+        assert load_images(runtime.images, archive, demo_lock.environment.images) == []
         store = runtime.image_ids()
         assert store[instance.tag] == own  # the user's name still names the user's image
         assert store[loaded_name(instance)] == instance.image_digest
@@ -257,7 +258,7 @@ def test_a_changed_layer_byte_is_a_problem_of_the_images_that_need_it(
     tampered = _changed(archive, top, tmp_path / "tampered.tar")
     with empty_store(tmp_path, monkeypatch):
         runtime = runtime_for(demo_lock)
-        problems = load_images(runtime, tampered, images)
+        problems = load_images(runtime.images, tampered, images)
         assert problems == [
             f"image instance {instance.key.removeprefix('sha256:')[:12]}: blob "
             f"{top.removeprefix('sha256:')[:12]} in the archive does not match its digest; "
@@ -272,7 +273,7 @@ def test_a_changed_layer_byte_is_a_problem_of_the_images_that_need_it(
     everywhere = _changed(archive, base, tmp_path / "base.tar")
     with empty_store(tmp_path / "second", monkeypatch):
         runtime = runtime_for(demo_lock)
-        problems = load_images(runtime, everywhere, images)
+        problems = load_images(runtime.images, everywhere, images)
         assert len(problems) == len(images)
         assert all("does not match its digest" in problem for problem in problems)
         assert runtime.image_ids() == {}
@@ -300,8 +301,8 @@ def test_images_with_a_docker_manifest_travel_in_a_docker_archive_with_their_ids
         docker.podman("load", "-q", "-i", str(seed))
         types = docker.podman("image", "inspect", "--format", "{{.ManifestType}}", chosen[0].tag)
         assert types.stdout.strip() == "application/vnd.docker.distribution.manifest.v2+json"
-        (archive,) = export_images(docker, chosen, tmp_path / "one")
-        (again,) = export_images(docker, list(reversed(chosen)), tmp_path / "two")
+        (archive,) = export_images(docker.images, chosen, tmp_path / "one")
+        (again,) = export_images(docker.images, list(reversed(chosen)), tmp_path / "two")
     assert archive.name == DOCKER_ARCHIVE and _sha256(again) == _sha256(archive)
     members = _members(archive)
     assert list(members) == sorted(members)
@@ -309,7 +310,7 @@ def test_images_with_a_docker_manifest_travel_in_a_docker_archive_with_their_ids
 
     with empty_store(tmp_path / "b", monkeypatch):
         loading = runtime_for(demo_lock)
-        assert load_images(loading, archive, chosen) == []
+        assert load_images(loading.images, archive, chosen) == []
         assert loading.image_ids() == {loaded_name(i): i.image_digest for i in chosen}
 
     with tarfile.open(archive) as tar:
@@ -321,7 +322,7 @@ def test_images_with_a_docker_manifest_travel_in_a_docker_archive_with_their_ids
     tampered = _changed(archive, top, tmp_path / "tampered.tar", name="{}.tar")
     with empty_store(tmp_path / "c", monkeypatch):
         loading = runtime_for(demo_lock)
-        problems = load_images(loading, tampered, chosen)
+        problems = load_images(loading.images, tampered, chosen)
         assert problems == [
             f"image instance {chosen[0].key.removeprefix('sha256:')[:12]}: blob {top[:12]} in "
             "the archive does not match its digest; not loaded"
@@ -348,8 +349,8 @@ def test_a_nix_layer_record_is_checked_inside_the_image_above_it(demo_lock: Lock
         )  # fmt: skip
         return [below, instance.model_copy(update={"parent_key": below.key})]
 
-    assert load_images(runtime, Path("/nonexistent"), chain(diff_ids[0])) == []
-    assert load_images(runtime, Path("/nonexistent"), chain("sha256:" + "0" * 64)) == [
+    assert load_images(runtime.images, Path("/nonexistent"), chain(diff_ids[0])) == []
+    assert load_images(runtime.images, Path("/nonexistent"), chain("sha256:" + "0" * 64)) == [
         f"image base bbbbbbbbbbbb: layer 000000000000 is not in the loaded {instance.tag}"
     ]
 
@@ -436,7 +437,7 @@ def test_a_reproduction_with_other_builds_leaves_the_users_own_runs_resumable_an
     # bytes (as another podman would build it), under the same name.
     with empty_store(tmp_path / "author", monkeypatch):
         runtime = runtime_for(demo_lock)
-        assert load_images(runtime, archive, demo_lock.environment.images) == []
+        assert load_images(runtime.images, archive, demo_lock.environment.images) == []
         for image in demo_lock.environment.images:
             runtime.podman("tag", image.image_digest, image.tag)
         context = tmp_path / "other"

@@ -10,7 +10,7 @@ import pytest
 
 from evalrepro.config.environment import PodmanEnvironment
 from evalrepro.errors import UserError
-from evalrepro.run.runtimes.podman import PodmanRuntime
+from evalrepro.runtimes.podman import PodmanRuntime
 
 RACE = (
     'Error: retrieving label for image "81f1": you may need to remove the image to resolve '
@@ -27,8 +27,8 @@ def runtime_answering(monkeypatch, tmp_path, answers: list[tuple[int, str, str]]
         code, out, err = answers[min(len(calls), len(answers)) - 1]
         return subprocess.CompletedProcess(["podman", *args], code, out, err)
 
-    monkeypatch.setattr(runtime, "podman", podman)
-    monkeypatch.setattr("evalrepro.run.runtimes.podman.time.sleep", lambda seconds: None)
+    monkeypatch.setattr(runtime.images, "podman", podman)
+    monkeypatch.setattr("evalrepro.runtimes.podman_store.time.sleep", lambda seconds: None)
     return runtime, calls
 
 

@@ -17,8 +17,8 @@ from rich.console import Console
 
 from evalrepro.build.images import ImageChain
 from evalrepro.pipeline import plan_and_lock
-from evalrepro.run.interactive import SandboxError, SandboxRequest
 from evalrepro.run.worktree import harness_diff
+from evalrepro.runtimes.interactive import SandboxError, SandboxRequest
 from tests.podman_support import cache_dir, demo_config, needs_podman
 
 pytestmark = needs_podman

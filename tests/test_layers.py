@@ -1,5 +1,8 @@
 """The layering of evalrepro, checked on the code and on a run.
 
+* Folders import one way: each top-level folder (or module) of ``evalrepro/`` imports
+  only from its own layer and the layers below it, as ``evalrepro/layers.py`` orders
+  them, and no folders import each other in a loop.
 * No import cycle inside ``evalrepro/`` (the modules' import graph, by ``ast``).
 * The path from the config to a trial's result is short: at most 12 evalrepro modules on
   the call stack from ``evalrepro.pipeline.run_experiment`` down to
@@ -31,11 +34,12 @@ from rich.console import Console
 
 import evalrepro
 from evalrepro.config.experiment import compose
-from evalrepro.config.sample import load_samples
+from evalrepro.layers import LAYERS
 from evalrepro.pipeline import run_experiment
 from evalrepro.records.artifact import Artifact
 from evalrepro.records.trial import Attempt
 from evalrepro.run.recorder import Recorder
+from evalrepro.sample import load_samples
 from tests.fake_backend import fake_backend, gold_scenario, trial_dirs
 
 PACKAGE_DIR = Path(evalrepro.__file__).parent
@@ -177,6 +181,137 @@ def test_no_import_cycle_inside_evalrepro():
     assert not cycles, "import cycles inside evalrepro:\n" + "\n".join(lines)
 
 
+# --- 1b. the folders' import graph: one way, bottom to top ------------------------------
+
+
+def unit_of(module: str) -> str:
+    """The top-level folder or module of ``evalrepro`` that ``module`` is in (``__init__``
+    for the package's own ``__init__.py``)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def layer_index() -> dict[str, int]:
+    index: dict[str, int] = {}
+    for number, layer in enumerate(LAYERS):
+        for member in layer.members:
+            assert member not in index, f"{member} is in two layers"
+            index[member] = number
+    return index
+
+
+#: The climbs left, each with why: (file, module it imports) -> the reason. Empty: an
+#: entry is a debt to name here, with the work that removes it.
+ALLOWED_CLIMBS: dict[tuple[str, str], str] = {}
+
+
+def folder_violations(
+    files: dict[str, Path], root: Path = PACKAGE_DIR
+) -> tuple[list[str], list[str]]:
+    """The imports that climb to a higher layer, each named by file and line, and the
+    loops among the folders of one layer (a loop across layers is a climb)."""
+    index = layer_index()
+    climbs: list[str] = []
+    within: dict[str, set[str]] = defaultdict(set)
+    lines_within: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for name, path in sorted(files.items()):
+        # One line per import statement and module (``from x import a, b``: one).
+        for edge in sorted(set(import_edges(name, path, set(files))), key=lambda e: e.line):
+            source, target = unit_of(edge.importer), unit_of(edge.imported)
+            if source == target:
+                continue
+            where = f"{path.relative_to(root.parent)}:{edge.line} imports {edge.imported}"
+            allowed = (path.relative_to(root.parent).as_posix(), edge.imported) in ALLOWED_CLIMBS
+            if index[target] > index[source] and not allowed:
+                climbs.append(
+                    f"{where} ({source}, layer {LAYERS[index[source]].name}, imports "
+                    f"{target}, layer {LAYERS[index[target]].name} above it)"
+                )
+            elif index[target] == index[source]:
+                within[source].add(target)
+                lines_within[(source, target)].append(where)
+    loops = []
+    for component in strongly_connected({u: within.get(u, set()) for u in index}):
+        if len(component) > 1:
+            loops.append(f"a loop of {', '.join(component)}:")
+            loops += [
+                f"    {line}"
+                for a in component
+                for b in component
+                for line in lines_within.get((a, b), [])
+            ]
+    return climbs, loops
+
+
+def test_every_folder_and_top_level_module_has_a_layer():
+    """A new folder is placed in ``evalrepro/layers.py`` before it is imported."""
+    index = layer_index()
+    units = {unit_of(name) for name in module_files()}
+    assert not units - set(index), f"not in evalrepro/layers.py: {sorted(units - set(index))}"
+    assert not set(index) - units, f"in layers.py but not in the package: {set(index) - units}"
+
+
+def test_folders_import_only_from_their_layer_and_below():
+    """Every import of evalrepro in evalrepro (module level, in functions, under
+    ``TYPE_CHECKING``; ``import x`` and ``from x import y``) goes down the layers of
+    ``evalrepro/layers.py`` or stays in its own layer, and no folders loop."""
+    climbs, loops = folder_violations(module_files())
+    message = [f"{len(climbs)} import(s) climb to a higher layer:", *climbs] if climbs else []
+    if loops:
+        message += ["folders of one layer importing each other in a loop:", *loops]
+    assert not climbs and not loops, "\n".join(message)
+
+
+def test_the_architecture_doc_lists_the_layers_in_their_order():
+    """docs/architecture.md shows the layers as they are: one row each, the top first,
+    with each layer's folders and modules."""
+    doc = (PACKAGE_DIR.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = doc.split("## Where things live", 1)[1].splitlines()
+    first = next(i for i, line in enumerate(section) if line.startswith("| layer |"))
+    table = section[first + 2 :]  # past the header and its rule
+    table = table[: next(i for i, line in enumerate(table) if not line.startswith("|"))]
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in table]
+    assert [row[0] for row in rows] == [layer.name for layer in reversed(LAYERS)]
+    for row, layer in zip(rows, reversed(LAYERS), strict=True):
+        named = {part.strip("`/").removesuffix(".py") for part in row[1].split(", ")}
+        assert named <= set(layer.members), (row[0], named - set(layer.members))
+
+
+def test_every_allowed_climb_is_still_there():
+    """An allowed climb that is gone leaves the list with it (the list only shrinks)."""
+    files = module_files()
+    seen = {
+        (path.relative_to(PACKAGE_DIR.parent).as_posix(), edge.imported)
+        for name, path in files.items()
+        for edge in import_edges(name, path, set(files))
+    }
+    assert not set(ALLOWED_CLIMBS) - seen, f"gone: {sorted(set(ALLOWED_CLIMBS) - seen)}"
+
+
+def test_the_folder_check_sees_a_climb_in_a_function(tmp_path):
+    # The checker itself: a function-level import of a higher layer, by either form.
+    package = tmp_path / "evalrepro"
+    (package / "records").mkdir(parents=True)
+    (package / "report").mkdir()
+    for init in (package, package / "records", package / "report"):
+        (init / "__init__.py").write_text("")
+    (package / "report" / "view.py").write_text("from evalrepro.records import trial\n")
+    (package / "records" / "trial.py").write_text(
+        "def late():\n    import evalrepro.report.view\n\n\n"
+        "def later():\n    from evalrepro.report import view\n"
+    )
+    files = {
+        "evalrepro.records.trial": package / "records" / "trial.py",
+        "evalrepro.report.view": package / "report" / "view.py",
+    }
+    climbs, loops = folder_violations(files, root=package)
+    assert [c.split(" (")[0] for c in climbs] == [
+        "evalrepro/records/trial.py:2 imports evalrepro.report.view",
+        "evalrepro/records/trial.py:6 imports evalrepro.report.view",
+    ]
+    assert not loops
+
+
 #: What a record may stand on: other records, the config models a lockfile holds, the
 #: helpers of every layer, and the sandbox's protocol (standard-library constants).
 RECORD_FLOOR = (
@@ -188,7 +323,7 @@ RECORD_FLOOR = (
     "evalrepro.files",
     "evalrepro.jsonfile",
     "evalrepro.records",
-    "evalrepro.run.sandbox",
+    "evalrepro.sandbox",
     "evalrepro.text",
 )
 
@@ -389,7 +524,7 @@ class HashEvent:
     def in_sandbox(self) -> bool:
         """Made by the runtime's side of an attempt (in a container or on another
         machine: the fake runtime does in process what the supervisor does there)."""
-        return any(f.module.startswith("evalrepro.run.runtimes.") for f in self.stack)
+        return any(f.module.startswith("evalrepro.runtimes.") for f in self.stack)
 
 
 class Hashes:

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from evalrepro.config.sample import load_samples
 from evalrepro.errors import UserError
+from evalrepro.sample import load_samples
 from evalrepro.targets.static import GoldTarget, PredictionsTarget, load_predictions
 
 

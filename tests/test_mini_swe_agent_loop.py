@@ -20,7 +20,7 @@ from evalrepro.agents.mini_swe_agent import MiniSweAgentRunner
 from evalrepro.agents.replay import Recording, ReplayServer
 from evalrepro.config.agents import AgentModel, MiniSweAgent, Pricing
 from evalrepro.records.trajectory import Trajectory
-from evalrepro.run.interactive import ExecResult, Sandbox, SandboxRequest
+from evalrepro.runtimes.interactive import ExecResult, Sandbox, SandboxRequest
 from evalrepro.targets.agent import AgentBudgets, AgentTarget
 
 PROBLEM = "The greeting is wrong: hello.txt should say hello, world."

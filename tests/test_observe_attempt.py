@@ -33,6 +33,7 @@ from evalrepro.config.experiment import compose
 from evalrepro.grade.observation import observe_attempt
 from evalrepro.grade.parsers import get_parser
 from evalrepro.grade.score import JUDGEMENT, score
+from evalrepro.plan.dataset import instance_test_spec
 from evalrepro.records.agent import AgentOutcome
 from evalrepro.records.canary import Canary
 from evalrepro.records.fresh import FreshResult, FreshRun
@@ -54,10 +55,10 @@ from evalrepro.records.supervision import (
     StopReason,
     SupervisorReport,
 )
-from evalrepro.run import supervision
-from evalrepro.run.patchcheck import check_patch, patch_bytes
-from evalrepro.run.sandbox.supervisor import FRAME, KIND_EVENT, KIND_OUTPUT, PROTOCOL
-from evalrepro.run.supervision import StreamReader, region_text
+from evalrepro.rules.patchcheck import check_patch, patch_bytes
+from evalrepro.runtimes import supervision
+from evalrepro.runtimes.supervision import StreamReader, region_text
+from evalrepro.sandbox.supervisor import FRAME, KIND_EVENT, KIND_OUTPUT, PROTOCOL
 
 # Aliases: pytest would try to collect classes named Test* imported here.
 StartedEvent = supervision.TestsStartedEvent
@@ -157,7 +158,7 @@ def demo():
     config = compose(["+experiment=demo"])
     sample = config.dataset.load()[0]
     assert sample.instance_id == "demo__calc-1"
-    protection = config.dataset.test_spec(sample).eval_script.protection
+    protection = instance_test_spec(config.dataset, sample).eval_script.protection
     check = check_patch(patch_bytes(sample.patch), protection)
     assert check.problem is None and check.suspects == ()
     return sample, get_parser("pytest_full"), protection, check

@@ -18,13 +18,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from evalrepro.build import tether, wheels
+from evalrepro.build import wheels
 from evalrepro.build.containerfile import ContainerfileBuilder
 from evalrepro.build.images import ImageChain
 from evalrepro.config.experiment import compose
 from evalrepro.digest import sha256_json
+from evalrepro.plan.dataset import instance_test_spec
 from evalrepro.records.image import ImageRecord, PinnedInput
-from evalrepro.run.runtimes.podman import backend_files
+from evalrepro.runtimes import tether
+from evalrepro.runtimes.podman import backend_files
 
 BUILD_SECONDS = 0.05
 
@@ -77,16 +79,15 @@ def base_record() -> ImageRecord:
 def prepare(tmp_path: Path, monkeypatch, workers: int, builds: Builds):
     config = compose(["+experiment=demo", f"executor.max_workers={workers}"])
     dataset = config.dataset
-    specs = [dataset.test_spec(sample) for sample in dataset.load()]
+    specs = [instance_test_spec(dataset, sample) for sample in dataset.load()]
     checkouts = {
         spec.instance_id: SimpleNamespace(source_digest=sha256_json(spec.repo)) for spec in specs
     }
-    runtime = SimpleNamespace(
-        files=backend_files(),
-        image_ids=lambda: {},
+    store = SimpleNamespace(
+        ids=lambda: {},
         image_id=lambda tag: sha256_json(tag).removeprefix("sha256:"),
-        env={},
     )
+    runtime = SimpleNamespace(files=backend_files(), build_store=lambda: store, env={})
     builder = ContainerfileBuilder(  # type: ignore[arg-type]
         config.environment, runtime, tmp_path, concurrency=config.executor.concurrency
     )

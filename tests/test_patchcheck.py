@@ -20,17 +20,18 @@ from pathlib import Path
 
 import pytest
 
+from evalrepro.config.protection import TestProtection
 from evalrepro.records.observation import SuspectFinding
 from evalrepro.records.testspec import ResolvedProtection
-from evalrepro.run.patchcheck import SUSPECT_RULES, PatchCheck, check_patch, patch_bytes
-from evalrepro.run.protection import TestProtection
+from evalrepro.rules.patchcheck import SUSPECT_RULES, PatchCheck, check_patch, patch_bytes
+from evalrepro.rules.protection import resolve_protection
 
 DEMO = Path(__file__).resolve().parents[1] / "evalrepro" / "demo"
-DEFAULT = TestProtection().resolve(["tests/test_x.py"])
+DEFAULT = resolve_protection(TestProtection(), ["tests/test_x.py"])
 
 
 def protection(policy: str = "restore", test_dirs: list[str] | None = None) -> ResolvedProtection:
-    return TestProtection(policy=policy, test_dirs=test_dirs or ["tests"]).resolve([])
+    return resolve_protection(TestProtection(policy=policy, test_dirs=test_dirs or ["tests"]), [])
 
 
 def check(text: str | bytes, using: ResolvedProtection = DEFAULT) -> PatchCheck:
@@ -661,7 +662,9 @@ def test_a_folder_named_pytest_exempts_nothing(line):
 
 @pytest.mark.parametrize("line", FRAMEWORK_LINES)
 def test_the_framework_sources_a_dataset_declares_may_use_its_hooks_and_internals(line):
-    declared = TestProtection(policy="record", framework_sources=["src/_pytest/*"]).resolve([])
+    declared = resolve_protection(
+        TestProtection(policy="record", framework_sources=["src/_pytest/*"]), []
+    )
     assert check(modify("src/_pytest/x.py", line), declared).suspects == ()
     # Only there: the same lines elsewhere are still suspect.
     assert check(modify("lib/vendor/_pytest/x.py", line), declared).suspects != ()

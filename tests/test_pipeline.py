@@ -16,11 +16,11 @@ import pytest
 from rich.console import Console
 
 from evalrepro.config.experiment import compose
-from evalrepro.config.sample import load_samples
 from evalrepro.errors import UserError
 from evalrepro.pipeline import lock_experiment, run_experiment
 from evalrepro.plan.lockfile import differences, read_lockfile
 from evalrepro.publish.verify import check_run, compare
+from evalrepro.sample import load_samples
 from tests.fake_backend import Tests, fake_backend, gold_scenario, trial_dirs
 
 

@@ -18,9 +18,9 @@ import pytest
 
 from evalrepro.build.images import ImageChain
 from evalrepro.config.environment import Limits
+from evalrepro.config.spec import RepoSpec
 from evalrepro.plan.lockfile import read_lockfile
 from evalrepro.plan.plan import build_plan
-from evalrepro.plan.testspec import RepoSpec
 from evalrepro.records.image import BuildFailure
 from evalrepro.records.trial import read_trial_result
 from evalrepro.records.words import suspect_words
@@ -29,7 +29,7 @@ from evalrepro.run.backend import Backend
 from evalrepro.run.execute import AttemptSettings, TrialJob
 from evalrepro.run.recorder import Recorder
 from evalrepro.run.rundir import RunDirectory
-from evalrepro.run.supervision import region_text
+from evalrepro.runtimes.supervision import region_text
 from tests.demo_expectations import (
     EDITS_TEST_FILES,
     EXPECTED,

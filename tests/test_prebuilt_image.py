@@ -27,13 +27,14 @@ from evalrepro.build.images import ImageChain, package_manifest_name
 from evalrepro.digest import sha256_bytes
 from evalrepro.errors import UserError
 from evalrepro.pipeline import lock_experiment, run_experiment
+from evalrepro.plan.dataset import instance_test_spec
 from evalrepro.plan.lockfile import read_lockfile
 from evalrepro.plan.plan import build_plan
 from evalrepro.publish.verify import check_run
 from evalrepro.records.image import BuildFailure, PinnedInput
 from evalrepro.run.backend import Backend
 from evalrepro.run.rundir import RunDirectory
-from evalrepro.run.sandbox import SUPERVISOR
+from evalrepro.sandbox import SUPERVISOR
 from tests.podman_support import cache_dir, demo_config, needs_podman, run_demo
 
 INSTANCE = "demo__calc-1"
@@ -70,7 +71,7 @@ def prepare(reference: str, locked=None):
     backend = Backend.open(config.environment, cache_dir())
     backend.check()
     (sample,) = config.dataset.load()
-    spec = config.dataset.test_spec(sample)
+    spec = instance_test_spec(config.dataset, sample)
     return backend.builder.prepare([spec], {}, locked)[INSTANCE], backend
 
 
@@ -275,7 +276,7 @@ def prepare_adapted(reference: str, *overrides: str, locked=None):
     backend = Backend.open(config.environment, cache_dir())
     backend.check()
     (sample,) = config.dataset.load()
-    spec = config.dataset.test_spec(sample)
+    spec = instance_test_spec(config.dataset, sample)
     chain = backend.builder.prepare([spec], {}, locked)[INSTANCE]
     if isinstance(chain, ImageChain):
         ADAPTED_TAGS.add(chain.image.tag)
@@ -616,7 +617,7 @@ def test_an_instance_without_an_image_is_a_one_line_error_naming_it():
         "environment.builder[kind]=image",
         f"environment.builder.images[demo__calc-1]=127.0.0.1:1/x@sha256:{'a' * 64}",
     )
-    specs = [config.dataset.test_spec(sample) for sample in config.dataset.load()]
+    specs = [instance_test_spec(config.dataset, sample) for sample in config.dataset.load()]
     builder = PrebuiltImageBuilder(config.environment, None, cache_dir())  # type: ignore[arg-type]
     with pytest.raises(UserError, match=r"no image for instance demo__calc-2; "):
         builder.prepare(specs, {})

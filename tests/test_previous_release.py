@@ -24,7 +24,6 @@ import pytest
 from rich.console import Console
 
 from evalrepro.config.experiment import compose
-from evalrepro.config.sample import load_samples
 from evalrepro.digest import sha256_json
 from evalrepro.pipeline import lock_experiment, run_experiment
 from evalrepro.plan.lockfile import LOCKFILE_NAME, differences, lockfile_problems, read_lockfile
@@ -33,6 +32,7 @@ from evalrepro.records.lockfile import Lockfile
 from evalrepro.records.trial import trial_label
 from evalrepro.report.html import trial_page
 from evalrepro.report.view import view_run
+from evalrepro.sample import load_samples
 from tests.fake_backend import fake_backend, gold_scenario
 
 FIXTURE = Path(__file__).parent / "corpus" / "previous_release"

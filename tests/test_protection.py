@@ -18,12 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from evalrepro.config.sample import load_samples
+from evalrepro.config.protection import DEFAULT_PATTERNS, TestProtection
 from evalrepro.plan import testspec
 from evalrepro.records.testspec import TestSpec
-from evalrepro.run.protection import DEFAULT_PATTERNS, TestProtection
-from evalrepro.run.protection import test_folder as folder_of  # not collected as a test
-from evalrepro.run.sandbox.supervisor import SECTION_FILES, sections_changed
+from evalrepro.rules.protection import resolve_protection
+from evalrepro.rules.protection import test_folder as folder_of  # not collected as a test
+from evalrepro.sample import load_samples
+from evalrepro.sandbox.supervisor import SECTION_FILES, sections_changed
 
 INSTANCES = Path(__file__).resolve().parents[1] / "evalrepro" / "demo" / "instances.jsonl"
 
@@ -71,25 +72,26 @@ def test_a_file_with_no_test_named_ancestor_has_no_test_folder(path):
 
 
 def test_auto_collects_the_test_folders_of_the_test_files_sorted_and_unique():
-    resolved = TestProtection().resolve(
+    resolved = resolve_protection(
+        TestProtection(),
         [
             "sympy/core/tests/test_b.py",
             "tests/test_a.py",
             "sympy/core/tests/test_a.py",
             "setup.py",
             "tests/admin_views/tests.py",
-        ]
+        ],
     )
     assert resolved.test_dirs == ["sympy/core/tests", "tests"]
 
 
 def test_auto_with_no_test_files_protects_no_folder():
-    assert TestProtection().resolve([]).test_dirs == []
+    assert resolve_protection(TestProtection(), []).test_dirs == []
 
 
 def test_an_explicit_test_dirs_list_replaces_the_automatic_one():
     protection = TestProtection(test_dirs=["/tests/", "src/checks/", "tests"])
-    assert protection.resolve(["sympy/core/tests/test_x.py"]).test_dirs == [
+    assert resolve_protection(protection, ["sympy/core/tests/test_x.py"]).test_dirs == [
         "src/checks",
         "tests",
     ]
@@ -97,7 +99,7 @@ def test_an_explicit_test_dirs_list_replaces_the_automatic_one():
 
 def test_resolving_keeps_the_policies_and_patterns():
     protection = TestProtection(policy="invalid", suspect="record", patterns=["*.ini"])
-    resolved = protection.resolve(["tests/test_x.py"])
+    resolved = resolve_protection(protection, ["tests/test_x.py"])
     assert (resolved.policy, resolved.suspect, resolved.patterns) == (
         "invalid",
         "record",
@@ -117,7 +119,7 @@ def test_the_defaults_restore_test_infrastructure_and_invalidate_suspects():
 
 # --- which files are protected ------------------------------------------------------------
 
-RESOLVED = TestProtection().resolve(["tests/test_views.py", "pkg/tests/test_core.py"])
+RESOLVED = resolve_protection(TestProtection(), ["tests/test_views.py", "pkg/tests/test_core.py"])
 
 
 @pytest.mark.parametrize(
@@ -170,7 +172,7 @@ def test_a_default_pattern_matches_the_file_name_at_any_depth(path, pattern):
     ids=["in-folder", "below-folder", "name-only", "elsewhere"],
 )
 def test_a_pattern_with_a_slash_is_matched_against_the_whole_path(path, protected):
-    resolved = TestProtection(patterns=["ci/*.sh"]).resolve([])
+    resolved = resolve_protection(TestProtection(patterns=["ci/*.sh"]), [])
     assert (resolved.reason(path) is not None) == protected
 
 
@@ -188,12 +190,12 @@ def test_a_pattern_with_a_slash_is_matched_against_the_whole_path(path, protecte
     ],
 )
 def test_library_files_are_not_protected(path):
-    resolved = TestProtection(test_dirs=["tests"]).resolve(["django/test/test_x.py"])
+    resolved = resolve_protection(TestProtection(test_dirs=["tests"]), ["django/test/test_x.py"])
     assert resolved.reason(path) is None
 
 
 def test_a_folder_is_matched_by_whole_components_only():
-    resolved = TestProtection(test_dirs=["tests"]).resolve([])
+    resolved = resolve_protection(TestProtection(test_dirs=["tests"]), [])
     assert resolved.reason("tests_extra/x.py") is None
     assert resolved.reason("tests") is not None
 
@@ -205,7 +207,7 @@ def test_section_files_are_not_protected_by_name(name):
 
 
 def test_no_patterns_means_only_the_test_folders_are_protected():
-    resolved = TestProtection(patterns=[]).resolve(["tests/test_x.py"])
+    resolved = resolve_protection(TestProtection(patterns=[]), ["tests/test_x.py"])
     assert resolved.reason("conftest.py") is None
     assert resolved.reason("tests/conftest.py") == "in test folder tests/"
 

@@ -17,8 +17,14 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from evalrepro.demo import repos as demo_repos
-from evalrepro.demo.repos import (
+from evalrepro.errors import UserError, validation_message
+from evalrepro.sources import demo_repos
+from evalrepro.sources.archive import ArchiveRepo
+from evalrepro.sources.checkout import PIN_PREFIX
+from evalrepro.sources.commits import Signature, commit_directory, init_repository
+from evalrepro.sources.config import SourceConfig
+from evalrepro.sources.demo import DemoRepo, open_demo
+from evalrepro.sources.demo_repos import (
     AUTHOR_EMAIL,
     AUTHOR_NAME,
     FIRST_COMMIT_EPOCH,
@@ -27,12 +33,6 @@ from evalrepro.demo.repos import (
     commit_label,
     repo_names,
 )
-from evalrepro.errors import UserError, validation_message
-from evalrepro.sources.archive import ArchiveRepo
-from evalrepro.sources.checkout import PIN_PREFIX
-from evalrepro.sources.commits import Signature, commit_directory, init_repository
-from evalrepro.sources.config import SourceConfig
-from evalrepro.sources.demo import DemoRepo, open_demo
 from evalrepro.sources.local import LocalRepo
 from evalrepro.sources.remote import RemoteRepo
 from evalrepro.sources.resolve import materialize, resolve_sources

@@ -271,6 +271,27 @@ def test_every_planned_trial_is_a_row_with_its_time(runs):
     )
 
 
+def test_each_attempt_carries_its_phase_times_and_a_trials_time_is_their_sum(runs):
+    run_dir = runs["model_b"][1]
+    report = json.loads(evalrepro("report", str(run_dir), "--json").stdout)
+    rows = {row["instance_id"]: row for row in report["trials"]}
+    for result_path in run_dir.glob("trials/*/result.json"):
+        result = json.loads(result_path.read_text())
+        summed: dict[str, float] = {}
+        for attempt in result["attempts"]:
+            phases = attempt["phases"]
+            folder = result_path.parent / f"attempt-{attempt['number']}"
+            supervisor = folder / "supervisor.json"
+            if supervisor.exists():  # the clocks the supervisor reported, kept as they were
+                clocks = json.loads(supervisor.read_text())
+                assert phases["container"] == clocks["runtime"]["seconds"]
+                assert phases["tests"] == (clocks["tests"] or {}).get("seconds", 0.0)
+            for name, seconds in phases.items():
+                summed[name] = summed.get(name, 0.0) + seconds
+        shown = rows[result["instance_id"]]["timing"]["seconds"]
+        assert shown == pytest.approx(summed), result["instance_id"]
+
+
 def test_per_repo_rates_have_their_n_and_interval(runs):
     report = json.loads(evalrepro("report", str(runs["model_a"][1]), "--json").stdout)
     for row in report["metrics"]["per_repo"].values():

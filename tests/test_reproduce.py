@@ -19,11 +19,11 @@ from rich.console import Console
 
 from evalrepro.cli import EXIT_NOT_REPRODUCIBLE, main
 from evalrepro.config.experiment import compose
-from evalrepro.config.sample import load_samples
 from evalrepro.errors import UserError
 from evalrepro.pipeline import PlanMismatch, run_experiment
 from evalrepro.publish.bundle import write_bundle
 from evalrepro.publish.reproduce import REPRODUCTION_NAME, print_reproduction, reproduce
+from evalrepro.sample import load_samples
 from tests.fake_backend import Tests, fake_backend, gold_scenario
 
 

@@ -13,17 +13,17 @@ import threading
 
 import pytest
 
+from evalrepro.grade.canary import draw_canaries
 from evalrepro.grade.parsers.registry import get_parser
+from evalrepro.grade.rerun import MAX_RERUN_TESTS, check_reruns, plan_reruns, select_reruns
 from evalrepro.grade.score import score
 from evalrepro.records.fresh import FreshCheck, FreshResult
 from evalrepro.records.observation import ExecutionStatus, Observation, ParserStatus
 from evalrepro.records.observation import TestGroup as Group
 from evalrepro.records.observation import TestsReport as Report
 from evalrepro.records.rerun import RerunCheck
-from evalrepro.run.canary import draw_canaries
-from evalrepro.run.rerun import MAX_RERUN_TESTS, check_reruns, plan_reruns, select_reruns
-from evalrepro.run.runtimes.fake import FakeTests, pytest_output
-from evalrepro.run.sandbox.supervisor import read_request
+from evalrepro.runtimes.fake import FakeTests, pytest_output
+from evalrepro.sandbox.supervisor import read_request
 from tests.test_canary import SAMPLES, spec_of
 
 CALC = "demo__calc-1"

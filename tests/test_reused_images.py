@@ -22,11 +22,11 @@ from evalrepro.build.images import ImageChain
 from evalrepro.cli import main
 from evalrepro.config.environment import FakeEnvironment
 from evalrepro.config.experiment import compose
-from evalrepro.config.sample import load_samples
 from evalrepro.pipeline import lock_experiment, run_experiment
 from evalrepro.records.base import parse_record
 from evalrepro.records.timing import ImageBuilds
 from evalrepro.run.backend import Backend
+from evalrepro.sample import load_samples
 from tests.fake_backend import ScriptedRuntime, gold_scenario
 
 SECONDS = 2.5

@@ -26,6 +26,7 @@ from evalrepro.cli import EXIT_GATE_FAILED, EXIT_OK, main
 from evalrepro.errors import UserError
 from evalrepro.plan.lockfile import read_lockfile
 from evalrepro.records.trial import read_trial_result
+from evalrepro.report.results import rebuild_results
 from evalrepro.run.execute import container_prefix
 from evalrepro.run.rundir import RunDirectory
 from tests.demo_expectations import EXPECTED
@@ -189,7 +190,7 @@ def test_a_run_killed_at_random_moments_loses_nothing_and_runs_each_trial_once(t
     outcomes = {line["instance_id"]: line["outcome"] for line in results["trials"]}
     assert outcomes == {i: outcome for (t, i), outcome in EXPECTED.items() if t == "model_a"}
     assert results["missing"] == 0
-    assert RunDirectory(run_dir).rebuild_results().model_dump(mode="json") == results
+    assert rebuild_results(RunDirectory(run_dir)).model_dump(mode="json") == results
 
 
 def test_a_killed_run_leaves_no_container_running_and_a_resume_removes_its_strays(tmp_path):

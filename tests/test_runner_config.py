@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from evalrepro.run.sandbox import supervisor
-from evalrepro.run.sandbox.supervisor import pytest_reading, runner_python, sections_changed
+from evalrepro.sandbox import supervisor
+from evalrepro.sandbox.supervisor import pytest_reading, runner_python, sections_changed
 
 PYTHON = sys.executable
 BASE = b"[metadata]\nname = calc\n"

@@ -1,6 +1,6 @@
 """The exit guard, in real Python processes with a real pipe at the guard's descriptor.
 
-What is guaranteed (``evalrepro/run/sandbox/guard.py``): a process that imports the guard
+What is guaranteed (``evalrepro/sandbox/guard.py``): a process that imports the guard
 with ``EVALREPRO_GUARD`` naming its descriptor and that descriptor's inode
 
 * writes ``S <pid> <ppid>`` at once and, when Python shuts down normally,
@@ -30,8 +30,8 @@ from pathlib import Path
 
 import pytest
 
-from evalrepro.run.sandbox import SANDBOX_DIR
-from evalrepro.run.sandbox.supervisor import GUARD_FD, GuardRecords
+from evalrepro.sandbox import SANDBOX_DIR
+from evalrepro.sandbox.supervisor import GUARD_FD, GuardRecords
 
 PRELUDE = f"import sys; sys.path.insert(0, {str(SANDBOX_DIR)!r}); import guard\n"
 

@@ -1,6 +1,6 @@
 """The supervisor's tree and guard helpers, on real files, real git and real bytes.
 
-What is guaranteed (``evalrepro/run/sandbox/supervisor.py``):
+What is guaranteed (``evalrepro/sandbox/supervisor.py``):
 
 * ``snapshot`` / ``changed_paths`` list exactly what a tool changed under a root: new,
   rewritten and deleted files, changes of kind (file -> link, directory -> file), never
@@ -39,8 +39,8 @@ from pathlib import Path
 
 import pytest
 
-from evalrepro.run.sandbox import SANDBOX_DIR
-from evalrepro.run.sandbox.supervisor import (
+from evalrepro.sandbox import SANDBOX_DIR
+from evalrepro.sandbox.supervisor import (
     _GUARD_LINE,
     GuardRecords,
     apply_writes,
@@ -761,7 +761,7 @@ def _objects(git_dir: Path) -> set[str]:
 def test_the_reset_writes_its_blobs_to_the_private_folder_never_into_the_store(tmp_path):
     """The blobs of base + test patch (without the canaries) are what a readable store
     would give away: they stay in root's private folder, and the store is as built."""
-    from evalrepro.run.sandbox.supervisor import Git
+    from evalrepro.sandbox.supervisor import Git
 
     work = tmp_path / "work"
     (work / "tests").mkdir(parents=True)
@@ -802,7 +802,7 @@ def open_folder():
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="locks to root and asks another user")
 def test_what_is_locked_away_cannot_be_listed_or_read_by_the_test_user(open_folder):
-    from evalrepro.run.sandbox.supervisor import User, as_user, lock_away, still_readable
+    from evalrepro.sandbox.supervisor import User, as_user, lock_away, still_readable
 
     tmp_path = open_folder
     user = User({"uid": 1000, "gid": 1000, "name": "tester", "home": str(tmp_path)})

@@ -1,5 +1,5 @@
 """What runs is what was verified, and each lone run starts from the same state
-(``evalrepro/run/sandbox/supervisor.py``), on real files:
+(``evalrepro/sandbox/supervisor.py``), on real files:
 
 * ``SavedState`` keeps every folder the test user may write as it was when the tests
   started, and ``restore`` puts back whatever a run changed since (new files and folders
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from evalrepro.run.sandbox.supervisor import (
+from evalrepro.sandbox.supervisor import (
     SavedState,
     Stream,
     Trial,

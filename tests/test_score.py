@@ -2,12 +2,12 @@
 
 import pytest
 
-from evalrepro.config.sample import Sample
 from evalrepro.grade.observation import observe
 from evalrepro.grade.parsers import get_parser
 from evalrepro.grade.score import JUDGEMENT, score
 from evalrepro.records.observation import ExecutionStatus, ParserStatus, PatchStatus, Resolution
 from evalrepro.records.score import Outcome
+from evalrepro.sample import Sample
 
 F2P = "tests/test_a.py::test_fixed"
 P2P = "tests/test_a.py::test_kept"
@@ -174,7 +174,7 @@ def test_infrastructure_beats_patch(patch_status):
 def test_every_reason_and_every_suspect_rule_has_words_for_a_reviewer():
     from evalrepro.grade.score import JUDGEMENT, TEST_REASONS
     from evalrepro.records.words import REASON_WORDS, SUSPECT_WORDS
-    from evalrepro.run.patchcheck import SUSPECT_RULES
+    from evalrepro.rules.patchcheck import SUSPECT_RULES
 
     reasons = {reason for reason, *_ in JUDGEMENT} | set(TEST_REASONS)
     assert reasons <= set(REASON_WORDS), reasons - set(REASON_WORDS)

@@ -20,16 +20,16 @@ from pathlib import Path
 
 import pytest
 
+from evalrepro.config.protection import TestProtection
+from evalrepro.grade.canary import draw_canaries
+from evalrepro.grade.fresh import RUNNERS, check_fresh
 from evalrepro.grade.parsers.registry import get_parser
 from evalrepro.records.base import parse_record
 from evalrepro.records.fresh import FreshCheck, FreshResult, FreshRun
 from evalrepro.records.observation import Observation
-from evalrepro.run.canary import draw_canaries
-from evalrepro.run.fresh import RUNNERS, check_fresh
-from evalrepro.run.protection import TestProtection
-from evalrepro.run.sandbox.plain import NotApplicable
-from evalrepro.run.sandbox.plain import plan as driver_plan
 from evalrepro.run.undertest import DRIVER, draw_second_runs
+from evalrepro.sandbox.plain import NotApplicable
+from evalrepro.sandbox.plain import plan as driver_plan
 from tests.adversarial.test_under_test import UNITTEST_MAIN
 from tests.test_canary import SAMPLES, _tree, place_canaries, run_on_host, runner_env, spec_of
 from tests.test_fresh import EXITS_ZERO
@@ -328,7 +328,7 @@ def test_a_driver_process_that_exits_zero_whatever_happens_passes_its_canary(tmp
 
 
 def test_the_driver_is_the_harness_s_own_file():
-    source = Path(__file__).parents[1] / "evalrepro" / "run" / "sandbox" / "plain.py"
+    source = Path(__file__).parents[1] / "evalrepro" / "sandbox" / "plain.py"
     assert DRIVER == source.read_text()
     assert textwrap.dedent(DRIVER) == DRIVER
 

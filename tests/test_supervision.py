@@ -32,6 +32,7 @@ import pytest
 from evalrepro.config.environment import Limits
 from evalrepro.config.experiment import compose
 from evalrepro.grade.testlog import RegionStatus, read_test_log
+from evalrepro.plan.dataset import instance_test_spec
 from evalrepro.records.supervision import (
     DoneEvent,
     ErrorEvent,
@@ -47,9 +48,17 @@ from evalrepro.records.supervision import (
     SupervisorReport,
     TrialProgram,
 )
-from evalrepro.run import supervision
-from evalrepro.run.sandbox import SANDBOX_DIR
-from evalrepro.run.sandbox.supervisor import (
+from evalrepro.runtimes import supervision
+from evalrepro.runtimes.supervision import (
+    END_MARKER,
+    HEADER,
+    MAX_LOG_BYTES,
+    START_MARKER,
+    StreamReader,
+    read_region,
+)
+from evalrepro.sandbox import SANDBOX_DIR
+from evalrepro.sandbox.supervisor import (
     FRAME,
     KIND_EVENT,
     KIND_LOG,
@@ -57,14 +66,6 @@ from evalrepro.run.sandbox.supervisor import (
     MAX_PAYLOAD,
     PROTOCOL,
     load_program,
-)
-from evalrepro.run.supervision import (
-    END_MARKER,
-    HEADER,
-    MAX_LOG_BYTES,
-    START_MARKER,
-    StreamReader,
-    read_region,
 )
 
 # Aliases: pytest would try to collect classes named Test* imported here.
@@ -657,7 +658,7 @@ def test_read_region_is_none_for_a_truncated_or_missing_file(tmp_path):
 def demo_script():
     config = compose(["+experiment=demo"])
     sample = config.dataset.load()[0]
-    return config, config.dataset.test_spec(sample).eval_script
+    return config, instance_test_spec(config.dataset, sample).eval_script
 
 
 def test_the_trial_program_gives_the_limits_in_bytes(demo_script):

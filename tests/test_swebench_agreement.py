@@ -25,12 +25,12 @@ from typing import Literal
 
 import pytest
 
-from evalrepro.config.sample import Sample
 from evalrepro.grade.observation import observe
 from evalrepro.grade.parsers import Family, get_parser, parser_names
 from evalrepro.grade.score import score
 from evalrepro.records.observation import Observation, ParserStatus
 from evalrepro.records.score import Outcome
+from evalrepro.sample import Sample
 from tests.corpus import CorpusLog, all_corpus
 from tests.corpus_swebench import EvalLog, load_eval_logs
 from tests.reference import (

@@ -25,7 +25,6 @@ from swebench.harness.reporting import make_run_report
 
 from evalrepro.config.environment import Limits
 from evalrepro.config.gate import Gate
-from evalrepro.config.sample import Sample
 from evalrepro.digest import sha256_bytes, sha256_json
 from evalrepro.errors import UserError
 from evalrepro.grade.observation import observe
@@ -44,7 +43,8 @@ from evalrepro.records.lockfile import (
 )
 from evalrepro.records.observation import ExecutionStatus, Observation, PatchStatus, SuspectFinding
 from evalrepro.records.trial import Attempt, Trial, TrialKey, TrialResult
-from evalrepro.report.swebench_layout import write_swebench_layout
+from evalrepro.run.swebench_layout import write_swebench_layout
+from evalrepro.sample import Sample
 from tests.corpus_swebench import load_eval_logs
 from tests.reference import reference_spec
 

@@ -21,11 +21,11 @@ from rich.console import Console
 
 from evalrepro.cli import main
 from evalrepro.config.experiment import compose
-from evalrepro.config.sample import load_samples
 from evalrepro.grade.score import score
 from evalrepro.pipeline import run_experiment
 from evalrepro.records.observation import Observation
 from evalrepro.report.view import view_run
+from evalrepro.sample import load_samples
 from tests.fake_backend import Tests, fake_backend, gold_scenario
 from tests.test_view import listed_tests, page_of
 

@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 
 from evalrepro import PACKAGE_DIR
+from evalrepro.grade.canary import _appended, check_canaries, draw_canaries
 from evalrepro.grade.parsers.registry import get_parser
+from evalrepro.grade.twins import Neighbours, _changed_text, make_canaries, make_twins, twin_name
 from evalrepro.records.canary import PASSING, Canary, CanaryCheck, TwinPair
-from evalrepro.run.canary import _appended, check_canaries, draw_canaries
-from evalrepro.run.sandbox.supervisor import with_canaries
-from evalrepro.run.twins import Neighbours, _changed_text, make_canaries, make_twins, twin_name
+from evalrepro.sandbox.supervisor import with_canaries
 from tests.demo_expectations import DOES_NOT_APPLY, EXPECTED
 from tests.test_canary import SAMPLES, _tree, run_on_host, runner_env, spec_of
 
@@ -720,7 +720,7 @@ def test_a_parametrised_canary_is_judged_by_its_parameter_sets():
 
 
 def test_a_shaped_method_canary_runs_alone_in_its_neighbours_class():
-    from evalrepro.run.fresh import RUNNERS
+    from evalrepro.grade.fresh import RUNNERS
 
     canary = next(c for c in drawn("demo__ledger-1", 3) if c.beside and c.expect == "fail")
     assert RUNNERS["unittest"].canary(canary, []) == (

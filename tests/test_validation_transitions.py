@@ -120,7 +120,7 @@ def test_every_disagreement_with_the_declared_lists_is_listed():
 
 def test_a_run_that_applies_no_patch_is_given_none():
     from evalrepro.records.testspec import ResolvedProtection
-    from evalrepro.run.patchcheck import check_patch
+    from evalrepro.rules.patchcheck import check_patch
 
     protection = ResolvedProtection(policy="restore", suspect="invalid", patterns=[], test_dirs=[])
     assert check_patch(b"", protection, without_patch=True).problem is None

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 from _pytest.assertion import rewrite
 
-from evalrepro.run.sandbox import GUARD
-from evalrepro.run.sandbox.supervisor import GUARD_MODULE, GUARD_PTH, guard_module
+from evalrepro.sandbox import GUARD
+from evalrepro.sandbox.supervisor import GUARD_MODULE, GUARD_PTH, guard_module
 from tests.test_framework_shadowing import image_env, run_in
 
 

@@ -29,11 +29,11 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from evalrepro import __version__
+from evalrepro.build.buildlog import record_builds
 from evalrepro.build.images import ImageChain, inputs_digest, layer_key
 from evalrepro.config.environment import Limits, PodmanEnvironment
 from evalrepro.config.executor import LocalExecutorConfig
 from evalrepro.config.gate import Gate, GateRule
-from evalrepro.config.sample import Sample
 from evalrepro.digest import sha256_bytes, sha256_json
 from evalrepro.grade.parsers import get_parser
 from evalrepro.plan.harness import code_digest
@@ -53,15 +53,15 @@ from evalrepro.records.lockfile import (
 from evalrepro.records.supervision import RuntimeFacts, SupervisorReport
 from evalrepro.records.testspec import ResolvedProtection, TestSpec
 from evalrepro.records.trial import Trial, TrialKey, Usage
-from evalrepro.report.timing import record_builds
 from evalrepro.report.view import LOG, MANIFEST, view_run
-from evalrepro.run.attempt import AttemptOutput, AttemptSpec
-from evalrepro.run.evalscript import compile_eval_script
+from evalrepro.rules.evalscript import compile_eval_script
+from evalrepro.rules.patchcheck import check_patch, patch_bytes
 from evalrepro.run.executors import run_trials
-from evalrepro.run.patchcheck import check_patch, patch_bytes
 from evalrepro.run.rundir import RunDirectory
-from evalrepro.run.runtimes.base import Runtime
-from evalrepro.run.supervision import StreamReader
+from evalrepro.runtimes.attempt import AttemptOutput, AttemptSpec
+from evalrepro.runtimes.base import Runtime
+from evalrepro.runtimes.supervision import StreamReader
+from evalrepro.sample import Sample
 from evalrepro.targets.base import Prediction
 from tests.fake_backend import supervisor_stream
 

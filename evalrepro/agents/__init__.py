@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from evalrepro.records.agent import AgentStatus, Budget
 from evalrepro.records.usage import Usage
-from evalrepro.run.interactive import Sandbox
+from evalrepro.runtimes.interactive import Sandbox
 from evalrepro.targets.agent import AgentTarget
 
 #: Where the problem statement is, in every agent's sandbox.

@@ -29,7 +29,7 @@ from evalrepro.config.program import (
     read_program,
     tar_digest,
 )
-from evalrepro.run.interactive import ExecResult, Sandbox, SandboxError
+from evalrepro.runtimes.interactive import ExecResult, Sandbox, SandboxError
 from evalrepro.targets.agent import AgentTarget, CommandAgent
 
 

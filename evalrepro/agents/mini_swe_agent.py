@@ -38,7 +38,7 @@ from evalrepro.errors import UserError
 from evalrepro.records.agent import Budget
 from evalrepro.records.trajectory import Action, Step, Trajectory, bounded
 from evalrepro.records.usage import Usage
-from evalrepro.run.interactive import Sandbox
+from evalrepro.runtimes.interactive import Sandbox
 from evalrepro.targets.agent import AgentTarget
 
 DRIVER = Path(__file__).with_name("mini_swe_agent_driver.py")

@@ -19,7 +19,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from evalrepro.atomic import write_bytes
-from evalrepro.run.interactive import SandboxError
+from evalrepro.runtimes.interactive import SandboxError
 
 #: Seconds pip may take to install an agent's package.
 _INSTALL_SECONDS = 1800

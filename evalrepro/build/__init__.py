@@ -7,11 +7,14 @@ builder class, imported only when a run opens it.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalrepro import plugins
 from evalrepro.build.base import Builder
 from evalrepro.errors import UserError
-from evalrepro.run.runtimes.base import Runtime
+
+if TYPE_CHECKING:  # a builder fills a runtime's store; it imports no runtime
+    from evalrepro.runtimes.base import Runtime
 
 
 def open_builder(config: object, runtime: Runtime, cache_dir: Path, concurrency: int) -> Builder:

@@ -5,29 +5,34 @@ layer, and returns each instance's ``ImageChain`` (records of what went in and w
 out) or the ``BuildFailure`` that makes its trials infrastructure errors. ``locked`` is
 the image records of a lockfile being run again: a builder that pins its inputs builds
 exactly those, and a layer that can no longer be had is a failure naming the input.
-A builder puts its images where its runtime finds them (podman's store, for all the
-builders there are).
+A builder puts its images into its runtime's build store (an
+:class:`~evalrepro.runtimes.store.ImageStore`), never calling the store's tool itself.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from evalrepro.build.images import ImageChain
+from evalrepro.errors import UserError
 from evalrepro.records.image import BuildFailure, ImageRecord
 from evalrepro.records.testspec import TestSpec
-from evalrepro.run.runtimes.base import Runtime
+from evalrepro.runtimes.store import ImageStore
 from evalrepro.sources.checkout import LocalCheckout
+
+if TYPE_CHECKING:  # a builder fills a runtime's store; it imports no runtime
+    from evalrepro.runtimes.base import Runtime
 
 
 class Builder(ABC):
     kind: ClassVar[str]
     #: The runtime whose image store the builder fills.
     runtime: Runtime
-    #: The runtime kinds whose image store this builder can fill.
-    runtimes: ClassVar[tuple[str, ...]] = ("podman",)
+    #: The runtime kinds whose image store this builder can fill (docker's: built in
+    #: podman's store, brought over by the docker runtime, the same bytes and Id).
+    runtimes: ClassVar[tuple[str, ...]] = ("podman", "docker")
     #: Whether its images are built from the instances' repo histories (the plan
     #: resolves the repo sources only for a builder that needs them).
     needs_sources: ClassVar[bool] = True
@@ -45,6 +50,14 @@ class Builder(ABC):
 
     def open(self) -> None:  # noqa: B027 - optional hook
         """The builder's own state, once its settings are there."""
+
+    @property
+    def store(self) -> ImageStore:
+        """The image store this builder builds in (see ``Runtime.build_store``)."""
+        store = self.runtime.build_store()
+        if store is None:
+            raise UserError(f"the {self.runtime.kind} runtime has no image store to build in")
+        return store
 
     def check(self) -> None:  # noqa: B027 - optional hook
         """The builder can work here (its tools are installed); else UserError."""

@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 from typing import ClassVar
 from urllib.parse import unquote, urlsplit
@@ -49,19 +49,21 @@ from urllib.parse import unquote, urlsplit
 from pydantic import ValidationError
 
 from evalrepro import atomic
-from evalrepro.build import debian, layertar, tether, wheels
+from evalrepro.build import debian, layertar, wheels
 from evalrepro.build.base import Builder
 from evalrepro.build.images import ImageChain, inputs_digest, layer_key
 from evalrepro.build.images import setting_input as _setting
-from evalrepro.build.tether import run_tethered
 from evalrepro.config.environment import PodmanEnvironment
+from evalrepro.config.spec import PYTHON_SUITES
 from evalrepro.digest import sha256_bytes, sha256_json
 from evalrepro.errors import UserError
-from evalrepro.plan.testspec import PYTHON_SUITES
 from evalrepro.records.image import BuildFailure, ImageRecord, PinnedInput
 from evalrepro.records.supervision import TEST_USER
 from evalrepro.records.testspec import TestSpec
-from evalrepro.run.runtimes.podman import PodmanError, PodmanRuntime, _last_line
+from evalrepro.runtimes import tether
+from evalrepro.runtimes.store import StoreError, backend_files
+from evalrepro.runtimes.store import last_line as _last_line
+from evalrepro.runtimes.tether import run_tethered
 from evalrepro.sources.checkout import LocalCheckout
 from evalrepro.sources.git import RepoError
 
@@ -100,14 +102,12 @@ Stage = Callable[[Path], dict[str, str]]
 
 class ContainerfileBuilder(Builder):
     config: PodmanEnvironment
-    runtime: PodmanRuntime
     kind: ClassVar[str] = "containerfile"
 
     def open(self) -> None:
         self._store: dict[str, str] = {}
         self._locked_ids: dict[str, str] = {}
-        self.files = self.runtime.files
-        self._normaliser = layertar.Normaliser(self.runtime, self.cache_dir / "layer-sizes")
+        self.files = backend_files()
         #: Each layer of this run, by key: found or built once, whichever chain asks first.
         self._layers: dict[str, Future[ImageRecord | BuildFailure]] = {}
         self._layers_lock = threading.Lock()
@@ -121,6 +121,11 @@ class ContainerfileBuilder(Builder):
     def check(self) -> None:
         self._clean_staging()
 
+    @cached_property
+    def _normaliser(self) -> layertar.Normaliser:
+        # Made when first used: a builder opened without a runtime checks its config only.
+        return layertar.Normaliser(self.store, self.cache_dir / "layer-sizes")
+
     def prepare(
         self,
         specs: list[TestSpec],
@@ -130,7 +135,7 @@ class ContainerfileBuilder(Builder):
         locked = [record for record in locked or [] if record.builder == self.kind]
         # One listing of the store answers "is this layer there?" for every layer (one
         # inspect per layer costs 55-145 ms: minutes for SWE-bench's 2,300 layers).
-        self._store = self.runtime.image_ids()
+        self._store = self.store.ids()
         # A locked layer whose Id the store holds under any name (a bundle's image, loaded
         # under a name of its own) is that layer, whatever the layer's tag names now.
         held = set(self._store.values())
@@ -327,7 +332,7 @@ class ContainerfileBuilder(Builder):
                 started = time.monotonic()
                 self._build(containerfile, tag, parent, stage, build_log, network)
                 built, build_seconds = True, round(time.monotonic() - started, 3)
-                image_id = self.runtime.image_id(tag)
+                image_id = self.store.image_id(tag)
                 if image_id is None:
                     raise BuildError(f"{tag} is missing right after its build", build_log)
             return ImageRecord(
@@ -345,7 +350,7 @@ class ContainerfileBuilder(Builder):
                 if layer == "base"
                 else None,
             )
-        except (BuildError, RepoError, PodmanError, UserError, debian.MirrorError) as error:
+        except (BuildError, RepoError, StoreError, UserError, debian.MirrorError) as error:
             log = getattr(error, "log", None)
             return BuildFailure(
                 builder=self.kind,
@@ -373,37 +378,24 @@ class ContainerfileBuilder(Builder):
             shutil.copy(containerfile, context / "Containerfile")
             build_args = stage(context)
             epoch = self.config.base.source_date_epoch
-            args = [
-                "build",
-                "--pull=never",
-                "--timestamp",
-                "0",
-                "--layers=false",
-                "--file",
-                str(context / "Containerfile"),
-                "--tag",
+            returncode = self.store.build(
+                context,
+                context / "Containerfile",
                 built,
-                "--build-arg",
-                f"SOURCE_DATE_EPOCH={epoch}",
-                # The history above the base is the normaliser's: see layertar.NORMALISATION.
-                # FROM the parent's Id: its tag may name another build of the same inputs.
-                *(
-                    ["--omit-history", "--build-arg", f"PARENT={parent.image_digest}"]
-                    if parent
-                    else []
-                ),
-                *(
-                    arg
-                    for name, value in build_args.items()
-                    for arg in ("--build-arg", f"{name}={value}")
-                ),
+                log=build_log,
+                build_args={
+                    "SOURCE_DATE_EPOCH": str(epoch),
+                    # FROM the parent's Id: its tag may name another build of the same inputs.
+                    **({"PARENT": parent.image_digest} if parent else {}),
+                    **build_args,
+                },
                 # Only a build that downloads (an install command) gets the host's network
                 # and CA bundle; the others install pinned files from their context.
-                *(["--network", "host", *self._ca_mount()] if network else ["--network", "none"]),
-                str(context),
-            ]
-            with build_log.open("wb") as log:
-                returncode = run_tethered(["podman", *args], stdout=log, env=self.runtime.env)
+                network=network,
+                volumes=self._ca_mount() if network else [],
+                # The history above the base is the normaliser's: see layertar.NORMALISATION.
+                omit_history=parent is not None,
+            )
             if returncode != 0:
                 tail = _last_line(build_log.read_text(errors="replace"))
                 raise BuildError(f"building {tag} failed: {tail}", build_log)
@@ -411,19 +403,19 @@ class ContainerfileBuilder(Builder):
             scratch.mkdir()
             try:
                 if parent is None:  # the base: imported, no overlay copy-up, no parent
-                    self.runtime.podman("tag", built, tag)
-                    self.runtime.podman("rmi", built, check=False)
+                    self.store.tag(built, tag)
+                    self.store.remove(built)
                 else:
                     self._normaliser.normalise(built, tag, scratch, parent.image_digest)
-            except (layertar.LayerError, PodmanError, OSError, ValueError, KeyError) as error:
-                self.runtime.podman("rmi", built, check=False)
+            except (layertar.LayerError, StoreError, OSError, ValueError, KeyError) as error:
+                self.store.remove(built)
                 raise BuildError(f"normalising {tag}: {error}", build_log) from error
 
-    def _ca_mount(self) -> list[str]:
+    def _ca_mount(self) -> list[tuple[str, str]]:
         bundle = self.config.build.ca_bundle
         if bundle is None or not Path(bundle).is_file():
             return []
-        return ["--volume", f"{bundle}:/etc/ssl/certs/ca-certificates.crt:ro"]
+        return [(bundle, "/etc/ssl/certs/ca-certificates.crt")]
 
     def _base_requests(self, suite: str) -> list[PinnedInput]:
         """What the config asks of the base layer (its pins come on top)."""
@@ -528,7 +520,7 @@ class ContainerfileBuilder(Builder):
             try:
                 yield path
             finally:
-                self.runtime.remove_tree(path)
+                self.store.remove_tree(path)
 
     def _clean_staging(self) -> list[Path]:
         """Remove the staging folders of builds that died (no process holds their lock)."""
@@ -546,9 +538,9 @@ class ContainerfileBuilder(Builder):
                 with contextlib.suppress(OSError):
                     if time.time() - path.stat().st_mtime < 60:
                         continue
-            self.runtime.remove_tree(path)
+            self.store.remove_tree(path)
             # and the image its build left before its rewrite, if it died in between
-            self.runtime.podman("rmi", _building_tag(path), check=False)
+            self.store.remove(_building_tag(path))
             removed.append(path)
         return removed
 
@@ -564,16 +556,8 @@ class ContainerfileBuilder(Builder):
         """
         manifest = self._manifest_file(image_id)
         if not manifest.exists():
-            done = self.runtime.podman(
-                "run",
-                "--rm",
-                "--network",
-                "none",
-                tag,
-                "dpkg-query",
-                "--show",
-                "--showformat=${Package}=${Version}\\n",
-                check=False,
+            done = self.store.run(
+                tag, ["dpkg-query", "--show", "--showformat=${Package}=${Version}\\n"]
             )
             if done.returncode != 0:
                 raise BuildError(f"cannot list the packages of {tag}: {_last_line(done.stderr)}")

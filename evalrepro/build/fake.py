@@ -15,7 +15,7 @@ from evalrepro.config.environment import FakeEnvironment
 from evalrepro.digest import sha256_json
 from evalrepro.records.image import BuildFailure, ImageRecord, PinnedInput
 from evalrepro.records.testspec import TestSpec
-from evalrepro.run.runtimes.fake import FakeRuntime
+from evalrepro.runtimes.fake import FakeRuntime
 from evalrepro.sources.checkout import LocalCheckout
 
 

@@ -11,7 +11,7 @@ manifest list resolves to one image per platform: another architecture is anothe
 An image already in the store under its pinned digest is not pulled again.
 
 Without ``adapt`` there is no layer on top: the image is what the trial runs in, so it
-must already hold what the trial supervisor needs (``evalrepro.run.sandbox.supervisor``).
+must already hold what the trial supervisor needs (``evalrepro.sandbox.supervisor``).
 With ``adapt``, one layer of evalrepro's goes on each pulled image
 (``backends/podman/Containerfile.adapt``, built on the pulled image's Id, without network,
 its top layer normalised as the Containerfile builder's are: ``layertar``). Its key is
@@ -59,6 +59,7 @@ import json
 import shutil
 import tempfile
 import time
+from functools import cached_property
 from pathlib import Path
 from typing import ClassVar
 
@@ -66,7 +67,6 @@ from evalrepro import atomic
 from evalrepro.build import layertar
 from evalrepro.build.base import Builder
 from evalrepro.build.images import ImageChain, inputs_digest, layer_key, setting_input
-from evalrepro.build.tether import run_tethered
 from evalrepro.config.builders import AdapterConfig, PrebuiltImageConfig, parse_pinned_reference
 from evalrepro.config.environment import PodmanEnvironment
 from evalrepro.digest import sha256_bytes, sha256_json
@@ -74,13 +74,10 @@ from evalrepro.errors import UserError
 from evalrepro.records.image import BuildFailure, ImageRecord, PinnedInput
 from evalrepro.records.supervision import TEST_USER
 from evalrepro.records.testspec import TestSpec
-from evalrepro.run.runtimes.podman import (
-    _RUNTIME_FAILURES,
-    PodmanError,
-    PodmanRuntime,
-    _last_line,
-)
-from evalrepro.run.sandbox import GIT_DIR, SUPERVISOR, SUPERVISOR_PATH, TESTBED
+from evalrepro.runtimes.store import RUNTIME_FAILURES as _RUNTIME_FAILURES
+from evalrepro.runtimes.store import StoreError, backend_files
+from evalrepro.runtimes.store import last_line as _last_line
+from evalrepro.sandbox import GIT_DIR, SUPERVISOR, SUPERVISOR_PATH, TESTBED
 from evalrepro.sources.checkout import LocalCheckout
 
 LAYER = "image"
@@ -200,7 +197,6 @@ class ImageProblem(Exception):
 
 class PrebuiltImageBuilder(Builder):
     config: PodmanEnvironment
-    runtime: PodmanRuntime
     kind: ClassVar[str] = "image"
 
     def open(self) -> None:
@@ -209,7 +205,11 @@ class PrebuiltImageBuilder(Builder):
         self._images: dict[str, ImageRecord | BuildFailure] = {}
         #: The adapter layer on each pulled image, by the pulled image's key.
         self._adapted: dict[str, ImageRecord | BuildFailure] = {}
-        self._normaliser = layertar.Normaliser(self.runtime, self.cache_dir / "layer-sizes")
+
+    @cached_property
+    def _normaliser(self) -> layertar.Normaliser:
+        # Made when first used: a builder opened without a runtime checks its config only.
+        return layertar.Normaliser(self.store, self.cache_dir / "layer-sizes")
 
     def prepare(
         self,
@@ -314,24 +314,22 @@ class PrebuiltImageBuilder(Builder):
 
     def _inspect(self, reference: str) -> dict | None:
         """podman's record of the image stored under ``reference``, or None."""
-        done = self.runtime.podman("image", "inspect", "--format", "json", reference, check=False)
-        if done.returncode != 0:
-            return None
-        try:
-            (found,) = json.loads(done.stdout)
-        except ValueError:
-            return None
-        return found if isinstance(found, dict) and found.get("Id") else None
+        return self.store.inspect(reference)
 
     def _pull(self, reference: str, log: Path) -> None:
         """``podman pull`` by digest: podman refuses a manifest whose bytes do not match."""
         tls = "true" if self.settings.tls_verify else "false"
-        done = self.runtime.podman("pull", "--quiet", f"--tls-verify={tls}", reference, check=False)
         log.parent.mkdir(parents=True, exist_ok=True)
-        atomic.write_text(log, f"$ podman pull --tls-verify={tls} {reference}\n{done.stderr}")
-        if done.returncode != 0:
-            reason = _last_line(done.stderr).removeprefix("Error: ")
-            raise ImageProblem(f"pulling {reference} failed: {reason}", log)
+        try:
+            pulled = self.store.pull(reference, tls_verify=self.settings.tls_verify)
+        except StoreError as error:
+            atomic.write_text(
+                log, f"$ {self.store.tool} pull --tls-verify={tls} {reference}\n{error}\n"
+            )
+            raise ImageProblem(f"pulling {reference} failed: {error}", log) from None
+        atomic.write_text(
+            log, f"$ {self.store.tool} pull --tls-verify={tls} {reference}\n{pulled}\n"
+        )
 
     # --- the supervisor's contract ----------------------------------------------------
 
@@ -384,29 +382,22 @@ class PrebuiltImageBuilder(Builder):
                 f"{image.tag} runs as user {config['User']!r}: the supervisor must start "
                 "as the container's root"
             )
-        done = self.runtime.podman(
-            "run",
-            "--rm",
-            "--network",
-            "none",
-            "--pull",
-            "never",
-            "--security-opt",
-            "no-new-privileges",
-            f"--volume={SUPERVISOR}:{SUPERVISOR_PATH}:ro",
+        done = self.store.run(
             image.tag,
-            "/usr/bin/python3",
-            "-I",
-            "-S",
-            "-c",
-            CONTRACT_CHECK,
-            TESTBED,
-            GIT_DIR,
-            SUPERVISOR_PATH,
-            spec.base_commit,
-            str(TEST_USER["uid"]),
-            str(TEST_USER["gid"]),
-            check=False,
+            [
+                "/usr/bin/python3",
+                "-I",
+                "-S",
+                "-c",
+                CONTRACT_CHECK,
+                TESTBED,
+                GIT_DIR,
+                SUPERVISOR_PATH,
+                spec.base_commit,
+                str(TEST_USER["uid"]),
+                str(TEST_USER["gid"]),
+            ],
+            volumes=[(str(SUPERVISOR), SUPERVISOR_PATH)],
         )
         if done.returncode in (126, 127):
             raise ImageProblem(
@@ -419,7 +410,7 @@ class PrebuiltImageBuilder(Builder):
             result = None
         if done.returncode != 0 or not isinstance(result, dict):
             raise ImageProblem(
-                f"checking {image.tag} failed (podman exit code {done.returncode}): "
+                f"checking {image.tag} failed ({self.store.tool} exit code {done.returncode}): "
                 f"{_last_line(done.stderr)}"
             )
         return {"problems": list(result.get("problems") or []), "packages": result.get("packages")}
@@ -433,7 +424,7 @@ class PrebuiltImageBuilder(Builder):
         self, image: ImageRecord, adapt: AdapterConfig, pins: dict[str, ImageRecord]
     ) -> ImageRecord | BuildFailure:
         """The adapter layer on the pulled ``image``: found by its key, else built."""
-        containerfile = self.runtime.files / f"Containerfile.{ADAPTER}"
+        containerfile = backend_files() / f"Containerfile.{ADAPTER}"
         inputs = [
             PinnedInput(
                 kind="recipe",
@@ -455,18 +446,18 @@ class PrebuiltImageBuilder(Builder):
             # A locked layer the store holds (under any name: a bundle's image) is that
             # layer, given the layer's tag (the contract check runs the tag).
             pinned = pins.get(key)
-            found = self.runtime.image_id(pinned.image_digest) if pinned else None
+            found = self.store.image_id(pinned.image_digest) if pinned else None
             if found is not None:
-                self.runtime.podman("tag", found, tag)
-            found = found or self.runtime.image_id(tag)
+                self.store.tag(found, tag)
+            found = found or self.store.image_id(tag)
             if found is None:
                 started = time.monotonic()
                 self._build_adapter(containerfile, tag, image, adapt, log)
                 built, seconds = True, round(time.monotonic() - started, 3)
-                found = self.runtime.image_id(tag)
+                found = self.store.image_id(tag)
                 if found is None:
                     raise ImageProblem(f"{tag} is missing right after its build", log)
-        except (ImageProblem, PodmanError) as problem:
+        except (ImageProblem, StoreError) as problem:
             return BuildFailure(
                 builder=self.kind,
                 layer=ADAPTER,
@@ -502,28 +493,15 @@ class PrebuiltImageBuilder(Builder):
         try:
             shutil.copy(containerfile, context / "Containerfile")
             (context / "normalise").mkdir()
-            command = [
-                "podman",
-                "build",
-                "--pull=never",
-                "--timestamp",
-                "0",
-                "--layers=false",
-                "--omit-history",
-                "--network",
-                "none",
-                "--file",
-                str(context / "Containerfile"),
-                "--tag",
+            returncode = self.store.build(
+                context,
+                context / "Containerfile",
                 built,
-                "--build-arg",
-                f"PARENT={image.image_digest}",
-                "--build-arg",
-                f"PYTHON_ENV={adapt.python_env}",
-                str(context),
-            ]
-            with log.open("wb") as out:
-                returncode = run_tethered(command, stdout=out, env=self.runtime.env)
+                log=log,
+                build_args={"PARENT": image.image_digest, "PYTHON_ENV": adapt.python_env},
+                network=False,
+                omit_history=True,
+            )
             if returncode != 0:
                 # The recipe's own word on what the image lacks, else podman's last line.
                 text = log.read_text(errors="replace")
@@ -536,11 +514,11 @@ class PrebuiltImageBuilder(Builder):
                 raise ImageProblem(f"building the adapter on {image.tag} failed: {tail}", log)
             try:
                 self._normaliser.normalise(built, tag, context / "normalise", image.image_digest)
-            except (layertar.LayerError, PodmanError, OSError, ValueError, KeyError) as error:
-                self.runtime.podman("rmi", built, check=False)
+            except (layertar.LayerError, StoreError, OSError, ValueError, KeyError) as error:
+                self.store.remove(built)
                 raise ImageProblem(f"normalising {tag}: {error}", log) from error
         finally:
-            self.runtime.remove_tree(context)
+            self.store.remove_tree(context)
 
     # --- files -----------------------------------------------------------------------
 
@@ -555,7 +533,7 @@ class PrebuiltImageBuilder(Builder):
 
     def missing(self, records: list[ImageRecord]) -> list[ImageRecord]:
         # A reference pinned by digest is not a name the store lists: ask by reference.
-        return [r for r in records if f"sha256:{self.runtime.image_id(r.tag)}" != r.image_digest]
+        return [r for r in records if f"sha256:{self.store.image_id(r.tag)}" != r.image_digest]
 
     def package_manifest(self, base: ImageRecord) -> Path | None:
         manifest = self._manifest_file(base.image_digest)

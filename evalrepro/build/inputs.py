@@ -59,12 +59,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from evalrepro.build import nixstore
 from evalrepro.build.nix import _write_tar, deb_store_name, tar_store_name, wheel_store_name
 from evalrepro.config.experiment import ExperimentConfig
-from evalrepro.config.sample import load_samples
-from evalrepro.digest import sha256_file
+from evalrepro.digest import sha256_file, short_digest
 from evalrepro.errors import UserError, validation_message
-from evalrepro.plan.lockfile import short_digest
 from evalrepro.records.image import PinnedInput
 from evalrepro.records.lockfile import LockedImage, Lockfile
+from evalrepro.sample import load_samples
 from evalrepro.sources.archive import ArchiveRepo
 from evalrepro.sources.resolve import materialize, resolve_sources
 

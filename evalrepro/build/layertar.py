@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from evalrepro import atomic
-from evalrepro.run.runtimes.podman import PodmanError, PodmanRuntime
+from evalrepro.runtimes.store import ImageStore, StoreError
 
 BLOCK = 512
 #: Extended-attribute namespaces that belong to overlayfs, not to the files.
@@ -185,19 +185,15 @@ class Normaliser:
     podman skip exporting the parents again. A layer without a known size is exported
     (slower, as correct)."""
 
-    def __init__(self, runtime: PodmanRuntime, sizes: Path) -> None:
-        self.runtime = runtime
+    def __init__(self, store: ImageStore, sizes: Path) -> None:
+        self.store = store
         self.sizes = sizes
 
     def normalise(self, built: str, tag: str, scratch: Path, parent: str) -> None:
         """Give ``tag`` the image ``built`` (made on the image ``parent``, built without
         history) with its top layer and history normalised; drop ``built``."""
         layout = scratch / "export"
-        diff_ids = json.loads(
-            self.runtime.podman(
-                "image", "inspect", "--format", "{{json .RootFS.Layers}}", built
-            ).stdout
-        )
+        diff_ids = self.store.layers(built)
         _layout(layout)
         for diff_id in diff_ids[:-1]:
             size = self._known_size(diff_id)
@@ -206,7 +202,7 @@ class Normaliser:
                     "wb"
                 ) as standin:
                     standin.truncate(size)
-        self.runtime.podman("push", "--quiet", built, f"oci:{layout}:built")
+        self.store.export_layout(built, layout, "built")
         manifest_blob = _blob(layout, json.loads((layout / "index.json").read_bytes()))
         manifest = json.loads(manifest_blob.read_bytes())
         config_bytes = _blob_path(layout, manifest["config"]["digest"]).read_bytes()
@@ -225,14 +221,11 @@ class Normaliser:
         config_bytes = json.dumps(config, separators=(",", ":")).encode()
         layer = (scratch / "layer.tar", digest, size)
         self._load(scratch / "load", manifest, config_bytes, layer, tag)
-        self.runtime.podman("rmi", built, check=False)
+        self.store.remove(built)
 
     def _history(self, parent: str) -> list[dict]:
         """The parent's history, as its config holds it (one entry per layer and more)."""
-        shown = self.runtime.podman(
-            "image", "inspect", "--format", "{{json .History}}", parent
-        ).stdout
-        history = json.loads(shown) or []
+        history = self.store.history(parent)
         if not isinstance(history, list) or not all(isinstance(h, dict) for h in history):
             raise LayerError(f"the parent {parent[:19]} has a history that is not a list")
         return history
@@ -285,10 +278,10 @@ class Normaliser:
         with tarfile.open(archive, "w") as tar:
             for path in sorted(where.rglob("*")):
                 tar.add(path, arcname=str(path.relative_to(where)), recursive=False)
-        self.runtime.podman("load", "--quiet", "--input", str(archive))
-        image_id = self.runtime.image_id(tag)
+        self.store.load(archive)
+        image_id = self.store.image_id(tag)
         if image_id != config_digest.removeprefix("sha256:"):
-            raise PodmanError(f"the normalised image loaded as {image_id or 'nothing'}")
+            raise StoreError(f"the normalised image loaded as {image_id or 'nothing'}")
 
     def _known_size(self, diff_id: str) -> int | None:
         try:

@@ -43,19 +43,19 @@ from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
-from evalrepro import atomic
+from evalrepro import PACKAGE_DIR, atomic
 from evalrepro.build import debian, nixstore, wheels
 from evalrepro.build.base import Builder
 from evalrepro.build.images import ImageChain, inputs_digest, layer_key
 from evalrepro.build.nixstore import NixError
 from evalrepro.config.builders import NixBuilderConfig
 from evalrepro.config.environment import PodmanEnvironment
+from evalrepro.config.spec import PYTHON_SUITES
 from evalrepro.digest import sha256_bytes, sha256_json
 from evalrepro.errors import UserError
-from evalrepro.plan.testspec import PYTHON_SUITES
 from evalrepro.records.image import BuildFailure, ImageRecord, PinnedInput
 from evalrepro.records.testspec import TestSpec
-from evalrepro.run.runtimes.podman import PACKAGE_DIR, PodmanError, PodmanRuntime
+from evalrepro.runtimes.store import StoreError
 from evalrepro.sources.checkout import LocalCheckout
 from evalrepro.sources.git import RepoError
 
@@ -167,7 +167,6 @@ class Layer:
 
 class NixBuilder(Builder):
     config: PodmanEnvironment
-    runtime: PodmanRuntime
     kind: ClassVar[str] = "nix"
 
     def open(self) -> None:
@@ -483,7 +482,7 @@ class NixBuilder(Builder):
             else:
                 wanted.setdefault(layer.key, layer)
         # One listing of podman's store for every image (not one inspect each).
-        store = self.runtime.image_ids()
+        store = self.store.ids()
         loaded = {
             key: (store[layer.tag].removeprefix("sha256:") if layer.tag in store else None)
             for key, layer in wanted.items()
@@ -499,7 +498,7 @@ class NixBuilder(Builder):
                 if key in errors:
                     raise InputError(errors[key])
                 records[key] = self._records(layer, loaded[key], built)
-            except (InputError, PodmanError, NixError) as error:
+            except (InputError, StoreError, NixError) as error:
                 records[key] = self._failure(layer, str(error))
         for layer in instances:
             if id(layer) not in results:
@@ -556,11 +555,10 @@ class NixBuilder(Builder):
         archives = done.stdout.split()
         errors: dict[str, str] = {}
         for image, archive in zip(images, archives, strict=True):
-            load = self.runtime.podman("load", "--input", archive, check=False)
-            if load.returncode != 0:
-                errors[image.key] = (
-                    f"podman load {archive} failed: {nixstore._last_line(load.stderr)}"
-                )
+            try:
+                self.store.load(Path(archive))
+            except StoreError as error:
+                errors[image.key] = f"{self.store.tool} load {archive} failed: {error}"
         # What Nix built (rather than found in the store), from its own log.
         names = set(
             re.findall(r"building '[^']*-evalrepro-([a-z]+)-([0-9a-f]{24})\.tar\.drv'", done.stderr)
@@ -616,13 +614,10 @@ class NixBuilder(Builder):
     def _records(
         self, image: Layer, image_id: str | None, built: dict[tuple[str, str], float]
     ) -> ImageChain:
-        image_id = image_id or self.runtime.image_id(image.tag)
+        image_id = image_id or self.store.image_id(image.tag)
         if image_id is None:
-            raise InputError(f"{image.tag} is not in podman's store after its build")
-        done = self.runtime.podman(
-            "image", "inspect", "--format", "{{json .RootFS.Layers}}", image.tag
-        )
-        diff_ids = json.loads(done.stdout or "[]")
+            raise InputError(f"{image.tag} is not in {self.store.tool}'s store after its build")
+        diff_ids = self.store.layers(image.tag)
         chain = image.chain
         if len(diff_ids) != len(chain):
             raise InputError(f"{image.tag} has {len(diff_ids)} layers, its records {len(chain)}")

@@ -9,8 +9,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-LATEX_HELP = "a booktabs table to \\input{} in a paper"
-
 
 def config_arguments(parser: argparse.ArgumentParser) -> None:
     """The experiment: Hydra overrides and a directory of the user's own configs."""
@@ -73,14 +71,6 @@ def output_argument(
 
 def json_argument(parser: argparse._ActionsContainer, help: str | None = None) -> None:
     parser.add_argument("--json", action="store_true", help=help)
-
-
-def latex_argument(parser: argparse._ActionsContainer) -> None:
-    parser.add_argument("--latex", action="store_true", help=LATEX_HELP)
-
-
-def html_argument(parser: argparse.ArgumentParser, help: str) -> None:
-    parser.add_argument("--html", type=Path, metavar="FILE", help=help)
 
 
 def parser_argument(parser: argparse.ArgumentParser, help: str) -> None:

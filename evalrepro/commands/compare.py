@@ -8,15 +8,10 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from evalrepro import atomic
-from evalrepro.commands._arguments import (
-    database_arguments,
-    html_argument,
-    json_argument,
-    latex_argument,
-    statistics_arguments,
-)
+from evalrepro.commands._arguments import database_arguments, statistics_arguments
 from evalrepro.commands._common import EXIT_CHECK_FAILED, EXIT_OK, make_console
 from evalrepro.errors import UserError
+from evalrepro.report.formats import FORMATS, format_arguments, pages, printed_format
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -36,10 +31,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "--force", action="store_true", help="compare anyway when not comparable (marked so)"
     )
     compare.add_argument("--method", choices=["BCa", "percentile", "basic"], default="BCa")
-    printed = compare.add_mutually_exclusive_group()
-    json_argument(printed)
-    latex_argument(printed)
-    html_argument(compare, "also write a page with a forest plot")
+    format_arguments(compare, "comparison", helps={"html": "also write a page with a forest plot"})
     statistics_arguments(compare)
     from evalrepro.commands.report import STORE_HELP
 
@@ -208,9 +200,7 @@ def _compare(args: argparse.Namespace, paths: list[Path], names: dict[str, str])
         NotComparable,
         compare_runs,
         load_run,
-        print_comparison_report,
     )
-    from evalrepro.report.html import render_comparison_html
 
     try:
         report = compare_runs(
@@ -256,7 +246,8 @@ def _compare(args: argparse.Namespace, paths: list[Path], names: dict[str, str])
             ]
         }
     )
-    if args.html is not None:
+    written = pages(args, "comparison")
+    if written:
         from evalrepro.report.run_report import build_run_report
         from evalrepro.report.view import relative_link, write_view
 
@@ -277,33 +268,31 @@ def _compare(args: argparse.Namespace, paths: list[Path], names: dict[str, str])
         # Each instance's cell links to its trial in that run's viewer: (re)write them.
         # A bundle's (unpacked only for this command) goes into the page's own folder,
         # cmp_files/view-N/ beside cmp.html, the one folder the page needs beside it.
-        files = page_files(args.html)
-        viewers = [
-            relative_link(
-                write_view(
-                    r.path,
-                    run_report,
-                    r.results,
-                    output=None
-                    if given.resolve() == r.path.resolve()
-                    else files / f"view-{number}",
-                ).root,
-                args.html,
+        for name, path in written.items():
+            files = page_files(path)
+            viewers = [
+                relative_link(
+                    write_view(
+                        r.path,
+                        run_report,
+                        r.results,
+                        output=None
+                        if given.resolve() == r.path.resolve()
+                        else files / f"view-{number}",
+                    ).root,
+                    path,
+                )
+                for number, (given, r, run_report) in enumerate(
+                    zip(args.runs, runs, reports, strict=True), start=1
+                )
+            ]
+            page = FORMATS[name].render(
+                "comparison", report, reports, title="evalrepro comparison", viewers=viewers
             )
-            for number, (given, r, run_report) in enumerate(
-                zip(args.runs, runs, reports, strict=True), start=1
-            )
-        ]
-        page = render_comparison_html(
-            report, reports, title="evalrepro comparison", viewers=viewers
-        )
-        atomic.write_text(args.html, page)
-    if args.json:
-        print(report.model_dump_json(indent=2))
-    elif args.latex:
-        from evalrepro.report.latex import render_comparison_latex
-
-        print(render_comparison_latex(report), end="")
+            atomic.write_text(path, page)
+    printed = printed_format(args, "comparison")
+    if printed.output == "console":
+        printed.renderer("comparison")(make_console(), report)
     else:
-        print_comparison_report(make_console(), report)
+        print(printed.render("comparison", report), end="")
     return EXIT_OK

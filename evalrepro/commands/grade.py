@@ -12,7 +12,6 @@ from rich.text import Text
 
 from evalrepro.commands._arguments import json_argument, parser_argument, strict_argument
 from evalrepro.commands._common import make_console
-from evalrepro.config.sample import Sample, load_samples
 from evalrepro.console import Table
 from evalrepro.errors import UserError
 from evalrepro.grade.observation import observe
@@ -21,6 +20,7 @@ from evalrepro.grade.parsers.swebench_repos import SWEBENCH_REPO_PARSERS
 from evalrepro.grade.score import score
 from evalrepro.records.observation import Observation, TestGroup
 from evalrepro.records.score import Score
+from evalrepro.sample import Sample, load_samples
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:

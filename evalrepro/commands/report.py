@@ -15,14 +15,12 @@ from rich.markup import escape
 from evalrepro import atomic
 from evalrepro.commands._arguments import (
     database_arguments,
-    html_argument,
-    json_argument,
-    latex_argument,
     run_argument,
     statistics_arguments,
 )
 from evalrepro.commands._common import EXIT_GATE_FAILED, EXIT_OK, make_console
 from evalrepro.errors import UserError
+from evalrepro.report.formats import FORMATS, format_arguments, pages, printed_format
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -35,11 +33,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     report.add_argument(
         "--rebuild", action="store_true", help="rewrite results.json from the trial results"
     )
-    output = report.add_mutually_exclusive_group()
-    json_argument(output, "one JSON object (with SWE-bench's run-report fields)")
-    output.add_argument("--markdown", action="store_true", help="tables for a paper appendix")
-    latex_argument(output)
-    html_argument(report, "also write a self-contained HTML page")
+    format_arguments(
+        report, "run", helps={"json": "one JSON object (with SWE-bench's run-report fields)"}
+    )
     report.add_argument(
         "--enforce-gate",
         action="store_true",
@@ -81,8 +77,8 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace, run: Path, *, bundle: Path | None) -> int:
-    from evalrepro.report.html import render_run_html
-    from evalrepro.report.run_report import build_run_report, markdown_run_report, print_run_report
+    from evalrepro.report.results import rebuild_results
+    from evalrepro.report.run_report import build_run_report
     from evalrepro.run.evidence import Survey
     from evalrepro.run.rundir import RunDirectory
 
@@ -91,7 +87,7 @@ def _report(args: argparse.Namespace, run: Path, *, bundle: Path | None) -> int:
         # Not while a run writes into the directory: its results.json would be overwritten.
         with directory.exclusive():
             done = directory.completed(lockfile)  # refuses evidence that does not hold
-            directory.write_results(directory.rebuild_results(lockfile, done))
+            directory.write_results(rebuild_results(directory, lockfile, done))
             directory.write_swebench_layout(lockfile, done, intact=True)
         survey = Survey(directory.path, results=done)
     else:
@@ -110,33 +106,32 @@ def _report(args: argparse.Namespace, run: Path, *, bundle: Path | None) -> int:
     if bundle is not None:
         # Named as given: the bundle was unpacked into a folder gone after this command.
         report = report.model_copy(update={"run": str(bundle)})
-    if args.html is not None:
+    written = pages(args, "run")
+    if written:
         from evalrepro.report.view import relative_link, write_view
 
-        # The page links every trial to its viewer page: (re)write the viewer first
+        # A page links every trial to its viewer page: (re)write the viewer first
         # (a bundle's beside the page: the bundle is unpacked only for this command).
-        view_dir = None if bundle is None else args.html.with_name(args.html.stem + "-view")
+        first = next(iter(written.values()))
+        view_dir = None if bundle is None else first.with_name(first.stem + "-view")
         site = write_view(directory.path, report, survey.results, output=view_dir)
-        page = render_run_html(
-            report,
-            title=f"evalrepro: {directory.path.name}",
-            viewer=relative_link(site.root, args.html),
-        )
-        atomic.write_text(args.html, page)
-    if args.json:
-        print(report.model_dump_json(indent=2))
-    elif args.markdown:
-        print(markdown_run_report(report), end="")
-    elif args.latex:
-        from evalrepro.report.latex import render_run_latex
-
-        print(render_run_latex(report), end="")
-    else:
+        for name, path in written.items():
+            page = FORMATS[name].render(
+                "run",
+                report,
+                title=f"evalrepro: {directory.path.name}",
+                viewer=relative_link(site.root, path),
+            )
+            atomic.write_text(path, page)
+    printed = printed_format(args, "run")
+    if printed.output == "console":
         console = make_console()
-        print_run_report(console, report)
-        if args.html is not None:
-            console.print(f"html report: {escape(str(args.html))}", highlight=False)
-    exported = args.json or args.markdown or args.latex or args.html is not None
+        printed.renderer("run")(console, report)
+        for name, path in written.items():
+            console.print(f"{name} report: {escape(str(path))}", highlight=False)
+    else:
+        print(printed.render("run", report), end="")
+    exported = printed.output != "console" or bool(written)
     if report.gate_passed or (exported and not args.enforce_gate):
         return EXIT_OK
     return EXIT_GATE_FAILED

@@ -4,6 +4,9 @@ A dataset is configuration (``conf/dataset/*.yaml``): the instances file, which 
 family its FAIL_TO_PASS / PASS_TO_PASS lists were produced by, where each repo's git
 history comes from, and a spec per (repo, version). A user evaluates their own data by
 writing such a file; no Python is needed.
+
+Models only: compiling the dataset into test specs and parsers is the plan's
+(``evalrepro.plan.dataset``).
 """
 
 from __future__ import annotations
@@ -14,12 +17,10 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, FilePath, field_validator
 
-from evalrepro.config.sample import Sample, load_samples
+from evalrepro.config.protection import TestProtection
+from evalrepro.config.spec import RepoSpec
 from evalrepro.errors import UserError
-from evalrepro.grade.parsers import Family, LogParser, get_parser
-from evalrepro.plan.testspec import RepoSpec, compile_test_spec
-from evalrepro.records.testspec import TestSpec
-from evalrepro.run.protection import TestProtection
+from evalrepro.sample import Family, Sample, load_samples
 from evalrepro.sources.config import SourceConfig, Sources
 
 
@@ -101,36 +102,3 @@ class DatasetConfig(BaseModel):
                 f"dataset '{self.name}': no spec for repo '{sample.repo}' version "
                 f"'{sample.version}' (instance '{sample.instance_id}')"
             ) from None
-
-    def command_advice(self) -> list[str]:
-        """One line per spec whose test command visibly lacks what its parser needs."""
-        advice = []
-        for repo, versions in sorted(self.specs.items()):
-            for version, spec in sorted(versions.items()):
-                found = get_parser(spec.parser).command_advice(spec.test_cmd)
-                if found:
-                    advice.append(f"spec {repo} {version}: {found} in test_cmd {spec.test_cmd!r}")
-        return advice
-
-    def parser_for(self, sample: Sample) -> LogParser:
-        """The instance's own parser, else its spec's; its family must be the dataset's."""
-        parser = get_parser(sample.parser or self.spec_for(sample).parser)
-        if parser.family is not self.test_ids:
-            raise UserError(
-                f"dataset '{self.name}': instance '{sample.instance_id}' uses parser "
-                f"'{parser.name}' ({parser.family} family) but the dataset's test ids "
-                f"come from the {self.test_ids} family"
-            )
-        return parser
-
-    def test_spec(self, sample: Sample, *, model_patch: bool = True) -> TestSpec:
-        """``model_patch``: False for a run that applies none (validation's before)."""
-        parser = self.parser_for(sample)
-        return compile_test_spec(
-            sample,
-            self.spec_for(sample),
-            parser=parser.name,
-            fail_only=parser.fail_only or sample.fail_only,
-            protection=self.protection,
-            model_patch=model_patch,
-        )

@@ -165,12 +165,23 @@ class PodmanEnvironment(SandboxEnvironment):
     #: The base image (a Debian root filesystem).
     base: BaseImageSpec = Field(default_factory=BaseImageSpec)
 
-    implementation: ClassVar[str] = "evalrepro.run.runtimes.podman:PodmanRuntime"
+    implementation: ClassVar[str] = "evalrepro.runtimes.podman:PodmanRuntime"
 
     @field_validator("builder", mode="before")
     @classmethod
     def _builder_by_name(cls, value: object) -> object:
         return {"kind": value} if isinstance(value, str) else value
+
+
+class DockerEnvironment(PodmanEnvironment):
+    """Docker (the root daemon, ``dockerd``): trials run in docker containers, started
+    from the same images, by the same Id, as podman's (the builders build them in root's
+    podman store; the runtime brings each into docker's store as a docker-archive, which
+    keeps its Id). Debian 12 has no rootless Docker: see docs/runtimes.md."""
+
+    kind: Literal["docker"] = "docker"  # type: ignore[assignment]
+
+    implementation: ClassVar[str] = "evalrepro.runtimes.docker:DockerRuntime"
 
 
 class FakeEnvironment(SandboxEnvironment):
@@ -188,7 +199,7 @@ class FakeEnvironment(SandboxEnvironment):
     #: The images' records: made by the fake builder.
     builder: FakeBuilderConfig = Field(default_factory=FakeBuilderConfig)
 
-    implementation: ClassVar[str] = "evalrepro.run.runtimes.fake:FakeRuntime"
+    implementation: ClassVar[str] = "evalrepro.runtimes.fake:FakeRuntime"
 
 
 class RecordedEnvironment(BaseModel):
@@ -208,6 +219,6 @@ class RecordedEnvironment(BaseModel):
     #: The images' record: one, ``recorded:unknown``, shared by every trial.
     builder: RecordedBuilderConfig = Field(default_factory=RecordedBuilderConfig)
 
-    implementation: ClassVar[str] = "evalrepro.run.runtimes.recorded:RecordedRuntime"
+    implementation: ClassVar[str] = "evalrepro.runtimes.recorded:RecordedRuntime"
     #: The path is where the logs were; what they hold is each attempt's recorded output.
     identity: ClassVar[dict[str, str]] = {"logs": "none", "kind": "digest", "builder": "digest"}

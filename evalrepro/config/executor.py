@@ -2,8 +2,13 @@
 
 One pydantic config per kind (``executor.kind``, a plugin of the ``evalrepro.executors``
 group); the model names its implementation, imported only when a run opens it. The
-executor is not part of a trial's identity: the same lockfile run by two executors gives
-the same trial ids and verdicts.
+executors of evalrepro are not part of a trial's identity: the same lockfile run by two
+of them gives the same trial ids and verdicts (an executor from another package is: its
+code carries every attempt's output, ``evalrepro.plan.plugin_code``).
+
+The bases are public, for a package's own kind: :class:`BaseExecutorConfig` (retries), and
+:class:`LeasedExecutorConfig` for an executor on the leased loop of
+``evalrepro.run.executors.leased`` (a Ray or a Modal one, as Dask's kinds are).
 """
 
 from __future__ import annotations
@@ -13,7 +18,9 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
-class _ExecutorBase(BaseModel):
+class BaseExecutorConfig(BaseModel):
+    """What every executor's config has: its retries, and its implementation."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: Attempts per trial when the infrastructure fails; the plan's trial count is fixed.
@@ -28,7 +35,7 @@ class _ExecutorBase(BaseModel):
         return 1
 
 
-class LocalExecutorConfig(_ExecutorBase):
+class LocalExecutorConfig(BaseExecutorConfig):
     """A pool of threads in this process, each driving one sandbox at a time."""
 
     kind: Literal["local"] = "local"
@@ -42,7 +49,7 @@ class LocalExecutorConfig(_ExecutorBase):
         return self.max_workers
 
 
-class SerialExecutorConfig(_ExecutorBase):
+class SerialExecutorConfig(BaseExecutorConfig):
     """One attempt at a time, in the calling thread."""
 
     kind: Literal["serial"] = "serial"
@@ -93,8 +100,9 @@ class AdaptiveBounds(BaseModel):
     maximum: int = Field(ge=1)
 
 
-class _DaskExecutorBase(_ExecutorBase):
-    """Attempts run by Dask workers (``distributed``); the submitter records them."""
+class LeasedExecutorConfig(BaseExecutorConfig):
+    """Attempts run by a cluster's workers; the submitter records them
+    (``evalrepro.run.executors.leased``)."""
 
     #: Where each worker's node gets the run's images.
     images: DaskImages = Field(default_factory=DaskImages)
@@ -105,6 +113,10 @@ class _DaskExecutorBase(_ExecutorBase):
     heartbeat: float = Field(default=2.0, gt=0, le=60)
     #: How long to wait for the first worker, in seconds.
     worker_wait: float = Field(default=120.0, gt=0)
+
+
+class _DaskExecutorBase(LeasedExecutorConfig):
+    """Attempts run by Dask workers (``distributed``)."""
 
     implementation: ClassVar[str] = "evalrepro.run.executors.dask:DaskExecutor"
 

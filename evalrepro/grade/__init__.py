@@ -1,1 +1,2 @@
-"""Grade: a test log becomes a status map, an observation, a score."""
+"""Grade: a test log becomes a status map, an observation, a score; beside them, what an
+observation is checked with (canaries, fresh runs, re-runs), drawn and judged here."""

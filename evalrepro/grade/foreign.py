@@ -7,12 +7,12 @@ it is read. Its Observation says ``source: log``.
 
 from __future__ import annotations
 
-from evalrepro.config.sample import Sample
 from evalrepro.digest import sha256_json
 from evalrepro.grade.observation import observe
 from evalrepro.grade.parsers import LogParser
 from evalrepro.records.foreign import ForeignLog
 from evalrepro.records.observation import ExecutionStatus, Observation, ParserStatus, PatchStatus
+from evalrepro.sample import Sample
 
 #: Largest log read (SWE-bench's biggest test outputs are tens of MB).
 MAX_LOG_BYTES = 256 << 20

@@ -23,9 +23,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Literal
 
-from evalrepro.config.sample import Sample
+from evalrepro.grade.canary import check_canaries
+from evalrepro.grade.fresh import check_fresh
 from evalrepro.grade.grading import tests_report
 from evalrepro.grade.parsers import Family, LogParser, Status
+from evalrepro.grade.rerun import check_reruns
 from evalrepro.grade.testlog import (
     HarnessEvent,
     LogRules,
@@ -48,10 +50,8 @@ from evalrepro.records.observation import (
 from evalrepro.records.rerun import RerunPlan
 from evalrepro.records.supervision import SupervisorReport
 from evalrepro.records.testspec import ResolvedProtection
-from evalrepro.run.canary import check_canaries
-from evalrepro.run.fresh import check_fresh
-from evalrepro.run.patchcheck import PatchCheck
-from evalrepro.run.rerun import check_reruns
+from evalrepro.rules.patchcheck import PatchCheck
+from evalrepro.sample import Sample
 
 # SWE-bench harness lines that mean the environment, not the patch, broke.
 _INFRASTRUCTURE_EVENTS = (HarnessEvent.RESET_FAILED, HarnessEvent.TESTS_ERRORED)

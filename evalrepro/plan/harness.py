@@ -9,6 +9,8 @@ parsers, grading and scoring, the observation and test-log models, how an attemp
 output and a foreign log are observed, the test specs, the patch checks and protection
 rules, and the scripts that run inside the container).
 The rest (reports, the CLI, builders) can change freely without new trial ids.
+A kind that another package installs (a parser, a runtime, ...) is covered per trial,
+with its distribution, version and code digest: ``evalrepro.plan.plugin_code``.
 """
 
 from __future__ import annotations
@@ -24,12 +26,16 @@ from evalrepro.records.sessions import HarnessSource
 
 #: The modules (files, or packages taken whole) whose code can change a trial's result.
 RESULT_CODE = (
+    "grade/canary.py",
     "grade/foreign.py",
+    "grade/fresh.py",
     "grade/grading.py",
     "grade/observation.py",
     "grade/parsers",
+    "grade/rerun.py",
     "grade/score.py",
     "grade/testlog.py",
+    "grade/twins.py",
     "plan/testspec.py",
     # The records a result is judged from: what they hold is what is judged.
     "records/canary.py",
@@ -41,16 +47,12 @@ RESULT_CODE = (
     "records/supervision.py",
     "records/testspec.py",
     "records/words.py",
-    "run/canary.py",
-    "run/evalscript.py",
-    "run/fresh.py",
-    "run/patchcheck.py",
-    "run/protection.py",
+    "rules/evalscript.py",
+    "rules/patchcheck.py",
+    "rules/protection.py",
     "run/recorder.py",
-    "run/rerun.py",
-    "run/sandbox",
-    "run/supervision.py",
-    "run/twins.py",
+    "runtimes/supervision.py",
+    "sandbox",
 )
 
 #: evalrepro's modules that the result code imports but that cannot change a verdict:
@@ -67,18 +69,21 @@ RESULT_NEUTRAL = (
     "files.py",
     "jsonfile.py",
     "plugins.py",
+    "sample.py",
     "text.py",
     "records/agent.py",
     "records/artifact.py",
     "records/base.py",
+    "records/timing.py",
     "records/trial.py",
     "records/usage.py",
     "config/agents.py",
     "config/builders.py",
     "config/environment.py",
     "config/program.py",
-    "config/sample.py",
-    "run/attempt.py",
+    "config/protection.py",
+    "config/spec.py",
+    "runtimes/attempt.py",
     "targets/agent.py",
     "targets/base.py",
 )

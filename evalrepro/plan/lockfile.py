@@ -27,11 +27,16 @@ from evalrepro.build.images import ImageChain, inputs_digest, layer_key
 from evalrepro.config.environment import Limits
 from evalrepro.config.experiment import ExperimentConfig
 from evalrepro.config.identity import environment_digest, settings
-from evalrepro.config.sample import DEFINING_FIELDS
-from evalrepro.digest import sha256_json
+from evalrepro.digest import sha256_json, short_digest
 from evalrepro.errors import UserError
 from evalrepro.plan.harness import code_digest
 from evalrepro.plan.plan import Plan
+from evalrepro.plan.plugin_code import (
+    config_kinds,
+    locked_plugins,
+    trial_digest,
+    used_plugins,
+)
 from evalrepro.records.base import read_record
 from evalrepro.records.image import BuildFailure, ImageRecord, PinnedInput
 from evalrepro.records.lockfile import (
@@ -45,8 +50,10 @@ from evalrepro.records.lockfile import (
     LockedTarget,
     LockedTrial,
     Lockfile,
+    PluginCode,
 )
 from evalrepro.records.trial import trial_label
+from evalrepro.sample import DEFINING_FIELDS
 
 LOCKFILE_NAME = "lockfile.lock.json"
 
@@ -54,10 +61,24 @@ LOCKFILE_NAME = "lockfile.lock.json"
 # --- making one ------------------------------------------------------------------------
 
 
-def harness() -> Harness:
+def harness(plugins: list[PluginCode] | None = None) -> Harness:
     """The harness as a lockfile holds it: what can change a result, nothing of where it
-    came from (a session's ``run.json`` says which checkout and commit ran)."""
-    return Harness(version=__version__, code_digest=code_digest())
+    came from (a session's ``run.json`` says which checkout and commit ran); ``plugins``:
+    the kinds of other packages the trials used (``evalrepro.plan.plugin_code``)."""
+    unique = {(p.group, p.kind): p for p in plugins or []}
+    return Harness(
+        version=__version__, code_digest=code_digest(), plugins=[unique[k] for k in sorted(unique)]
+    )
+
+
+def plan_plugins(config: ExperimentConfig, plan: Plan) -> list[PluginCode]:
+    """The kinds of other packages the plan's trials use, as installed here."""
+    builder = plan.builder or config.environment.builder.kind
+    return [
+        plugin
+        for parser in sorted({p.parser.name for p in plan.trials})
+        for plugin in used_plugins(config_kinds(config, parser=parser, builder=builder))
+    ]
 
 
 def portable(value: Any) -> Any:
@@ -84,6 +105,8 @@ def build_lockfile(config: ExperimentConfig, plan: Plan) -> Lockfile:
             fields=p.sample.field_digests(),
             test_spec_digest=p.spec.digest(),
             parser=p.parser.name,
+            outside_files=p.spec.outside_files,
+            outside_left=p.spec.outside_left,
         )
         for p in trials
     }
@@ -120,7 +143,7 @@ def build_lockfile(config: ExperimentConfig, plan: Plan) -> Lockfile:
 
     return Lockfile(
         experiment=config.name,
-        harness=harness(),
+        harness=harness(plan_plugins(config, plan)),
         config=config_data,
         config_digest=sha256_json(config_data),
         dataset=LockedDataset(
@@ -218,10 +241,13 @@ def lockfile_problems(lock: Lockfile) -> list[str]:
             found.append(f"trial {label}: test spec differs from the instance's")
         if key.harness_version != lock.harness.version:
             found.append(f"trial {label}: harness {key.harness_version}")
-        if key.harness_digest != lock.harness.code_digest:
+        # A trial that used kinds of other packages: the harness with those plugins.
+        plugins = locked_plugins(lock, trial)
+        if key.harness_digest != trial_digest(lock.harness.code_digest, plugins):
+            with_plugins = f" with {', '.join(p.describe() for p in plugins)}" if plugins else ""
             found.append(
                 f"trial {label}: harness code {short_digest(key.harness_digest)} is not "
-                f"the lockfile's {short_digest(lock.harness.code_digest)}"
+                f"the lockfile's {short_digest(lock.harness.code_digest)}{with_plugins}"
             )
         if key.target_id != lock.target.target_id:
             found.append(f"trial {label}: target '{key.target_id}'")
@@ -265,6 +291,22 @@ def read_lockfile(path: Path, *, checked: bool = True) -> Lockfile:
 # --- comparing two ----------------------------------------------------------------------
 
 
+def plugin_differences(a: list[PluginCode], b: list[PluginCode]) -> list[str]:
+    """One line per kind of another package that ``a`` and ``b`` (two harnesses'
+    plugins, or a lockfile's and this install's) hold differently."""
+    ours = {(p.group, p.kind): p for p in a}
+    theirs = {(p.group, p.kind): p for p in b}
+    lines = []
+    for key in sorted(ours.keys() | theirs.keys()):
+        one, two = ours.get(key), theirs.get(key)
+        if one == two:
+            continue
+        first = one.describe() if one else "none"
+        second = two.describe() if two else "none"
+        lines.append(f"plugin {first} vs {second}")
+    return lines
+
+
 def differences(a: Lockfile, b: Lockfile, *, same_target: bool = True) -> list[Difference]:
     """Every difference between ``a`` and ``b`` that changes what was measured.
 
@@ -286,6 +328,8 @@ def differences(a: Lockfile, b: Lockfile, *, same_target: bool = True) -> list[D
             f"harness code (parsers, grading, scoring, in-container scripts) "
             f"{short_digest(a.harness.code_digest)} vs {short_digest(b.harness.code_digest)}",
         )
+    for line in plugin_differences(a.harness.plugins, b.harness.plugins):
+        add("harness", line)
 
     ours = {i.instance_id: i for i in a.dataset.instances}
     theirs = {i.instance_id: i for i in b.dataset.instances}
@@ -444,11 +488,6 @@ def input_differences(ours: list[PinnedInput], theirs: list[PinnedInput]) -> lis
                     f"{one.label}: {short_digest(one.digest)} vs {short_digest(two.digest)}"
                 )
     return found
-
-
-def short_digest(digest: str) -> str:
-    """The first 12 hex digits of a ``sha256:`` digest, for messages."""
-    return digest.removeprefix("sha256:")[:12]
 
 
 def _show(value: Any) -> str:

@@ -10,7 +10,8 @@ dataset), or left out (the denominator is what was submitted).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalrepro import __version__
@@ -18,15 +19,20 @@ from evalrepro.build.base import Builder
 from evalrepro.build.images import ImageChain
 from evalrepro.config.dataset import DatasetConfig
 from evalrepro.config.experiment import ExperimentConfig
-from evalrepro.config.sample import Sample, load_samples
 from evalrepro.errors import UserError
 from evalrepro.grade.parsers import LogParser
+from evalrepro.plan.dataset import instance_parser, instance_test_spec
 from evalrepro.plan.harness import code_digest
+from evalrepro.plan.outside import find_outside, outside_bytes, store_of
+from evalrepro.plan.plugin_code import config_kinds, trial_digest, used_plugins
 from evalrepro.records.image import BuildFailure, ImageRecord
 from evalrepro.records.testspec import TestSpec
 from evalrepro.records.trial import Trial, TrialKey
-from evalrepro.run.evalscript import without_model_patch
-from evalrepro.run.patchcheck import PatchCheck, check_patch, patch_bytes
+from evalrepro.rules.evalscript import without_model_patch
+from evalrepro.rules.patchcheck import PatchCheck, check_patch, patch_bytes
+from evalrepro.sample import Sample, load_samples
+from evalrepro.sources.checkout import LocalCheckout
+from evalrepro.sources.git import RepoError
 from evalrepro.sources.resolve import resolve_sources
 from evalrepro.targets.base import Prediction, Target
 
@@ -41,6 +47,9 @@ class PlannedTrial:
     image: ImageChain | BuildFailure
     #: The patch's checks, made once, when the trial is planned.
     check: PatchCheck
+    #: The bytes of the spec's ``outside_files`` by path, read from the cache and checked
+    #: against their digests: where the trial's canaries go besides the test patch's files.
+    outside: Mapping[str, bytes] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -143,17 +152,37 @@ def build_plan(
     samples = [sample for sample in samples if sample.instance_id in planned_ids]
     model_patch = config.target.applies_patch
     specs = {
-        sample.instance_id: dataset.test_spec(sample, model_patch=model_patch) for sample in samples
+        sample.instance_id: instance_test_spec(dataset, sample, model_patch=model_patch)
+        for sample in samples
     }
-    parsers = {sample.instance_id: dataset.parser_for(sample) for sample in samples}
+    parsers = {sample.instance_id: instance_parser(dataset, sample) for sample in samples}
 
-    images = build_images(dataset, builder, cache_dir, list(specs.values()), locked)
+    def find_outside_files(checkouts: dict[str, LocalCheckout]) -> None:
+        # The test files the command runs outside the test patch, from the base's tree:
+        # the trial's canaries go there too (evalrepro.plan.outside).
+        for instance_id, spec in list(specs.items()):
+            checkout = checkouts.get(instance_id)
+            if checkout is None or not spec.eval_script.protection.canaries:
+                continue
+            try:
+                kept, left = find_outside(checkout.git_dir, spec, store_of(cache_dir))
+            except RepoError:
+                continue
+            specs[instance_id] = spec.model_copy(
+                update={"outside_files": kept, "outside_left": left}
+            )
+
+    images = build_images(
+        dataset, builder, cache_dir, list(specs.values()), locked, on_checkouts=find_outside_files
+    )
 
     trials = []
     for sample, prediction in wanted:
         index = prediction.sample_index
         image = images[sample.instance_id]
         spec = specs[sample.instance_id]
+        # A kind of another package the trial uses is part of its harness.
+        kinds = config_kinds(config, parser=parsers[sample.instance_id].name, builder=builder.kind)
         key = TrialKey(
             instance_id=sample.instance_id,
             target_id=target,
@@ -163,7 +192,7 @@ def build_plan(
             else f"unbuilt:{image.layer}:{image.key}",
             test_spec_digest=spec.digest(),
             harness_version=__version__,
-            harness_digest=code_digest(),
+            harness_digest=trial_digest(code_digest(), used_plugins(kinds)),
             sample_index=index,
             target_digest=config.target.identity(prediction),
         )
@@ -180,6 +209,7 @@ def build_plan(
                     spec.eval_script.protection,
                     without_patch=without_model_patch(spec.eval_script.patch_commands),
                 ),
+                outside=outside_bytes(spec, store_of(cache_dir)),
             )
         )
     return Plan(target_id=target, trials=trials, builder=builder.kind)
@@ -191,6 +221,8 @@ def build_images(
     cache_dir: Path,
     specs: list[TestSpec],
     locked: list[ImageRecord] | None = None,
+    *,
+    on_checkouts: Callable[[dict[str, LocalCheckout]], None] | None = None,
 ) -> dict[str, ImageChain | BuildFailure]:
     """Each spec's image, built by ``builder`` (a build failure for an instance whose repo
     source is unavailable); ``locked``: the records to rebuild exactly. A plan builds its
@@ -208,6 +240,8 @@ def build_images(
         )
         checkouts = {iid: resolved.checkout(iid) for iid in resolved.keys}
         unavailable = resolved.unavailable
+        if on_checkouts is not None:
+            on_checkouts(checkouts)
         buildable = [spec for spec in specs if spec.instance_id in checkouts]
     else:
         checkouts, unavailable, buildable = {}, {}, list(specs)

@@ -11,16 +11,15 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
-from evalrepro.config.sample import Sample
+from evalrepro.config.protection import TestProtection
+from evalrepro.config.spec import RepoSpec
 from evalrepro.digest import sha256_bytes
 from evalrepro.records.testspec import TestSpec
-from evalrepro.run.evalscript import compile_eval_script
-from evalrepro.run.patchcheck import patch_bytes
-from evalrepro.run.protection import TestProtection
+from evalrepro.rules.evalscript import compile_eval_script
+from evalrepro.rules.patchcheck import patch_bytes
+from evalrepro.rules.protection import resolve_protection
+from evalrepro.sample import Sample
 
 _DIFF_HEADER = re.compile(r"^diff --git a/(\S+) b/(\S+)$")
 #: Files a test patch may touch that are not tests to run (SWE-bench's NON_TEST_EXTS).
@@ -37,47 +36,6 @@ NON_TEST_SUFFIXES = (
     ".yaml",
     ".toml",
 )
-
-
-#: The Python each Debian suite ships as ``python3``: a spec that names its Python gets
-#: the base image of that suite (SWE-bench's specs pin 3.5 to 3.11; others are refused).
-PYTHON_SUITES = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
-
-
-class RepoSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    #: The Python version the env layer needs (``"3.9"``); None: the base suite's own.
-    python: str | None = None
-    #: pip requirement specifiers of the env layer, pinned (``pkg==1.2``).
-    packages: list[str] = Field(default_factory=list)
-    #: Run in the instance layer after checkout (e.g. ``pip install -e .``).
-    install: str | None = None
-    #: The test command; test directives (files) are appended to it.
-    test_cmd: str = Field(min_length=1)
-    #: ``test_patch``: the files the test patch touches; or an explicit list.
-    test_directives: Literal["test_patch"] | list[str] = "test_patch"
-    #: The log parser for its test output (`evalrepro parsers` lists them; its family must be the
-    #: dataset's `test_ids`).
-    parser: str
-
-    @field_validator("python", mode="before")
-    @classmethod
-    def _known_python(cls, value: object) -> object:
-        if value is None:
-            return None
-        version = str(value)
-        if version not in PYTHON_SUITES:
-            known = ", ".join(f"{v} ({suite})" for v, suite in PYTHON_SUITES.items())
-            raise ValueError(
-                f"python {version} is not the python3 of a Debian suite evalrepro builds "
-                f"from; known: {known}"
-            )
-        return version
-
-    def suite(self, default: str) -> str:
-        """The Debian suite of this spec's base image."""
-        return PYTHON_SUITES[self.python] if self.python else default
 
 
 @dataclass(frozen=True)
@@ -155,7 +113,7 @@ def compile_test_spec(
             test_command=test_command,
             test_files=touched.all,
             test_patch_empty=not sample.test_patch.strip(),
-            protection=protection.resolve(touched.all),
+            protection=resolve_protection(protection, touched.all),
             model_patch=model_patch,
         ),
     )

@@ -49,10 +49,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalrepro import __version__, atomic
+from evalrepro.build import tarball
 from evalrepro.digest import sha256_bytes, sha256_file
 from evalrepro.errors import UserError
 from evalrepro.plan.lockfile import LOCKFILE_NAME, read_lockfile
-from evalrepro.publish import tarball
 from evalrepro.records.base import read_record
 from evalrepro.records.bundle import RUN, BundledInput, BundleIndex, ReportSettings
 from evalrepro.records.lockfile import Lockfile
@@ -370,15 +370,16 @@ def _build_inputs(
 
 
 def _export_images(lockfile: Lockfile, payload: Path, cache_dir: Path | None) -> list[str]:
+    from evalrepro.build.image_archive import export_images
     from evalrepro.cache import default_cache_dir
-    from evalrepro.publish.image_archive import export_images
-    from evalrepro.run.runtimes import open_runtime
+    from evalrepro.runtimes import open_runtime
 
     config = lockfile.experiment_config()
     runtime = open_runtime(config.environment, cache_dir or default_cache_dir())
     try:
         runtime.check()
-        archives = export_images(runtime, lockfile.environment.images, payload / IMAGES)  # type: ignore[arg-type]
+        store = runtime.image_store()
+        archives = export_images(store, lockfile.environment.images, payload / IMAGES)
     finally:
         runtime.close()
     return sorted(archive.relative_to(payload).as_posix() for archive in archives)
@@ -417,15 +418,15 @@ def bundle_report(
 def render_reports(payload: Path, report: RunReport) -> dict[str, str]:
     """The reports' files by payload path: what the bundle holds, and what verify
     expects it to hold."""
-    from evalrepro.report.html import render_run_html
-    from evalrepro.report.run_report import markdown_run_report
+    from evalrepro.report.formats import bundled
 
+    # A page links to the bundle's trial viewer.
+    page = {"title": f"evalrepro: {report.run}", "viewer": f"../{VIEW}/index.html"}
     return {
-        f"{REPORTS}/report.json": report.model_dump_json(indent=2) + "\n",
-        f"{REPORTS}/report.md": markdown_run_report(report),
-        f"{REPORTS}/report.html": render_run_html(
-            report, title=f"evalrepro: {report.run}", viewer=f"../{VIEW}/index.html"
-        ),
+        f"{REPORTS}/{shown.bundle_file}": shown.render(
+            "run", report, **(page if shown.output == "page" else {})
+        )
+        for shown in bundled()
     }
 
 

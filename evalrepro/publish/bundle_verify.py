@@ -41,10 +41,10 @@ from rich.text import Text
 
 from evalrepro import __version__
 from evalrepro.console import Table
-from evalrepro.digest import sha256_bytes, sha256_file
+from evalrepro.digest import sha256_bytes, sha256_file, short_digest
 from evalrepro.errors import UserError
 from evalrepro.files import read_regular_file
-from evalrepro.plan.lockfile import LOCKFILE_NAME, read_lockfile, short_digest
+from evalrepro.plan.lockfile import LOCKFILE_NAME, read_lockfile
 from evalrepro.publish.bundle import (
     ATTESTATION,
     BUILD_INPUTS,

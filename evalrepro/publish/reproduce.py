@@ -39,13 +39,13 @@ from rich.text import Text
 from evalrepro import __version__, atomic
 from evalrepro.config.executor import LocalExecutorConfig
 from evalrepro.config.experiment import ExecutorConfig, ExperimentConfig
-from evalrepro.config.sample import Sample
 from evalrepro.console import Table
+from evalrepro.digest import short_digest
 from evalrepro.errors import UserError
 from evalrepro.files import read_regular_file
 from evalrepro.grade.foreign import MAX_PATCH_BYTES
 from evalrepro.grade.parsers import get_parser
-from evalrepro.plan.lockfile import LOCKFILE_NAME, read_lockfile, short_digest
+from evalrepro.plan.lockfile import LOCKFILE_NAME, read_lockfile
 from evalrepro.publish.bundle import OpenedBundle, open_bundle
 from evalrepro.records.agent import AgentOutcome
 from evalrepro.records.base import read_record
@@ -53,9 +53,10 @@ from evalrepro.records.bundle import BundleIndex
 from evalrepro.records.lockfile import Lockfile
 from evalrepro.records.reproduce import Kind, Reproduction, TestDisagreement, TrialAgreement
 from evalrepro.records.trial import TrialResult, trial_label
-from evalrepro.run.attempt import RecordedAgent
 from evalrepro.run.backend import Backend
 from evalrepro.run.evidence import reobserve
+from evalrepro.runtimes.attempt import RecordedAgent
+from evalrepro.sample import Sample
 from evalrepro.targets.agent import AgentTarget
 
 REPRODUCTION_NAME = "reproduction.json"
@@ -246,14 +247,14 @@ def _prepare_images(
     from evalrepro.publish.bundle import BUILD_INPUTS
 
     if index.images:
-        from evalrepro.publish.image_archive import load_images
-        from evalrepro.run.runtimes import open_runtime
+        from evalrepro.build.image_archive import load_images
+        from evalrepro.runtimes import open_runtime
 
         runtime = open_runtime(config.environment, cache_dir)
         try:
             runtime.check()
             problems = load_images(
-                runtime,  # type: ignore[arg-type]
+                runtime.image_store(),
                 [opened.data / archive for archive in index.images],
                 lockfile.environment.images,
             )

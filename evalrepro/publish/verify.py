@@ -28,13 +28,13 @@ from rich.console import Console
 from rich.markup import escape
 
 from evalrepro.build.images import package_manifest_name
-from evalrepro.config.sample import Sample
 from evalrepro.console import Table
 from evalrepro.digest import sha256_bytes
 from evalrepro.errors import UserError
 from evalrepro.grade.foreign import recorded_spec_digest
 from evalrepro.grade.parsers import LogParser, get_parser
 from evalrepro.grade.score import score
+from evalrepro.plan.dataset import instance_test_spec
 from evalrepro.plan.harness import code_digest
 from evalrepro.plan.lockfile import (
     LOCKFILE_NAME,
@@ -43,6 +43,7 @@ from evalrepro.plan.lockfile import (
     read_lockfile,
     short_digest,
 )
+from evalrepro.plan.plugin_code import installed
 from evalrepro.records.base import read_record
 from evalrepro.records.foreign import ForeignLog
 from evalrepro.records.lockfile import Difference, Lockfile
@@ -52,6 +53,7 @@ from evalrepro.records.trial import TrialResult, trial_label
 from evalrepro.report.run_report import aggregate
 from evalrepro.run.evidence import reobserve, survey
 from evalrepro.run.rundir import RunDirectory
+from evalrepro.sample import Sample
 
 RecordT = TypeVar("RecordT", bound=BaseModel)
 
@@ -124,6 +126,7 @@ class Problem(BaseModel):
         "regrade",  # the final log re-graded does not give the recorded score
         "dataset",  # the instances to re-grade with are unavailable or changed
         "plan",  # the lockfile's trials are not the plan its own config and dataset give
+        "plugin",  # a kind of another package is not installed here as the run used it
         # A bundle's own checks (bundle_verify):
         "checksum",  # a file against the bag's manifests
         "signature",  # the manifests' signature
@@ -182,6 +185,7 @@ def check_run(
     check = RunCheck(run=directory.path, planned=len(lockfile.trials))
     _check_lockfile(check, lockfile)
     _check_plan(check, lockfile, config_paths)
+    _check_plugins(check, lockfile)
     _check_sessions(check, directory)
     why = "missing from the bundle" if bundled else None
     results = _check_trials(check, directory, lockfile, why or "the trial did not finish")
@@ -212,6 +216,21 @@ def _check_plan(
     locked = [(t.key.instance_id, t.key.sample_index) for t in lockfile.trials]
     for line in trimmed(shape, locked):
         check.add("plan", f"{LOCKFILE_NAME}: {line}")
+
+
+def _check_plugins(check: RunCheck, lockfile: Lockfile) -> None:
+    """Each kind of another package the run used, against the one installed here: its
+    trials' ids hold its code, and a log re-graded by other code may read otherwise."""
+    for locked in lockfile.harness.plugins:
+        try:
+            here = installed(locked.group, locked.kind)  # type: ignore[arg-type]
+        except (UserError, ImportError):
+            found = "it is not installed here"
+        else:
+            if here == locked:
+                continue
+            found = f"here it is {here.describe()}" if here else "here it is evalrepro's own"
+        check.add("plugin", f"the run used {locked.describe()}; {found}")
 
 
 def _check_sessions(check: RunCheck, directory: RunDirectory) -> None:
@@ -268,7 +287,7 @@ def _check_aggregate(
     results: dict[str, TrialResult],
     why: str,
 ) -> None:
-    # RunDirectory.rebuild_results stops at the first tampered trial; this is the same
+    # report.results.rebuild_results stops at the first tampered trial; this is the same
     # aggregate over the results that could be read, so every other check still runs.
     ordered = [results[t.trial_id] for t in lockfile.trials if t.trial_id in results]
     rebuilt = aggregate(
@@ -405,7 +424,13 @@ def _locked_samples(
         if same_harness and not _legacy_regrade(lockfile):
             # A recorded log's spec also names its reading rules: checked per log.
             try:
-                spec_digest = dataset.test_spec(sample).digest()
+                spec = instance_test_spec(dataset, sample).model_copy(
+                    update={
+                        "outside_files": instance.outside_files,
+                        "outside_left": instance.outside_left,
+                    }
+                )
+                spec_digest = spec.digest()
             except UserError as error:
                 check.add("dataset", f"{instance.instance_id}: no test spec ({error})")
                 continue

@@ -1,5 +1,5 @@
 """Canary tests: tests whose true outcome the harness knows, placed beside an instance's
-own tests, and what the runner reported of each. Drawn by ``evalrepro.run.canary``,
+own tests, and what the runner reported of each. Drawn by ``evalrepro.grade.canary``,
 placed by the supervisor after the reset, judged by ``evalrepro.grade.score``.
 """
 
@@ -23,7 +23,8 @@ class Canary(BaseModel):
     #: "fail": its assertion is false, so a runner that reports it passing was tampered
     #: with; "pass": its assertion is true, so a runner that loses it was.
     expect: Literal["pass", "fail"]
-    #: A test file of the test patch that the test command runs (relative to the repo).
+    #: A test file the test command runs (relative to the repo): one of the test patch, or
+    #: one it does not touch that the plan found at the base (``TestSpec.outside_files``).
     file: str
     #: "function": a module-level test function; "method": a unittest.TestCase method.
     style: Literal["function", "method"]
@@ -33,10 +34,10 @@ class Canary(BaseModel):
     #: The names it defines in the file's namespace: a canary is placed only where none
     #: of them is already in the file, so that it never shadows one of the file's own.
     defines: list[str] = []
-    #: A twin (``evalrepro.run.twins``): the name of the test it is a copy of, placed
+    #: A twin (``evalrepro.grade.twins``): the name of the test it is a copy of, placed
     #: right after that test's last line; None for any other canary.
     twin_of: str | None = None
-    #: A canary shaped like a neighbour (``evalrepro.run.twins.make_shaped``): the test it
+    #: A canary shaped like a neighbour (``evalrepro.grade.twins.make_shaped``): the test it
     #: is placed after and takes its decorators and calls from; None for a twin or a
     #: canary appended to the file.
     beside: str | None = None

@@ -1,5 +1,5 @@
 """Fresh runs: a test run alone in a fresh process after a trial's run, judged by the
-exit status the supervisor reads from outside it. Planned by ``evalrepro.run.fresh``,
+exit status the supervisor reads from outside it. Planned by ``evalrepro.grade.fresh``,
 carried out by the supervisor, judged by ``evalrepro.grade.score``.
 """
 
@@ -22,7 +22,7 @@ class FreshRun(BaseModel):
     expect: Literal["pass", "fail"]
     #: The shell command: the spec's test command with only this test selected.
     command: str
-    #: How the runner's exit status reads (a key of ``evalrepro.run.fresh.RUNNERS``).
+    #: How the runner's exit status reads (a key of ``evalrepro.grade.fresh.RUNNERS``).
     runner: str
 
 

@@ -27,6 +27,7 @@ from evalrepro.digest import sha256_json
 from evalrepro.errors import UserError, validation_message
 from evalrepro.records.base import Record, unchanged
 from evalrepro.records.image import BuildFailure, ImageRecord, PinnedInput
+from evalrepro.records.testspec import OutsideFile
 from evalrepro.records.trial import TrialKey
 from evalrepro.text import InstanceId
 
@@ -35,10 +36,54 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class PluginCode(_Frozen):
+    """A kind from another package that can change a verdict, as a run used it
+    (``evalrepro.plan.plugin_code``): its trials' harness digest covers it."""
+
+    #: The plugin group (``parsers``, ``runtimes``, ...) and the kind's name in it.
+    group: str
+    kind: str
+    #: The distribution that installed it ("" for code on the path of no distribution).
+    distribution: str
+    version: str
+    #: sha256 over the canonical JSON of {path: sha256 of the file's bytes}, for the
+    #: Python files of the package that defines the kind.
+    code_digest: str
+
+    def describe(self) -> str:
+        """The plugin in one phrase: ``parser 'tiny' of tinyparser 1.0 (code sha256:ab..)``."""
+        source = f"{self.distribution} {self.version}" if self.distribution else "no distribution"
+        return (
+            f"{PLUGIN_NOUNS.get(self.group, self.group)} '{self.kind}' of {source} "
+            f"(code {self.code_digest.removeprefix('sha256:')[:12]})"
+        )
+
+
+#: What a kind of each plugin group is called in messages.
+PLUGIN_NOUNS = {
+    "parsers": "parser",
+    "runtimes": "environment",
+    "builders": "builder",
+    "executors": "executor",
+    "targets": "target",
+    "agents": "agent adapter",
+}
+
+
 class Harness(_Frozen):
     version: str
     #: sha256 over the code that can change a result (``evalrepro.plan.harness``).
     code_digest: str
+    #: The kinds from other packages the trials used that can change a verdict (empty
+    #: with evalrepro's own kinds only: left out then, so such a lockfile is what it was).
+    plugins: list[PluginCode] = []
+
+    @model_serializer(mode="wrap")
+    def _without_no_plugins(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if not self.plugins:
+            data.pop("plugins", None)
+        return data
 
 
 class LockedInstance(_Frozen):
@@ -51,6 +96,10 @@ class LockedInstance(_Frozen):
     fields: dict[str, str] = {}
     test_spec_digest: str
     parser: str
+    #: The test files the command runs outside the test patch, as its TestSpec names them
+    #: (found at plan time from the source: ``verify`` recomputes the spec with them).
+    outside_files: list[OutsideFile] = []
+    outside_left: int = 0
 
 
 class LockedDataset(_Frozen):
@@ -161,9 +210,10 @@ class Lockfile(Record):
     record: Literal["Lockfile"] = "Lockfile"
     #: 2: images are builder-owned records with their pinned inputs; 3: trial keys hold
     #: the target's digest, the executor's settings are not the environment's; 4: a
-    #: prediction may name its own model (``LockedPrediction.model_name_or_path``).
-    schema_version: int = 4
-    migrations = {2: _executor_settings_moved, 3: unchanged}
+    #: prediction may name its own model (``LockedPrediction.model_name_or_path``); 5: an
+    #: instance names the test files its command runs outside the test patch.
+    schema_version: int = 5
+    migrations = {2: _executor_settings_moved, 3: unchanged, 4: unchanged}
     experiment: str
     harness: Harness
     #: The resolved config; paths inside evalrepro's package are written ${pkg:...}.

@@ -1,6 +1,6 @@
 """Re-runs of failing tests (``environment.rerun_failed``): after a trial's run, each
 listed test that failed is run again alone, in a fresh process, up to N times, in the same
-sandbox; one that passes is flaky. Planned and judged by ``evalrepro.run.rerun``, carried
+sandbox; one that passes is flaky. Planned and judged by ``evalrepro.grade.rerun``, carried
 out by the supervisor, scored by ``evalrepro.grade.score``.
 """
 
@@ -34,7 +34,7 @@ class RerunPlan(BaseModel):
     parser: str
     #: The parser prints failures only: a listed test it does not name passed.
     fail_only: bool = False
-    #: How a runner selects one test (a key of ``evalrepro.run.fresh.RUNNERS``).
+    #: How a runner selects one test (a key of ``evalrepro.grade.fresh.RUNNERS``).
     runner: str
     #: The spec's test command, to which the one test's selector is appended.
     test_command: str

@@ -1,6 +1,6 @@
 """What the trial supervisor says (its events, on its own channel) and what the host
 records of an attempt's sandbox (``supervisor.json``), and the program one attempt asks
-the supervisor to carry out (``program.json``). Read by ``evalrepro.run.supervision``.
+the supervisor to carry out (``program.json``). Read by ``evalrepro.runtimes.supervision``.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from evalrepro.records.canary import Canary
 from evalrepro.records.fresh import FreshResult, FreshRun
 from evalrepro.records.rerun import RerunPlan
 from evalrepro.records.testspec import EvalScript
-from evalrepro.run.sandbox import GIT_DIR, GUARD_PATH, PATCH_PATH, TEST_PATCH_PATH, TESTBED
-from evalrepro.run.sandbox.supervisor import (
+from evalrepro.sandbox import GIT_DIR, GUARD_PATH, PATCH_PATH, TEST_PATCH_PATH, TESTBED
+from evalrepro.sandbox.supervisor import (
     PROTOCOL,
 )
 
@@ -124,7 +124,7 @@ class TestsFinishedEvent(_Event):
 
 
 class FreshEvent(_Event):
-    """The fresh runs after the tests (``evalrepro.run.fresh``), in the order they ran."""
+    """The fresh runs after the tests (``evalrepro.grade.fresh``), in the order they ran."""
 
     event: Literal["fresh"]
     runs: list[FreshResult]
@@ -136,7 +136,7 @@ class FreshEvent(_Event):
 
 
 class RerunEvent(_Event):
-    """The re-runs of failing tests (``evalrepro.run.rerun``), in the order they ran:
+    """The re-runs of failing tests (``evalrepro.grade.rerun``), in the order they ran:
     what the host asked for on the supervisor's stdin, each test at most ``times``."""
 
     event: Literal["rerun"]
@@ -253,6 +253,10 @@ class TrialProgram(Record):
     limits: dict[str, int]
     #: Tests whose outcome the harness knows, appended after the reset.
     canaries: list[Canary] = []
+    #: The test files the command runs outside the test patch that the plan kept
+    #: (``TestSpec.outside_files``): each is written again from the base at the reset,
+    #: whether a canary went into it or not, so that none stands out by being rewritten.
+    outside_files: list[str] = []
     #: Tests run alone after the tests, each in a fresh process, judged by exit status.
     fresh: list[FreshRun] = []
     #: Why there are none, when the dataset asked for them.
@@ -272,11 +276,13 @@ class TrialProgram(Record):
         *,
         allow_user_namespaces: bool = False,
         canaries: list[Canary] | None = None,
+        outside_files: list[str] | None = None,
         fresh: tuple[list[FreshRun], str] = ([], ""),
         rerun: tuple[RerunPlan | None, str] = (None, ""),
     ) -> TrialProgram:
         return cls(
             canaries=canaries or [],
+            outside_files=outside_files or [],
             fresh=fresh[0],
             fresh_note=fresh[1],
             rerun=rerun[0],

@@ -9,8 +9,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from evalrepro.digest import sha256_json
-from evalrepro.records.base import Record
-from evalrepro.run.sandbox.supervisor import protected_reason
+from evalrepro.records.base import Record, unchanged
+from evalrepro.sandbox.supervisor import protected_reason
 
 
 class ResolvedProtection(BaseModel):
@@ -49,9 +49,24 @@ class EvalScript(BaseModel):
     sandbox: str
 
 
+class OutsideFile(BaseModel):
+    """A test file the command runs at the base commit that the test patch does not touch
+    (``evalrepro.plan.outside``): its bytes are in the cache under their sha256."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str
+    sha256: str
+    size: int
+
+
 class TestSpec(Record):
     __test__ = False  # not a pytest test class
     record: Literal["TestSpec"] = "TestSpec"
+    #: 2: ``outside_files`` and ``outside_left`` (the test files the command runs outside
+    #: the test patch, where the trial's canaries go too).
+    schema_version: int = 2
+    migrations = {1: unchanged}
     instance_id: str
     repo: str
     version: str
@@ -69,6 +84,11 @@ class TestSpec(Record):
     fail_to_pass: list[str]
     pass_to_pass: list[str]
     eval_script: EvalScript
+    #: The test files the command runs outside the test patch, found at plan time from
+    #: the base's tree (bounded); empty where the plan had no source to read them from.
+    outside_files: list[OutsideFile] = []
+    #: How many more such files the bounds left out.
+    outside_left: int = 0
 
     def digest(self) -> str:
         """sha256 over the canonical JSON of every field."""

@@ -1,5 +1,6 @@
-"""Where a run's time went: its image builds (``images/builds.json``) and each trial's
-phases. Measured by ``evalrepro.report.timing``.
+"""Where a run's time went: its image builds (``images/builds.json``, recorded by
+``evalrepro.build.buildlog``) and each trial's phases (each attempt carries its own,
+``Attempt.phases``); ``evalrepro.report.timing`` sums them.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from evalrepro.records.artifact import Artifact
 from evalrepro.records.base import Record, read_record, unchanged
 from evalrepro.records.observation import Observation
 from evalrepro.records.score import Score
+from evalrepro.records.timing import PhaseSeconds
 from evalrepro.records.usage import Usage
 from evalrepro.text import InstanceId
 
@@ -38,7 +39,8 @@ class TrialKey(BaseModel):
     image_digest: str
     test_spec_digest: str
     harness_version: str
-    #: ``evalrepro.plan.harness.code_digest()``: the code that can change a result.
+    #: ``evalrepro.plan.harness.code_digest()``: the code that can change a result (with
+    #: the kinds of other packages the trial uses: ``evalrepro.plan.plugin_code``).
     harness_digest: str
     sample_index: int = Field(default=0, ge=0)
     #: What defines the target's answer in this trial (the target's ``identity``): a
@@ -89,9 +91,9 @@ class Lease(BaseModel):
 
 class Attempt(Record):
     record: Literal["Attempt"] = "Attempt"
-    #: 2: the lease of an attempt run by another process.
-    schema_version: int = 2
-    migrations = {1: unchanged}
+    #: 2: the lease of an attempt run by another process; 3: its own phase times.
+    schema_version: int = 3
+    migrations = {1: unchanged, 2: unchanged}
     trial_id: str
     number: int = Field(ge=1)
     #: Why this attempt ran: "planned" for the first, the infrastructure error otherwise.
@@ -102,6 +104,9 @@ class Attempt(Record):
     observation: Observation
     score: Score
     lease: Lease | None = None
+    #: Where the attempt's time went, measured where its evidence was read (None: an
+    #: attempt recorded before schema 3; its report's clocks are in ``supervisor.json``).
+    phases: PhaseSeconds | None = None
 
 
 class TrialResult(Record):

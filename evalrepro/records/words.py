@@ -1,6 +1,6 @@
 """What a reviewer reads for the codes the records carry: one table each.
 
-The checks that make a finding (``run/patchcheck.py``'s scan, the supervisor's exit guard
+The checks that make a finding (``rules/patchcheck.py``'s scan, the supervisor's exit guard
 and its watch on the files) and the grading that names a score's reason write these
 words into the records; the reports and the viewer only show them. Both sides read this
 module, which sits below them (``grade/`` does not import ``run/``).

@@ -370,7 +370,7 @@ def flag_facts(line: FlaggedTrial) -> list[str]:
 
 
 def _swebench_fields(lockfile: Lockfile, results: dict[str, TrialResult]) -> SwebenchFields:
-    from evalrepro.report.swebench_layout import Verdicts
+    from evalrepro.run.swebench_layout import Verdicts
 
     return SwebenchFields.model_validate(Verdicts(lockfile, results).run_report())
 

@@ -8,13 +8,13 @@ Each number comes from the record that measured it, never from a guess:
   it, with the time its build took as that build recorded it in the cache
   (``builds/<key>.build.json``, written by ``lock`` and ``run`` alike): a run that
   reused every image says what they took to build, apart from its own time;
-* per attempt: its wall time on the host (``Attempt.started_at`` to ``finished_at``:
-  patch checks, the container, reading the stream, grading), the container's life as the
-  host measured it (``RuntimeFacts.seconds``), and the supervisor's own clocks for
-  applying the patch, resetting the test files and running the tests
-  (``supervisor.json``);
-* an agent target's agent phase: ``agent.json``'s seconds (the agent's sandbox, from
-  its start to the harness's copy of the tree);
+* per attempt: its own ``Attempt.phases``, measured when it was recorded: its wall time
+  on the host (patch checks, the container, reading the stream, grading), the
+  container's life as the host measured it (``RuntimeFacts.seconds``), the supervisor's
+  own clocks for applying the patch, resetting the test files and running the tests, and
+  an agent target's agent phase (the agent's sandbox, from its start to the harness's
+  copy of the tree); an attempt recorded before attempts carried them (schema 2) has
+  them read back from its intact ``supervisor.json`` and ``agent.json``;
 * tokens and cost: the ``usage`` of each prediction, as the target reported it.
 
 A trial's time is the sum over its attempts: a retry costs time too. A regraded log has
@@ -23,120 +23,17 @@ no container and no supervisor: only its wall time is known.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
-from evalrepro import atomic
-from evalrepro.build.images import ImageChain
+from evalrepro.build.buildlog import read_builds
 from evalrepro.errors import UserError
 from evalrepro.records.agent import AgentOutcome
 from evalrepro.records.base import read_record
-from evalrepro.records.image import BuildFailure, ImageRecord
 from evalrepro.records.supervision import SupervisorReport
-from evalrepro.records.timing import (
-    ImageBuild,
-    ImageBuilds,
-    LayerBuild,
-    PhaseSeconds,
-    ReusedImage,
-    RunTiming,
-    TrialTiming,
-)
-from evalrepro.records.trial import TrialResult
+from evalrepro.records.timing import PhaseSeconds, RunTiming, TrialTiming
+from evalrepro.records.trial import Attempt, TrialResult
 from evalrepro.run.sessions import read_sessions
-
-BUILDS_FILE = "images/builds.json"
-#: In the cache: each layer's last build, by key.
-LAYER_BUILDS_DIR = "builds"
-
-
-def _layers(images: list[ImageChain | BuildFailure]) -> list[ImageRecord]:
-    return [
-        layer
-        for image in images
-        for layer in (image.layers if isinstance(image, ImageChain) else image.below)
-    ]
-
-
-def _layer_build_path(cache_dir: Path, key: str) -> Path:
-    return cache_dir / LAYER_BUILDS_DIR / f"{key.removeprefix('sha256:')}.build.json"
-
-
-def remember_builds(cache_dir: Path, images: list[ImageChain | BuildFailure]) -> None:
-    """Keep in the cache what each layer built now took, for the runs that reuse it."""
-    now = datetime.now(UTC)
-    for layer in _layers(images):
-        if not layer.built:
-            continue
-        record = LayerBuild(
-            key=layer.key,
-            layer=layer.layer,
-            tag=layer.tag,
-            seconds=layer.build_seconds,
-            built_at=now,
-        )
-        atomic.write_text(
-            _layer_build_path(cache_dir, layer.key), record.model_dump_json(indent=2) + "\n"
-        )
-
-
-def _recorded_build(cache_dir: Path | None, key: str) -> LayerBuild | None:
-    if cache_dir is None:
-        return None
-    path = _layer_build_path(cache_dir, key)
-    if not path.is_file():
-        return None
-    try:
-        build = read_record(path, LayerBuild, limit=64 << 10)
-    except UserError:
-        return None  # a damaged cache record: the time is not known, nothing more
-    return build if build.key == key else None
-
-
-def record_builds(
-    run_dir: Path, images: list[ImageChain | BuildFailure], cache_dir: Path | None = None
-) -> None:
-    """Add the layers built now to ``images/builds.json`` (each key once), and those found
-    ready, with their build time as the cache (``cache_dir``) recorded it."""
-    path = run_dir / BUILDS_FILE
-    known = read_builds(run_dir)
-    built = {build.key for build in known.builds}
-    reused = {image.key: image for image in known.reused}
-    new: list[ImageBuild] = []
-    for layer in _layers(images):
-        if layer.built and layer.key not in built:
-            built.add(layer.key)
-            new.append(
-                ImageBuild(
-                    key=layer.key, layer=layer.layer, tag=layer.tag, seconds=layer.build_seconds
-                )
-            )
-        elif not layer.built and layer.key not in built and layer.key not in reused:
-            earlier = _recorded_build(cache_dir, layer.key)
-            reused[layer.key] = ReusedImage(
-                key=layer.key,
-                layer=layer.layer,
-                tag=layer.tag,
-                seconds=earlier.seconds if earlier else None,
-                built_at=earlier.built_at if earlier else None,
-            )
-    # A layer this run built is its own time, even if an earlier session found it ready.
-    kept = [image for key, image in reused.items() if key not in built]
-    if new or kept != known.reused or not path.exists():
-        record = ImageBuilds(builds=[*known.builds, *new], reused=kept)
-        atomic.write_text(path, record.model_dump_json(indent=2) + "\n")
-
-
-def read_builds(run_dir: Path) -> ImageBuilds:
-    path = run_dir / BUILDS_FILE
-    if not path.is_file():
-        return ImageBuilds()
-    try:
-        return read_record(path, ImageBuilds)
-    except UserError:
-        # A report must not fail on a damaged timing record; it shows no build times.
-        return ImageBuilds()
-
 
 #: Largest supervisor.json read for its clocks.
 _MAX_REPORT_BYTES = 16 << 20
@@ -173,21 +70,27 @@ def _agent_seconds(run_dir: Path, attempt_artifacts: list, intact: bool | None) 
     return 0.0
 
 
+def _recorded_before(run_dir: Path, attempt: Attempt, intact: bool | None) -> PhaseSeconds:
+    """An attempt recorded before attempts carried their phases: its clocks are read back
+    from its intact ``supervisor.json`` and ``agent.json``."""
+    wall = max(0.0, (attempt.finished_at - attempt.started_at).total_seconds())
+    phases = {"wall": wall}
+    report = _supervisor_report(run_dir, attempt.artifacts, intact)
+    if report is not None:
+        phases["container"] = report.runtime.seconds
+        phases["patch"] = report.patch.seconds if report.patch else 0.0
+        phases["reset"] = report.reset.seconds if report.reset else 0.0
+        phases["tests"] = report.tests.seconds if report.tests else 0.0
+    phases["agent"] = _agent_seconds(run_dir, attempt.artifacts, intact)
+    return PhaseSeconds(**phases)
+
+
 def trial_timing(run_dir: Path, result: TrialResult, *, intact: bool | None = None) -> TrialTiming:
     """Where a trial's time went; ``intact``: whether its artifacts still have their
     digests, when the caller knows (None: each supervisor.json is checked here)."""
     total = PhaseSeconds()
     for attempt in result.attempts:
-        wall = max(0.0, (attempt.finished_at - attempt.started_at).total_seconds())
-        phases = {"wall": wall}
-        report = _supervisor_report(run_dir, attempt.artifacts, intact)
-        if report is not None:
-            phases["container"] = report.runtime.seconds
-            phases["patch"] = report.patch.seconds if report.patch else 0.0
-            phases["reset"] = report.reset.seconds if report.reset else 0.0
-            phases["tests"] = report.tests.seconds if report.tests else 0.0
-        phases["agent"] = _agent_seconds(run_dir, attempt.artifacts, intact)
-        total = total + PhaseSeconds(**phases)
+        total = total + (attempt.phases or _recorded_before(run_dir, attempt, intact))
     usage = result.usage
     return TrialTiming(
         attempts=len(result.attempts),

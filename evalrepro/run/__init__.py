@@ -1,1 +1,2 @@
-"""Execute: executors schedule attempts, runtimes run them, the host records them."""
+"""Run: executors schedule each trial's attempts on a runtime, the host records them
+(the recorder, the run directory); the agent phase before an agent's tests."""

@@ -16,7 +16,7 @@ On the machine that runs the attempt (a worker, or this process), in order:
 4. a patch that the checks pass is then run exactly as a saved patch is, in a fresh
    sandbox of the same image, under the supervisor.
 
-What comes back is one :class:`~evalrepro.run.attempt.AttemptOutput`: the evaluation's
+What comes back is one :class:`~evalrepro.runtimes.attempt.AttemptOutput`: the evaluation's
 output (none when the agent left nothing to test), the agent's end
 (:class:`~evalrepro.records.agent.AgentOutcome`), the diff, and what the agent printed.
 A sandbox that fails is an infrastructure error of the agent phase (the job re-runs the
@@ -38,21 +38,22 @@ from evalrepro.agents import PROBLEM_PATH, AgentEnd, AgentRunner
 from evalrepro.digest import sha256_bytes
 from evalrepro.records.agent import AgentOutcome
 from evalrepro.records.testspec import ResolvedProtection
-from evalrepro.run.attempt import AttemptOutput, AttemptSpec
-from evalrepro.run.egress import (
+from evalrepro.rules.patchcheck import check_patch
+from evalrepro.run.worktree import TreeError, harness_diff
+from evalrepro.runtimes.attempt import AttemptOutput, AttemptSpec
+from evalrepro.runtimes.base import Runtime
+from evalrepro.runtimes.egress import (
     FORWARDER,
     PROXY_ENV,
     START_FORWARDER,
     EgressProxy,
     allowed_addresses,
 )
-from evalrepro.run.interactive import SandboxError, SandboxRequest, TooLarge
-from evalrepro.run.patchcheck import check_patch
-from evalrepro.run.sandbox.supervisor import (
+from evalrepro.runtimes.interactive import SandboxError, SandboxRequest, TooLarge
+from evalrepro.sandbox.supervisor import (
     TEST_PATH,
     _mem_available,  # the watchdog's own reading
 )
-from evalrepro.run.worktree import TreeError, harness_diff
 
 #: Seconds a sandbox may outlive its agent's wall-time budget before conmon stops it.
 _SANDBOX_MARGIN = 600
@@ -91,8 +92,17 @@ chown -R "$owner" /testbed/.git
 """
 
 
+def attempt(runtime: Runtime, spec: AttemptSpec) -> AttemptOutput:
+    """An attempt's output, what an executor's worker calls, here or on another machine
+    (it writes nothing): for an agent's attempt that runs, the agent's phase in a sandbox
+    of the runtime, then the tests of the patch it left; else the runtime's own."""
+    if spec.agent is None or spec.image is None or spec.patch_problem is not None:
+        return runtime.attempt(spec)
+    return runtime.checked(attempt_with_agent(runtime, spec))
+
+
 def attempt_with_agent(runtime: Any, spec: AttemptSpec) -> AttemptOutput:
-    """``runtime``: the :class:`~evalrepro.run.runtimes.base.Runtime` of the attempt."""
+    """``runtime``: the :class:`~evalrepro.runtimes.base.Runtime` of the attempt."""
     assert spec.agent is not None and spec.image is not None
     recorded = spec.agent.recorded
     if recorded is not None:

@@ -1,5 +1,5 @@
 """The two halves of an environment, opened together: the runtime that runs attempts and
-the builder that makes their images (``evalrepro.run.runtimes``, ``evalrepro.build``)."""
+the builder that makes their images (``evalrepro.runtimes``, ``evalrepro.build``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 from evalrepro.build import open_builder
 from evalrepro.build.base import Builder
-from evalrepro.run.runtimes import open_runtime
-from evalrepro.run.runtimes.base import Runtime
+from evalrepro.runtimes import open_runtime
+from evalrepro.runtimes.base import Runtime
 
 
 @dataclass

@@ -19,14 +19,13 @@ from pathlib import Path
 from typing import Literal
 
 from evalrepro import __version__
-from evalrepro.config.sample import Sample
+from evalrepro.digest import short_digest
 from evalrepro.errors import UserError
 from evalrepro.files import read_regular_file
 from evalrepro.grade.foreign import MAX_LOG_BYTES, MAX_PATCH_BYTES
 from evalrepro.grade.parsers import LogParser
 from evalrepro.grade.score import score
 from evalrepro.plan.harness import code_digest
-from evalrepro.plan.lockfile import short_digest
 from evalrepro.records.agent import AgentOutcome
 from evalrepro.records.base import read_record
 from evalrepro.records.foreign import ForeignLog
@@ -36,10 +35,11 @@ from evalrepro.records.score import Score
 from evalrepro.records.supervision import SupervisorReport, TrialProgram
 from evalrepro.records.testspec import ResolvedProtection
 from evalrepro.records.trial import Attempt, TrialKey, TrialResult, read_trial_result, trial_label
-from evalrepro.run.attempt import MEDIA_TYPES, AttemptOutput
-from evalrepro.run.evalscript import without_model_patch
-from evalrepro.run.patchcheck import check_patch
+from evalrepro.rules.evalscript import without_model_patch
+from evalrepro.rules.patchcheck import check_patch
 from evalrepro.run.recorder import Evidence, observe
+from evalrepro.runtimes.attempt import MEDIA_TYPES, AttemptOutput
+from evalrepro.sample import Sample
 
 Kind = Literal["missing", "unplanned", "result", "artifact"]
 

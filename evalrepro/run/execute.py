@@ -18,9 +18,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from evalrepro.config.environment import Limits
-from evalrepro.config.sample import Sample
 from evalrepro.digest import sha256_bytes
+from evalrepro.grade.canary import draw_canaries
+from evalrepro.grade.fresh import draw_fresh_runs
 from evalrepro.grade.parsers import LogParser
+from evalrepro.grade.rerun import plan_reruns
 from evalrepro.plan.plan import PlannedTrial
 from evalrepro.records.artifact import Artifact
 from evalrepro.records.canary import Canary
@@ -29,19 +31,17 @@ from evalrepro.records.rerun import FlakyCounts, RerunScope
 from evalrepro.records.supervision import TrialProgram
 from evalrepro.records.testspec import TestSpec
 from evalrepro.records.trial import Attempt, Lease, TrialResult
-from evalrepro.run.attempt import (
+from evalrepro.rules.patchcheck import PatchCheck, check_patch
+from evalrepro.run.recorder import Recorder
+from evalrepro.run.undertest import draw_second_runs
+from evalrepro.runtimes.attempt import (
     AgentTask,
     AttemptOutput,
     AttemptSpec,
     ImageRef,
     RecordedAgent,
 )
-from evalrepro.run.canary import draw_canaries
-from evalrepro.run.fresh import draw_fresh_runs
-from evalrepro.run.patchcheck import PatchCheck, check_patch
-from evalrepro.run.recorder import Recorder
-from evalrepro.run.rerun import plan_reruns
-from evalrepro.run.undertest import draw_second_runs
+from evalrepro.sample import Sample
 from evalrepro.targets.agent import AgentTarget
 
 
@@ -60,7 +60,7 @@ class AttemptSettings:
     agent: AgentTarget | None = None
     #: Agent phases an earlier run recorded, by trial id: replayed, the agent not run.
     recorded_agents: Mapping[str, RecordedAgent] | None = None
-    #: Re-runs of each failing test (``evalrepro.run.rerun``), and how a flaky one counts.
+    #: Re-runs of each failing test (``evalrepro.grade.rerun``), and how a flaky one counts.
     rerun_failed: int = 0
     flaky_counts_as: FlakyCounts = "failed"
     #: "failing" for a target whose instances need no lists (validation): every test the
@@ -97,13 +97,16 @@ class TrialJob:
         self._usage = planned.prediction.usage
         program = None
         if settings.limits is not None:
-            canaries = draw_canaries(planned.spec, planned.parser, planned.sample)
+            canaries = draw_canaries(
+                planned.spec, planned.parser, planned.sample, outside=planned.outside
+            )
             program = TrialProgram.of(
                 planned.spec.eval_script,
                 settings.limits,
                 settings.timeout,
                 allow_user_namespaces=settings.allow_user_namespaces,
                 canaries=canaries,
+                outside_files=[f.path for f in planned.spec.outside_files],
                 fresh=lone_runs(planned.spec, planned.parser, planned.sample, canaries),
                 rerun=plan_reruns(
                     planned.spec,

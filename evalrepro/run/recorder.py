@@ -23,7 +23,6 @@ from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
 
 from evalrepro import atomic
-from evalrepro.config.sample import Sample
 from evalrepro.grade.foreign import observe_foreign
 from evalrepro.grade.observation import observe_attempt
 from evalrepro.grade.parsers import LogParser
@@ -33,12 +32,14 @@ from evalrepro.records.artifact import Artifact
 from evalrepro.records.observation import Observation
 from evalrepro.records.supervision import SupervisorReport, TrialProgram
 from evalrepro.records.testspec import ResolvedProtection
+from evalrepro.records.timing import PhaseSeconds
 from evalrepro.records.trial import Attempt, Lease, TrialResult
-from evalrepro.run.attempt import MEDIA_TYPES, AttemptOutput, AttemptSpec
-from evalrepro.run.evalscript import without_model_patch
-from evalrepro.run.patchcheck import PatchCheck, check_patch
-from evalrepro.run.sandbox.supervisor import as_text
-from evalrepro.run.supervision import region_text
+from evalrepro.rules.evalscript import without_model_patch
+from evalrepro.rules.patchcheck import PatchCheck, check_patch
+from evalrepro.runtimes.attempt import MEDIA_TYPES, AttemptOutput, AttemptSpec
+from evalrepro.runtimes.supervision import region_text
+from evalrepro.sample import Sample
+from evalrepro.sandbox.supervisor import as_text
 from evalrepro.text import inside
 
 
@@ -145,16 +146,18 @@ class Recorder:
         written = {PurePosixPath(a.path).name: a for a in [*inputs, *self._write(spec, files)]}
         evidence = Evidence(patch, check, spec.program, output, agent=output.agent)
         observation = observe(evidence, sample, parser)
+        finished_at = datetime.now(UTC)
         attempt = Attempt(
             trial_id=spec.trial_id,
             number=spec.number,
             reason=spec.reason,
             started_at=started_at,
-            finished_at=datetime.now(UTC),
+            finished_at=finished_at,
             artifacts=[written[name] for name in MEDIA_TYPES if name in written],
             observation=observation,
             score=score(observation),
             lease=lease,
+            phases=_phases(output, (finished_at - started_at).total_seconds()),
         )
         folder = self.trial_dir(spec.label) / f"attempt-{spec.number}"
         atomic.write_bytes(folder / "result.json", _json(attempt))
@@ -173,6 +176,20 @@ class Recorder:
     def record_trial(self, label: str, result: TrialResult) -> None:
         """The trial's result, written last: from now on the trial is complete."""
         atomic.write_bytes(self.trial_dir(label) / "result.json", _json(result))
+
+
+def _phases(output: AttemptOutput, wall: float) -> PhaseSeconds:
+    """The attempt's time by phase: the host's wall clock, the container's life as the
+    host measured it, the supervisor's clocks, the agent's phase (0 where none ran)."""
+    report = output.report
+    return PhaseSeconds(
+        wall=max(0.0, wall),
+        container=report.runtime.seconds if report else 0.0,
+        patch=report.patch.seconds if report and report.patch else 0.0,
+        reset=report.reset.seconds if report and report.reset else 0.0,
+        tests=report.tests.seconds if report and report.tests else 0.0,
+        agent=output.agent.seconds if output.agent else 0.0,
+    )
 
 
 def _json(record: BaseModel) -> bytes:

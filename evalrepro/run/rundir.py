@@ -33,9 +33,9 @@ from evalrepro.records.lockfile import Lockfile
 from evalrepro.records.regrade import RegradeSummary
 from evalrepro.records.report import RunResults
 from evalrepro.records.trial import TrialResult, trial_label
-from evalrepro.report.swebench_layout import LAYOUT_DIR, RUN_EVALUATION, write_swebench_layout
 from evalrepro.run.evidence import Survey, survey
 from evalrepro.run.sessions import lockfile_drift, log_session
+from evalrepro.run.swebench_layout import LAYOUT_DIR, RUN_EVALUATION, write_swebench_layout
 from evalrepro.text import inside
 
 
@@ -163,24 +163,6 @@ class RunDirectory:
                 shutil.rmtree(folder)
                 removed.append(label)
         return removed
-
-    def rebuild_results(
-        self, lockfile: Lockfile | None = None, done: dict[str, TrialResult] | None = None
-    ) -> RunResults:
-        """results.json recreated from the trial results alone (and the plan's order);
-        ``done``: the trusted results, when the caller has them (``completed``)."""
-        from evalrepro.report.run_report import aggregate  # statistics: loaded where used
-
-        lockfile = lockfile or read_lockfile(self.lockfile_path)
-        done = done if done is not None else self.completed(lockfile)
-        ordered = [done[t.trial_id] for t in lockfile.trials if t.trial_id in done]
-        return aggregate(
-            lockfile.experiment,
-            lockfile.target.target_id,
-            ordered,
-            planned=len(lockfile.trials),
-            lockfile=lockfile,
-        )
 
     def write_swebench_layout(
         self,

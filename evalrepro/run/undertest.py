@@ -5,7 +5,7 @@ Library code can tell that it runs under a test framework (``pytest`` or ``unitt
 ``__main__`` module, the runner's frames on the stack) and return the right answer only
 there. With ``protection.second_runner: N``, after the run (and with the fresh runs) the
 supervisor runs up to N of the instance's FAIL_TO_PASS tests (drawn per trial) each alone
-in a fresh process by a plain driver (``evalrepro/run/sandbox/plain.py``), from the same
+in a fresh process by a plain driver (``evalrepro/sandbox/plain.py``), from the same
 verified state the fresh runs start from: no framework module left in ``sys.modules``
 when the test is called, no ``PYTEST_*`` variables, no arguments, no runner on the stack
 (a pytest test is called directly, a ``unittest.TestCase`` method through unittest's
@@ -33,17 +33,17 @@ import re
 import secrets
 import shlex
 from collections.abc import Sequence
-from pathlib import Path
 
-from evalrepro.config.sample import Sample
+from evalrepro.grade.fresh import RUNNERS
 from evalrepro.grade.parsers import LogParser
 from evalrepro.records.canary import Canary
 from evalrepro.records.fresh import FreshRun
 from evalrepro.records.testspec import TestSpec
-from evalrepro.run.fresh import RUNNERS
+from evalrepro.sample import Sample
+from evalrepro.sandbox import PLAIN_DRIVER
 
 #: The driver's source, run as ``python3 -I -S -c`` (it is the harness's: in its digest).
-DRIVER = (Path(__file__).parent / "sandbox" / "plain.py").read_text(encoding="utf-8")
+DRIVER = PLAIN_DRIVER.read_text(encoding="utf-8")
 
 #: Per first runner: the driver's style, and the test command it can stand in for
 #: (group 1: ``-m``, the working folder first on the path, as ``python -m`` puts it).

@@ -42,8 +42,8 @@ import tempfile
 import time
 from pathlib import Path, PurePosixPath
 
+from evalrepro.build.tarball import normalised
 from evalrepro.errors import UserError
-from evalrepro.publish.tarball import normalised
 
 #: Entries a tree may have (files, folders, links), by default.
 MAX_ENTRIES = 200_000

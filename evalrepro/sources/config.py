@@ -11,7 +11,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
-from evalrepro.config.sample import Sample
+from evalrepro.sample import Sample
 from evalrepro.sources.archive import ArchiveRepo
 from evalrepro.sources.demo import DemoRepo
 from evalrepro.sources.local import LocalRepo

@@ -28,7 +28,7 @@ class DemoRepo(BaseModel):
 def open_demo(source: DemoRepo, cache_dir: Path) -> GitDir:
     """The demo repo, built once per state of its sources and found again by their digest
     (building it takes dozens of git processes; its commits are the same every time)."""
-    from evalrepro.demo.repos import build_repo, repo_names, source_digest
+    from evalrepro.sources.demo_repos import build_repo, repo_names, source_digest
 
     if source.name not in repo_names():
         raise UserError(f"no demo repo '{source.name}' (known: {repo_names()})")

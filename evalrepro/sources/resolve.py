@@ -16,8 +16,8 @@ from pathlib import Path
 
 from pydantic import TypeAdapter
 
-from evalrepro.config.sample import Sample
 from evalrepro.errors import UserError
+from evalrepro.sample import Sample
 from evalrepro.sources.archive import ArchiveRepo, open_archive
 from evalrepro.sources.checkout import GitDir, LocalCheckout
 from evalrepro.sources.config import RepoSource, SourceConfig

@@ -4,7 +4,7 @@
 planned with the agent's configuration as its identity (the trial key's
 ``target_digest``: the adapter and its settings, budgets, network policy, user; never a
 secret's value). At run time the attempt's agent phase starts an interactive sandbox of
-the instance's image (``evalrepro.run.interactive``), runs the agent through its adapter
+the instance's image (``evalrepro.runtimes.interactive``), runs the agent through its adapter
 (``adapter.kind``, one config model each, naming its implementation), takes the diff of
 what it left (``evalrepro.run.worktree``), and the tests then run with that patch as with
 any saved patch, in a fresh sandbox (``evalrepro.run.agent_phase``).
@@ -22,9 +22,9 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evalrepro.config.agents import CommandAgent, MiniSweAgent
-from evalrepro.config.sample import Sample
 from evalrepro.digest import sha256_json
 from evalrepro.plugins import config_union
+from evalrepro.sample import Sample
 from evalrepro.targets.base import Prediction, Target
 
 

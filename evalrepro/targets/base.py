@@ -21,10 +21,10 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evalrepro.config.sample import Sample
 from evalrepro.digest import sha256_bytes
 from evalrepro.records.usage import Usage
-from evalrepro.run.patchcheck import patch_bytes
+from evalrepro.rules.patchcheck import patch_bytes
+from evalrepro.sample import Sample
 from evalrepro.text import InstanceId
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from evalrepro.config.sample import Sample
 from evalrepro.files import read_regular_file
+from evalrepro.sample import Sample
 from evalrepro.targets.base import Prediction, Target
 
 #: Largest patch.diff read from a logs folder.

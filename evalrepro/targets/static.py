@@ -15,9 +15,9 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from evalrepro.config.sample import Sample
 from evalrepro.errors import UserError, validation_message
 from evalrepro.jsonfile import read_records
+from evalrepro.sample import Sample
 from evalrepro.targets.base import Prediction, Target
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from evalrepro.config.sample import Sample
+from evalrepro.sample import Sample
 from evalrepro.targets.base import Prediction, Target
 
 

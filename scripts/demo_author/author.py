@@ -20,7 +20,7 @@ sys.path.insert(0, str(HERE.parent.parent))
 sys.path.insert(0, str(HERE))
 
 from evalrepro.demo import INSTANCES_PATH, PREDICTIONS_DIR  # noqa: E402
-from evalrepro.demo.repos import build_repo, repo_names  # noqa: E402
+from evalrepro.sources.demo_repos import build_repo, repo_names  # noqa: E402
 from tests import demo_harness as h  # noqa: E402
 from defs import INSTANCES  # noqa: E402
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalrepro.demo import DEMO_DIR
-from evalrepro.demo.repos import build_repo
+from evalrepro.sources.demo_repos import build_repo
 
 #: Limits the adversarial runs use: small, so that resource attacks stay cheap and safe
 #: on a 2-core, 24 GiB machine.
@@ -394,7 +394,7 @@ THREAD_SWAPS_TEST_CODE = (
 )
 
 # --- attacks the canaries appended to one file missed (issue 35): the twins catch them ---
-# Each is written by an adversary who read evalrepro/run/canary.py: it leaves alone what
+# Each is written by an adversary who read evalrepro/grade/canary.py: it leaves alone what
 # does not look like the instance's tests, or touches only the FAIL_TO_PASS test.
 
 # The fixed function returns a float that compares equal to anything (and unequal to
@@ -1229,3 +1229,47 @@ def _git(cwd: Path, *args: str, stdin: bytes | None = None) -> bytes:
     if done.returncode != 0:
         raise RuntimeError(f"git {args[0]} failed: {done.stderr.decode()}")
     return done.stdout
+
+
+# --- a test file the command runs outside the test patch -----------------------------------
+
+#: The patch breaks what ``tests/test_tokenizer.py::test_positions`` (PASS_TO_PASS) checks
+#: (positions counted after the leading blanks are dropped), then forges the results of
+#: that file only: the adversary read the dataset (its test patch touches
+#: ``tests/test_eval.py``, where the twins and canaries of the test patch go) and this
+#: repository (canaries went only into the test patch's files), so it leaves
+#: ``tests/test_eval.py`` honest and makes every failure elsewhere passed.
+FORGE_OUTSIDE_FILE = (
+    "\n_tokenize = tokenize\n\n\n"
+    "def tokenize(source: str) -> list[Token]:\n"
+    "    return _tokenize(source.lstrip())\n\n\n"
+    "_runner = __import__('_py' + 'test.run' + 'ner', fromlist=['_'])\n"
+    "_ns = {'_real': getattr(_runner, 'call_and_' + 'report')}\n"
+    "exec(compile(\n"
+    "    'def _report(item, when, log=True, **kwargs):\\n'\n"
+    "    '    report = _real(item, when, log=False, **kwargs)\\n'\n"
+    "    '    if report.failed and not item.nodeid.startswith(\"tests/test_eval.py\"):\\n'\n"
+    "    '        report.outcome = \"passed\"\\n'\n"
+    "    '        report.longrepr = None\\n'\n"
+    "    '    if log:\\n'\n"
+    "    '        item.ihook.pytest_runtest_logreport(report=report)\\n'\n"
+    "    '    return report\\n',\n"
+    "    '<frozen runpy>', 'exec'), _ns)\n"
+    "setattr(_runner, 'call_and_' + 'report', _ns['_report'])\n"
+)
+
+#: Run by tests/adversarial/test_outside_files.py on demo__calc-1 with the command run on
+#: the folder ``tests`` (so ``tests/test_tokenizer.py``, which the test patch does not
+#: touch, runs too, and its tests are PASS_TO_PASS).
+OUTSIDE_ATTACKS = (
+    Attack(
+        "forge-a-file-outside-the-test-patch",
+        "runner",
+        "demo__calc-1",
+        "the gold fix, a broken PASS_TO_PASS test in a test file the test patch does not "
+        "touch, and call_and_report making every failure outside the test patch's file passed",
+        ("invalid", "runner_tampered"),
+        {"calc/tokenizer.py": FORGE_OUTSIDE_FILE},
+        with_gold=True,
+    ),
+)

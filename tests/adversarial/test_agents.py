@@ -30,11 +30,11 @@ import pytest
 from rich.console import Console
 
 from evalrepro.build.images import ImageChain
-from evalrepro.config.sample import load_samples
 from evalrepro.pipeline import plan_and_lock
 from evalrepro.records.trial import read_trial_result
-from evalrepro.run.interactive import SandboxRequest
 from evalrepro.run.worktree import DIFF_SECONDS, TreeError, harness_diff
+from evalrepro.runtimes.interactive import SandboxRequest
+from evalrepro.sample import load_samples
 from evalrepro.targets.agent import AgentBudgets, AgentTarget, CommandAgent
 from tests.podman_support import cache_dir, demo_config, needs_podman, run_demo
 

@@ -22,7 +22,6 @@ import pytest
 from rich.console import Console
 
 from evalrepro.config.experiment import compose
-from evalrepro.config.sample import load_samples
 from evalrepro.digest import sha256_bytes, sha256_json
 from evalrepro.errors import UserError
 from evalrepro.pipeline import PlanMismatch, run_experiment
@@ -34,8 +33,10 @@ from evalrepro.publish.verify import check_run
 from evalrepro.records.bundle import ReportSettings
 from evalrepro.records.lockfile import Lockfile
 from evalrepro.records.trial import trial_label
+from evalrepro.report.results import rebuild_results
 from evalrepro.run.rundir import RunDirectory
 from evalrepro.run.sessions import SESSIONS_NAME
+from evalrepro.sample import load_samples
 from tests.fake_backend import fake_backend, gold_scenario
 from tests.test_bundle import ssh_key
 
@@ -104,7 +105,7 @@ def trim(honest: Path, into: Path, *, run_json: bool = True) -> tuple[str, str]:
         for trial_id, result in directory.survey(lockfile).results.items()
         if trial_id != dropped["trial_id"]
     }
-    directory.write_results(directory.rebuild_results(lockfile, done))
+    directory.write_results(rebuild_results(directory, lockfile, done))
     shutil.rmtree(into / "swebench")
     directory.write_swebench_layout(lockfile, done)
     return instance_id, label

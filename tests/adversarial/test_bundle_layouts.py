@@ -19,9 +19,9 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
+from evalrepro.build import tarball
 from evalrepro.cli import main
 from evalrepro.errors import UserError
-from evalrepro.publish import tarball
 
 DIR, FILE, HARD, SYM = tarfile.DIRTYPE, tarfile.REGTYPE, tarfile.LNKTYPE, tarfile.SYMTYPE
 

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from evalrepro.records.supervision import SupervisorReport
-from evalrepro.run.sandbox.supervisor import (
+from evalrepro.runtimes.supervision import StreamReader
+from evalrepro.sandbox.supervisor import (
     FRAME,
     KIND_EVENT,
     as_text,
@@ -30,7 +31,6 @@ from evalrepro.run.sandbox.supervisor import (
     shown,
     unquote_name,
 )
-from evalrepro.run.supervision import StreamReader
 from tests.adversarial.attacks import Attack
 from tests.adversarial.test_inodes import run_small
 from tests.podman_support import needs_podman
@@ -239,7 +239,7 @@ def test_the_recorder_writes_a_report_holding_a_lone_surrogate_escaped(tmp_path)
 def test_a_log_with_invalid_utf8_in_test_names_is_scored():
     from evalrepro.grade.score import score
     from evalrepro.records.supervision import RuntimeFacts
-    from evalrepro.run.supervision import region_text
+    from evalrepro.runtimes.supervision import region_text
     from tests.test_score import F2P, P2P, grade
     from tests.test_supervision import DONE, PATCH, RESET, START, STARTED, event, finished, output
 
@@ -265,7 +265,7 @@ def test_a_log_with_invalid_utf8_in_test_names_is_scored():
 
 
 def test_a_patch_check_names_a_file_that_is_not_utf8_escaped():
-    from evalrepro.run.patchcheck import check_patch
+    from evalrepro.rules.patchcheck import check_patch
     from tests.test_patchcheck import DEFAULT
 
     check = check_patch(RAW_NAME_PATCH, DEFAULT)

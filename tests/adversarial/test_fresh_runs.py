@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalrepro.run.sandbox import PROGRAM_PATH
+from evalrepro.sandbox import PROGRAM_PATH
 from tests.adversarial.attacks import Attack
 from tests.adversarial.test_inodes import run_small
 from tests.podman_support import needs_podman

@@ -22,8 +22,8 @@ import pytest
 
 from evalrepro.config.experiment import compose
 from evalrepro.records.trial import read_trial_result
-from evalrepro.run.sandbox import supervisor
-from evalrepro.run.sandbox.supervisor import InodeCount, Watchdog, writable_roots
+from evalrepro.sandbox import supervisor
+from evalrepro.sandbox.supervisor import InodeCount, Watchdog, writable_roots
 from tests.adversarial.attacks import Attack, write_adversary
 from tests.podman_support import needs_podman, run_demo, sandboxes_left
 

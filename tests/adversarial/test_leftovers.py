@@ -2,7 +2,7 @@
 
 ``podman build`` killed with its parent leaves the processes of its ``RUN`` step running
 (measured here: they are orphaned, not killed). evalrepro runs every build under a
-keeper (``evalrepro.build.tether``) that stops the whole tree when evalrepro dies.
+keeper (``evalrepro.runtimes.tether``) that stops the whole tree when evalrepro dies.
 """
 
 from __future__ import annotations

@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import ClassVar
 
+# The family is the dataset's (its config names it); each parser declares its own.
+from evalrepro.sample import Family as Family
+
 
 class Status(StrEnum):
     PASSED = "PASSED"
@@ -27,11 +30,6 @@ class Status(StrEnum):
     ERROR = "ERROR"
     XFAIL = "XFAIL"
     XPASS = "XPASS"
-
-
-class Family(StrEnum):
-    SWEBENCH = "swebench"
-    NATIVE = "native"
 
 
 @dataclass(frozen=True)
@@ -68,12 +66,12 @@ class LogParser(ABC):
     aliases: ClassVar[tuple[str, ...]] = ()
     #: One line for ``evalrepro parsers`` and the docs: the runner and invocation.
     description: ClassVar[str] = ""
-    #: The canary tests (``evalrepro.run.canary``) this runner collects from a Python
+    #: The canary tests (``evalrepro.grade.canary``) this runner collects from a Python
     #: test file: "function" (module-level ``test_*``), "method" (``unittest.TestCase``);
     #: none for a runner that collects neither.
     canary_styles: ClassVar[tuple[str, ...]] = ()
     #: How this runner selects one test and what its exit status says, for fresh runs
-    #: (a key of ``evalrepro.run.fresh.RUNNERS``); None for a runner without that.
+    #: (a key of ``evalrepro.grade.fresh.RUNNERS``); None for a runner without that.
     runner: ClassVar[str | None] = None
 
     @abstractmethod

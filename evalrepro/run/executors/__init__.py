@@ -3,6 +3,12 @@
 Each kind is a plugin of the ``evalrepro.executors`` group: its config model
 (``evalrepro.config.executor``) names the executor class, imported only when a run
 opens it. See :mod:`evalrepro.run.executors.base` for what an executor does.
+
+The bases are public, for a kind of another package: :class:`Executor` (``run`` the
+jobs, ``drive`` one in this thread) and, for attempts sent to a cluster's workers,
+:class:`~evalrepro.run.executors.leased.LeasedExecutor` with its
+:class:`~evalrepro.run.executors.leased.Cluster` (Dask's kinds are that base plus Dask's
+client calls).
 """
 
 from __future__ import annotations
@@ -16,11 +22,11 @@ from evalrepro import plugins
 from evalrepro.config.environment import SandboxEnvironment
 from evalrepro.plan.plan import PlannedTrial
 from evalrepro.records.trial import TrialResult
-from evalrepro.run.attempt import RecordedAgent
 from evalrepro.run.execute import AttemptSettings, TrialJob, container_prefix
 from evalrepro.run.executors.base import Events, Executor
 from evalrepro.run.recorder import Recorder
-from evalrepro.run.runtimes.base import Runtime
+from evalrepro.runtimes.attempt import RecordedAgent
+from evalrepro.runtimes.base import Runtime
 from evalrepro.targets.agent import AgentTarget
 
 

@@ -17,8 +17,9 @@ from typing import Any, ClassVar, Protocol
 
 from evalrepro.plan.plan import PlannedTrial
 from evalrepro.records.trial import TrialResult
+from evalrepro.run import agent_phase
 from evalrepro.run.execute import TrialJob, now
-from evalrepro.run.runtimes.base import Runtime
+from evalrepro.runtimes.base import Runtime
 
 
 class Events(Protocol):
@@ -61,7 +62,7 @@ class Executor(ABC):
         while (spec := job.next_spec()) is not None:
             events.attempt_started(job.planned, spec.number)
             started = now()
-            job.record(spec, self.runtime.attempt(spec), started)
+            job.record(spec, agent_phase.attempt(self.runtime, spec), started)
         result = job.finish()
         events.trial_finished(job.planned, result)
         return result

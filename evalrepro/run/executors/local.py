@@ -15,7 +15,7 @@ from evalrepro.plan.plan import PlannedTrial
 from evalrepro.records.trial import TrialResult
 from evalrepro.run.execute import TrialJob
 from evalrepro.run.executors.base import Events, Executor
-from evalrepro.run.runtimes.base import Runtime
+from evalrepro.runtimes.base import Runtime
 
 
 class LocalExecutor(Executor):

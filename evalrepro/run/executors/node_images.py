@@ -12,7 +12,7 @@ locked Id before the node takes an attempt. Where the missing ones come from:
   that differs (same inputs, other bytes: the build is not reproducible there);
 - ``archive``: the archives of a folder every node reads (``images.oci.tar`` /
   ``images.docker.tar``), written once by the submitter, loaded and checked by
-  :func:`evalrepro.publish.image_archive.load_images`;
+  :func:`evalrepro.build.image_archive.load_images`;
 - ``registry``: pushed once by the submitter to a registry the user names, pulled on each
   node by the manifest digest the push reported, tagged with the locked tag, and its Id
   checked against the lockfile (a registry that serves other bytes cannot pass: the pull
@@ -23,7 +23,6 @@ What goes wrong is one problem line per image; a node with problems takes no att
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +32,8 @@ from evalrepro.errors import UserError
 from evalrepro.records.image import BuildFailure
 from evalrepro.records.lockfile import LockedImage
 from evalrepro.records.testspec import TestSpec
-from evalrepro.run.runtimes.base import Runtime
+from evalrepro.runtimes.base import Runtime
+from evalrepro.runtimes.store import StoreError
 
 
 @dataclass(frozen=True)
@@ -60,25 +60,16 @@ def push_images(
 ) -> dict[str, str]:
     """Push each store image to ``registry``; its tag -> the reference to pull it by
     (``registry/name@sha256:<manifest digest>``)."""
+    store = runtime.image_store()
     references = {}
-    with tempfile.TemporaryDirectory(prefix="evalrepro-push-") as scratch:
-        for image in store_images(images):
-            name, _, key = image.tag.removeprefix("localhost/").partition(":")
-            remote = f"{registry.rstrip('/')}/{name}:{key}"
-            digest_file = Path(scratch) / "digest"
-            done = runtime.podman(  # type: ignore[attr-defined]
-                "push",
-                f"--tls-verify={str(tls_verify).lower()}",
-                "--digestfile",
-                str(digest_file),
-                image.tag,
-                remote,
-                check=False,
-            )
-            if done.returncode != 0:
-                last = (done.stderr.strip().splitlines() or ["?"])[-1]
-                raise UserError(f"cannot push {image.tag} to {registry}: {last}")
-            references[image.tag] = f"{remote.rsplit(':', 1)[0]}@{digest_file.read_text().strip()}"
+    for image in store_images(images):
+        name, _, key = image.tag.removeprefix("localhost/").partition(":")
+        remote = f"{registry.rstrip('/')}/{name}:{key}"
+        try:
+            digest = store.push(image.tag, remote, tls_verify=tls_verify)
+        except StoreError as error:
+            raise UserError(f"cannot push {image.tag} to {registry}: {error}") from None
+        references[image.tag] = f"{remote.rsplit(':', 1)[0]}@{digest}"
     return references
 
 
@@ -86,24 +77,23 @@ def pull_images(
     runtime: Runtime, images: Sequence[LockedImage], references: dict[str, str], tls: bool
 ) -> list[str]:
     """Pull each image by its reference, name it by its Id; the problems, one per image."""
-    from evalrepro.publish.image_archive import loaded_name
+    from evalrepro.build.image_archive import loaded_name
 
+    store = runtime.image_store()
     problems = []
     for image in images:
         reference = references.get(image.tag)
         if reference is None:
             problems.append(f"{image.tag}: not pushed to the registry")
             continue
-        pulled = runtime.podman(  # type: ignore[attr-defined]
-            "pull", f"--tls-verify={str(tls).lower()}", "--quiet", reference, check=False
-        )
-        if pulled.returncode != 0:
-            last = (pulled.stderr.strip().splitlines() or ["?"])[-1]
-            problems.append(f"{image.tag}: cannot pull {reference}: {last}")
+        try:
+            store.pull(reference, tls_verify=tls)
+            # Under a name of its Id's: the node's own tags stay as they are.
+            store.tag(reference, loaded_name(image))
+        except StoreError as error:
+            problems.append(f"{image.tag}: cannot pull {reference}: {error}")
             continue
-        # Under a name of its Id's: the node's own tags stay as they are.
-        runtime.podman("tag", reference, loaded_name(image))  # type: ignore[attr-defined]
-        found = runtime.image_ids().get(loaded_name(image))
+        found = store.ids().get(loaded_name(image))
         if found != image.image_digest:
             problems.append(
                 f"{image.tag}: pulled Id {found}, the lockfile says {image.image_digest}"
@@ -176,13 +166,13 @@ def prepare(
     if not missing:
         return []
     if source == "archive" and archive is not None:
-        from evalrepro.publish.image_archive import load_images
+        from evalrepro.build.image_archive import load_images
 
         files = sorted(Path(archive).glob("images.*.tar"))
         if not files:
             return [f"no images.*.tar in {archive}"]
         try:
-            return load_images(runtime, files, images)  # type: ignore[arg-type]
+            return load_images(runtime.image_store(), files, images)
         except UserError as error:
             return [str(error)]
     if source == "registry" and references is not None:

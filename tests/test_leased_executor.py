@@ -1,0 +1,177 @@
+"""The leased executor's base, reused by a kind that is not Dask: its cluster is a real
+``concurrent.futures`` pool per worker (a worker is a process), its client calls a dozen
+lines. On the base alone it gets a lease for every attempt, survives a worker process
+that dies mid-trial (that attempt is recorded as lost and retried elsewhere) and
+finishes every trial once."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from concurrent import futures
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from evalrepro.config.executor import LeasedExecutorConfig
+from evalrepro.config.experiment import compose
+from evalrepro.plan.plan import build_plan
+from evalrepro.records.lockfile import LockedImage
+from evalrepro.records.trial import Lease, read_trial_result
+from evalrepro.run.backend import Backend
+from evalrepro.run.executors import run_trials
+from evalrepro.run.executors.leased import (
+    Cluster,
+    LeasedExecutor,
+    WorkerLost,
+    attempt_here,
+    prepare_node,
+    remove_sandboxes,
+)
+from evalrepro.runtimes.attempt import AttemptOutput, AttemptSpec
+
+
+def attempt_dying_once(
+    environment: Any, spec: AttemptSpec, worker: str, marker: str
+) -> tuple[AttemptOutput, Lease]:
+    """The attempt, on a worker; the first one worker ``pool-0`` takes, its process is
+    killed while the attempt runs (as a node that goes down)."""
+    if worker == "pool-0" and not os.path.exists(marker):
+        Path(marker).touch()
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGKILL)).start()
+    return attempt_here(environment, spec, worker)
+
+
+class PoolCluster(Cluster):
+    """Workers ``pool-N``: a one-process pool each. A pool whose process died is broken:
+    its worker is gone."""
+
+    noun: ClassVar[str] = "pool"
+
+    def __init__(self, environment: Any, workers: int, marker: str) -> None:
+        self.environment = environment
+        self.marker = marker
+        self.pools = {
+            f"pool-{n}": futures.ProcessPoolExecutor(max_workers=1) for n in range(workers)
+        }
+        self.where: dict[futures.Future, str] = {}
+
+    def workers(self) -> set[str]:
+        return set(self.pools)
+
+    def prepare(
+        self, workers: list[str], images: list[LockedImage], how: dict[str, Any]
+    ) -> dict[str, tuple[str, list[str]] | BaseException]:
+        answers: dict[str, tuple[str, list[str]] | BaseException] = {}
+        for worker in workers:
+            try:
+                answers[worker] = (
+                    self.pools[worker].submit(prepare_node, self.environment, images, how).result()
+                )
+            except Exception as error:
+                answers[worker] = error
+        return answers
+
+    def grant(self, workers: list[str]) -> dict[str, int]:
+        return dict.fromkeys(workers, 1)
+
+    def submit(self, spec: AttemptSpec) -> futures.Future:
+        busy = Counter(self.where.values())
+        worker = min(self.pools, key=lambda w: (busy[w], w))
+        future = self.pools[worker].submit(
+            attempt_dying_once, self.environment, spec, worker, self.marker
+        )
+        self.where[future] = worker
+        return future
+
+    def wait(self, handles: list[Any], timeout: float) -> set[Any]:
+        done, _ = futures.wait(handles, timeout=timeout, return_when=futures.FIRST_COMPLETED)
+        return set(done)
+
+    def result(self, handle: Any) -> tuple[AttemptOutput, Lease | None]:
+        worker = self.where.pop(handle)
+        try:
+            return handle.result()
+        except BrokenProcessPool as error:
+            self.pools.pop(worker).shutdown(wait=False)
+            raise WorkerLost(worker, f"its process died: {error}") from error
+
+    def running(self) -> dict[str, list[str]]:
+        found: dict[str, list[str]] = {}
+        for future, worker in self.where.items():
+            if future.running():
+                found.setdefault(worker, []).append(self.key(future))
+        return found
+
+    def key(self, handle: Any) -> str:
+        return str(id(handle))
+
+    def remove_sandboxes(self, prefix: str) -> None:
+        for pool in self.pools.values():
+            with contextlib.suppress(Exception):
+                pool.submit(remove_sandboxes, self.environment, prefix).result()
+
+    def close(self) -> None:
+        for pool in self.pools.values():
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+class PoolExecutor(LeasedExecutor):
+    kind: ClassVar[str] = "pool"
+
+    @contextlib.contextmanager
+    def connect(self) -> Iterator[Cluster]:
+        cluster = PoolCluster(self.environment, self.settings.workers, self.settings.marker)
+        try:
+            yield cluster
+        finally:
+            cluster.close()
+
+
+class PoolExecutorConfig(LeasedExecutorConfig):
+    kind: Literal["pool"] = "pool"
+    workers: int = 2
+    marker: str
+    implementation: ClassVar[str] = "tests.test_leased_executor:PoolExecutor"
+
+
+def test_an_executor_on_the_base_leases_survives_a_dead_worker_and_runs_each_trial_once(
+    tmp_path,
+):
+    config = compose(["+experiment=demo", "environment=fake", "environment.seconds=1"])
+    backend = Backend.open(config.environment, tmp_path / "cache")
+    plan = build_plan(config, backend.builder, tmp_path / "cache")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    results = run_trials(
+        plan.trials,
+        runtime=backend.runtime,
+        run_dir=run_dir,
+        environment=config.environment,
+        executor=PoolExecutorConfig(marker=str(tmp_path / "killed"), heartbeat=0.2),
+        dataset=config.dataset,
+    )
+    assert (tmp_path / "killed").exists(), "a worker process died mid-trial"
+    planned = [p.trial.trial_id for p in plan.trials]
+    assert [r.trial.trial_id for r in results] == planned
+    on_disk = [read_trial_result(p) for p in sorted((run_dir / "trials").glob("*/result.json"))]
+    assert sorted(r.trial.trial_id for r in on_disk) == sorted(planned)
+
+    attempts = [a for r in on_disk for a in r.attempts]
+    assert all(a.lease is not None for a in attempts), "every attempt has its lease"
+    assert {a.lease.worker for a in attempts} == {"pool-0", "pool-1"}
+    errors = [(a, a.observation.infrastructure_error or "") for a in attempts]
+    lost = [a for a, error in errors if error.startswith("worker_lost")]
+    assert len(lost) == 1, "the dead worker's attempt is recorded, and only it"
+    (attempt,) = lost
+    assert attempt.observation.infrastructure_error.startswith("worker_lost: pool-0 died")
+    assert attempt.lease.lost and attempt.lease.worker == "pool-0"
+    # Retried on the worker left: every trial ends resolved, the lost one in 2 attempts.
+    assert {str(r.score.outcome) for r in on_disk} == {"resolved"}
+    assert sorted(len(r.attempts) for r in on_disk) == [1] * 11 + [2]
+    later = [a for a in attempts if a.started_at > attempt.started_at]
+    assert later and {a.lease.worker for a in later if a is not attempt} == {"pool-1"}
