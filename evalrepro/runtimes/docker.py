@@ -49,7 +49,7 @@ from evalrepro.runtimes.attempt import AttemptOutput, AttemptSpec
 from evalrepro.runtimes.interactive import Sandbox, SandboxError, SandboxRequest
 from evalrepro.runtimes.podman import PodmanRuntime
 from evalrepro.runtimes.podman_store import PodmanStore
-from evalrepro.runtimes.store import ImageStore, StoreError, backend_files, last_line
+from evalrepro.runtimes.store import ImageStore, StoreError, backend_files, last_line, run_args
 
 #: The capabilities podman 4.3 gives a container (its built-in default): docker's default
 #: set has NET_RAW, MKNOD and AUDIT_WRITE besides.
@@ -200,20 +200,7 @@ class DockerStore(ImageStore):
     def run(
         self, image: str, argv: Sequence[str], *, volumes: Sequence[tuple[str, str]] = ()
     ) -> subprocess.CompletedProcess:
-        return self.docker(
-            "run",
-            "--rm",
-            "--network",
-            "none",
-            "--pull",
-            "never",
-            "--security-opt",
-            "no-new-privileges",
-            *(f"--volume={host}:{inside}:ro" for host, inside in volumes),
-            image,
-            *argv,
-            check=False,
-        )
+        return self.docker(*run_args(image, argv, volumes), check=False)
 
 
 class _as_docker_archive:

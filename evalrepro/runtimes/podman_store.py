@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from evalrepro.errors import UserError
-from evalrepro.runtimes.store import ImageStore, StoreError, last_line
+from evalrepro.runtimes.store import ImageStore, StoreError, last_line, run_args
 from evalrepro.runtimes.tether import run_tethered
 
 #: podman build's error when the image it just committed is gone before its lookup.
@@ -210,20 +210,7 @@ class PodmanStore(ImageStore):
     def run(
         self, image: str, argv: Sequence[str], *, volumes: Sequence[tuple[str, str]] = ()
     ) -> subprocess.CompletedProcess:
-        return self.podman(
-            "run",
-            "--rm",
-            "--network",
-            "none",
-            "--pull",
-            "never",
-            "--security-opt",
-            "no-new-privileges",
-            *(f"--volume={host}:{inside}:ro" for host, inside in volumes),
-            image,
-            *argv,
-            check=False,
-        )
+        return self.podman(*run_args(image, argv, volumes), check=False)
 
     def remove_tree(self, path: Path) -> None:
         """Rootless, files a user namespace made (sub-uids) need one too to be deleted."""

@@ -168,3 +168,21 @@ class ImageStore(ABC):
     def remove_tree(self, path: Path) -> None:
         """Delete a folder a build used (some stores leave files of other owners)."""
         shutil.rmtree(path, ignore_errors=True)
+
+
+def run_args(image: str, argv: Sequence[str], volumes: Sequence[tuple[str, str]] = ()) -> list[str]:
+    """``run`` of a throwaway container that looks inside an image: no network, no pull,
+    no new privileges, the volumes read-only (podman and docker take the same words)."""
+    return [
+        "run",
+        "--rm",
+        "--network",
+        "none",
+        "--pull",
+        "never",
+        "--security-opt",
+        "no-new-privileges",
+        *(f"--volume={host}:{inside}:ro" for host, inside in volumes),
+        image,
+        *argv,
+    ]
