@@ -106,6 +106,25 @@ def test_a_twin_goes_right_after_its_original_with_the_files_spacing():
     compile(text, "test_a.py", "exec")  # the file still reads as Python
 
 
+def test_twins_and_shaped_canaries_in_a_crlf_file_end_every_line_as_the_file_does():
+    text = PYTEST_FILE.replace("\n", "\r\n")
+    failing = ["tests/test_a.py::test_power_is_right_associative"]
+    placed = twins_of(text, failing) + shaped_of(text, failing, ["tests/test_a.py::test_names"])
+    assert {c.kind for c in placed if c.twin_of} and {c.expect for c in placed if c.beside} == {
+        "fail",
+        "pass",
+    }
+    for canary in placed:
+        assert "\n" in canary.source and "\r\n" in canary.source
+        assert canary.source.count("\n") == canary.source.count("\r\n"), canary.source
+    (op,), _ = with_canaries(
+        [("tests/test_a.py", "file", 0o644, text.encode())], [c.model_dump() for c in placed]
+    )
+    merged = op[3].decode()
+    assert merged.count("\n") == merged.count("\r\n")
+    compile(merged, "test_a.py", "exec")
+
+
 def test_passing_tests_get_a_differs_twin_only():
     twins = twins_of(
         PYTEST_FILE, [], ["tests/test_a.py::test_power", "tests/test_a.py::test_names"]

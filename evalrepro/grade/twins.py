@@ -679,12 +679,17 @@ def _test_name(key: str) -> str:
     return re.split(r"::|\.", key)[-1]
 
 
+#: A line break Python and ``str.splitlines`` count apart: a test holding one gets no
+#: twin or canary, since the offsets it would be placed at are unsure.
+_ODD_BREAK = re.compile("\r(?!\n)|[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+
+
 def _twin(
     block: Block, kind: str, neighbours: Neighbours, rng: random.Random, taken: set[str]
 ) -> Canary | None:
     text = "".join(block.lines)
-    if re.search("\r(?!\n)|[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]", text):
-        return None  # a line break Python and str.splitlines count apart: offsets unsure
+    if _ODD_BREAK.search(text):
+        return None
     source = textwrap.dedent(text)
     try:
         edits = twin_edits(source, kind, rng)
@@ -698,19 +703,10 @@ def _twin(
     except SyntaxError:
         return None
     name = twin_name(block.name, neighbours, rng, taken)
-    changed, renamed = re.subn(
-        rf"^(\s*(?:async\s+)?def\s+){re.escape(block.name)}(?=\s*\()",
-        rf"\g<1>{name}",
-        changed,
-        count=1,
-        flags=re.MULTILINE,
-    )
-    if renamed != 1:
+    placed = _placed(block, changed, name)
+    if placed is None:
         return None
-    newline = "\r\n" if block.lines[-1].endswith("\r\n") else "\n"
-    body = textwrap.indent(changed, block.indent, lambda line: bool(line.strip()))
-    if not body.endswith(("\n", "\r\n")):
-        body += newline
+    body, newline = placed
     return Canary(
         name=name,
         expect="fail",
@@ -724,6 +720,33 @@ def _twin(
         anchor=hashlib.sha256("".join(block.lines).encode()).hexdigest(),
         first_line=block.first,
     )
+
+
+def _placed(block: Block, source: str, name: str) -> tuple[str, str] | None:
+    """``source`` (``block``'s test, dedented and changed) renamed to ``name`` and indented
+    and line-ended as ``block``: (body, the file's newline), or None if it is no longer one
+    Python test of that name. Twins and shaped canaries are placed alike, so that neither
+    kind has a layout of its own to tell it by."""
+    source, renamed = re.subn(
+        rf"^(\s*(?:async\s+)?def\s+){re.escape(block.name)}(?=\s*\()",
+        rf"\g<1>{name}",
+        source,
+        count=1,
+        flags=re.MULTILINE,
+    )
+    if renamed != 1:
+        return None
+    try:
+        ast.parse(source)
+    except SyntaxError:
+        return None
+    newline = "\r\n" if block.lines[-1].endswith("\r\n") else "\n"
+    body = textwrap.indent(source, block.indent, lambda line: bool(line.strip()))
+    if not body.endswith("\n"):
+        body += "\n"
+    if newline == "\r\n":
+        body = re.sub(r"(?<!\r)\n", "\r\n", body)
+    return body, newline
 
 
 # --- canaries shaped like their neighbours ------------------------------------------------
@@ -853,7 +876,7 @@ def _shaped(
     taken: set[str],
 ) -> Canary | None:
     text = "".join(block.lines)
-    if re.search("\r(?!\n)|[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]", text) or _MAY_SKIP.search(text):
+    if _ODD_BREAK.search(text) or _MAY_SKIP.search(text):
         return None
     if block.indent and test_class is None:
         return None  # a method whose class no key names: it could not be selected alone
@@ -865,23 +888,10 @@ def _shaped(
     if made is None:
         return None
     name = twin_name(block.name, neighbours, rng, taken)
-    made, renamed = re.subn(
-        rf"^(\s*(?:async\s+)?def\s+){re.escape(block.name)}(?=\s*\()",
-        rf"\g<1>{name}",
-        made,
-        count=1,
-        flags=re.MULTILINE,
-    )
-    try:
-        ast.parse(made)
-    except SyntaxError:
+    placed = _placed(block, made, name)
+    if placed is None:
         return None
-    if renamed != 1:
-        return None
-    newline = "\r\n" if block.lines[-1].endswith("\r\n") else "\n"
-    body = textwrap.indent(made, block.indent, lambda line: bool(line.strip()))
-    if newline == "\r\n":
-        body = re.sub(r"(?<!\r)\n", "\r\n", body)
+    body, newline = placed
     # A must-fail canary goes right above its neighbour (a test patch's new tests are
     # often the file's last: a canary after them would be among the file's last tests),
     # a must-pass one right after it; each with the file's spacing between them.
