@@ -187,17 +187,7 @@ def _parsed_as_swebench(log: TestLog, sample: Sample, parser: LogParser) -> dict
             return {"parser_status": status, "parser_detail": detail, "status_map": {}}
         # A native parser says more than swebench would (what it read), and says so.
         detail += f"; status_map: what {parser.name} read of the log, not graded"
-    return {
-        "parser_status": status,
-        "parser_detail": detail,
-        "status_map": statuses,
-        "tests": tests_report(
-            statuses,
-            sample.fail_to_pass,
-            sample.pass_to_pass,
-            fail_only=parser.fail_only or sample.fail_only,
-        ),
-    }
+    return _graded(statuses, status, detail, sample, parser)
 
 
 def observe_attempt(
@@ -360,6 +350,13 @@ def _parsed(region: str, exit_code: int | None, sample: Sample, parser: LogParse
     parsed = parser.parse(region)
     statuses = {test: str(status) for test, status in parsed.statuses.items()}
     status, detail = _judge_parse(parsed.problems, statuses, parsed.suite_ran, exit_code)
+    return _graded(statuses, status, detail, sample, parser)
+
+
+def _graded(
+    statuses: dict[str, str], status: ParserStatus, detail: str, sample: Sample, parser: LogParser
+) -> dict:
+    """An observation's parse fields: the status map and the run's lists graded on it."""
     return {
         "parser_status": status,
         "parser_detail": detail,
