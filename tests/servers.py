@@ -100,8 +100,7 @@ class PostgresServer:
 
     def url_for(self, database: str) -> str:
         return (
-            f"postgresql+psycopg://{self.user}:{self.password}@{self.host}:{self.port}/"
-            f"{database}"
+            f"postgresql+psycopg://{self.user}:{self.password}@{self.host}:{self.port}/{database}"
         )
 
     @property
@@ -193,11 +192,14 @@ def postgres_server() -> Iterator[PostgresServer]:
             _as_server_user(
                 [
                     str(binaries / "initdb"),
-                    "-D", str(data),
-                    "-U", server.admin_user,
+                    "-D",
+                    str(data),
+                    "-U",
+                    server.admin_user,
                     f"--pwfile={folder / 'pwfile'}",
                     "--auth=scram-sha-256",
-                    "-E", "UTF8",
+                    "-E",
+                    "UTF8",
                     "--no-locale",
                     "--no-sync",
                 ],
@@ -229,9 +231,7 @@ def postgres_server() -> Iterator[PostgresServer]:
         if not started:
             raise RuntimeError(f"PostgreSQL did not start: see {log}")
         with server.connect(admin=True) as connection:
-            connection.execute(
-                f"CREATE ROLE \"{server.user}\" LOGIN PASSWORD '{server.password}'"
-            )
+            connection.execute(f"CREATE ROLE \"{server.user}\" LOGIN PASSWORD '{server.password}'")
             connection.execute(f'CREATE DATABASE "{server.database}" OWNER "{server.user}"')
         yield server
     finally:

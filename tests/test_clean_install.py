@@ -242,8 +242,7 @@ def assert_probe_passes(found: dict, extras: set[str]) -> None:
     assert {
         module: error
         for module, error in failures["modules"].items()
-        if needed_extra(module) in (None, *extras)
-        or not error.startswith("ModuleNotFoundError")
+        if needed_extra(module) in (None, *extras) or not error.startswith("ModuleNotFoundError")
     } == {}
     from evalrepro.cli import COMMANDS
 

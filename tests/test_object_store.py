@@ -154,9 +154,7 @@ def test_a_run_is_stored_and_materialized_byte_for_byte(backend, demo_run, tmp_p
     out = materialize_run(backend.store, digest, tmp_path / "copy")
     assert out == tmp_path / "copy"
     assert stored_files(out) == files
-    assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == sorted(
-        files
-    )
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == sorted(files)
     with pytest.raises(StoreError, match="not an empty folder"):
         materialize_run(backend.store, digest, out)
 
@@ -203,9 +201,7 @@ def test_an_interrupted_upload_resumes_and_uploads_only_the_rest(backend, demo_r
     assert len(uploaded_again) == len(distinct) - 10
     # The manifest (what says "complete") appeared only with the second, whole, upload.
     assert store.key(digest) not in interrupted and store.has(digest)
-    assert stored_files(materialize_run(store, digest, tmp_path / "copy")) == stored_files(
-        demo_run
-    )
+    assert stored_files(materialize_run(store, digest, tmp_path / "copy")) == stored_files(demo_run)
 
 
 # --- what the store holds is checked ----------------------------------------------------

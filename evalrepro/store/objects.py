@@ -344,8 +344,7 @@ class ObjectStore:
             raise StoreError(f"object store {self.url}: {digest} is not stored")
         if size > max_size:
             raise StoreError(
-                f"object store {self.url}: {digest} is {size} bytes, more than the "
-                f"{max_size} read"
+                f"object store {self.url}: {digest} is {size} bytes, more than the {max_size} read"
             )
         with self._errors(f"cannot read {digest}"), self.fs.open(key, "rb") as handle:
             data = handle.read(max_size + 1)
@@ -364,8 +363,7 @@ class ObjectStore:
             got, length = self._stream(key, size, out.write)
             if size is not None and length != size:
                 raise StoreError(
-                    f"object store {self.url}: {digest} holds {length} bytes, not {size}: "
-                    "corrupt"
+                    f"object store {self.url}: {digest} holds {length} bytes, not {size}: corrupt"
                 )
             self._check(digest, got, length)
 
