@@ -185,7 +185,7 @@ def test_tests_made_flaky_on_purpose_are_found_and_left_out_of_the_lists(quirks,
     report = validate(quirks, tmp_path, ["flaky"], repeats=5)
     (found,) = report.instances
     coins = {"tests/test_coin.py::test_coin_one", "tests/test_coin.py::test_coin_two"}
-    assert found.verdict == "flaky_tests"
+    assert found.verdict == "flaky_tests", found.detail
     assert found.flaky and set(found.flaky) <= coins
     assert found.fail_to_pass == [f"{ID}test_add"]
     assert not coins & {*found.fail_to_pass, *found.pass_to_pass}
