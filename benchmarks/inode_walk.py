@@ -4,7 +4,7 @@ every trial's critical path) and one watchdog slice while they run.
     .venv/bin/python benchmarks/inode_walk.py [--entries 10000 100000] [--repeat 5]
 
 Builds a tree of empty files (100 per folder) for each size in a temporary folder and
-times ``InodeCount`` (``evalrepro/sandbox/supervisor.py``) on it, as the supervisor
+times ``InodeCount`` (``evalrepro/sandbox/watchdog.py``) on it, as the supervisor
 runs it: the constructor walks the whole tree once, each ``step`` reads one slice of at
 most ``_INODE_SLICE`` entries. Medians over ``--repeat`` runs; results go in
 docs/performance.md.
@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from evalrepro.sandbox.supervisor import _INODE_SLICE, InodeCount
+from evalrepro.sandbox.watchdog import _INODE_SLICE, InodeCount
 
 
 def tree(root: Path, entries: int) -> None:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evalrepro.sandbox.supervisor import SavedState
+from evalrepro.sandbox.tree import SavedState
 from tests.test_verified_bytecode import planted_env
 
 IMPORTS = "import pytest, _pytest.config, _pytest.python, unittest, json, decimal"

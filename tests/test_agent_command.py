@@ -386,7 +386,7 @@ def test_model_only_needs_the_endpoints_it_allows():
 
 @both_modes
 def test_an_agent_that_hogs_memory_is_stopped_at_the_reserve(tmp_path, mode):
-    from evalrepro.sandbox.supervisor import _mem_available
+    from evalrepro.sandbox.watchdog import _mem_available
 
     available = _mem_available()
     assert available is not None

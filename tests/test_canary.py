@@ -34,7 +34,7 @@ from evalrepro.records.supervision import (
 )
 from evalrepro.rules.patchcheck import check_patch
 from evalrepro.sample import Sample, load_samples
-from evalrepro.sandbox.supervisor import with_canaries
+from evalrepro.sandbox.writes import with_canaries
 from evalrepro.sources.demo_repos import build_repo
 
 INSTANCES = PACKAGE_DIR / "demo" / "instances.jsonl"

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from evalrepro.sandbox import GUARD, SANDBOX_DIR
-from evalrepro.sandbox.supervisor import GUARD_MODULE, GUARD_PTH, guard_module
+from evalrepro.sandbox.exitguard import GUARD_MODULE, GUARD_PTH, guard_module
 
 SHADOW = "print('SHADOW')\nimport sys\nsys.exit(0)\n"
 

@@ -13,6 +13,7 @@ from evalrepro.config.experiment import compose
 from evalrepro.pipeline import lock_experiment
 from evalrepro.plan.harness import PACKAGE_DIR, RESULT_NEUTRAL, code_digest, code_files
 from evalrepro.plan.lockfile import differences, lockfile_problems
+from evalrepro.sandbox import SUPERVISOR_MODULES
 from tests.fake_backend import Tests, fake_backend
 
 
@@ -29,7 +30,8 @@ def test_the_digest_covers_parsers_grading_scoring_and_the_in_container_scripts(
         "grade/grading.py",
         "grade/score.py",
         "rules/evalscript.py",
-        "sandbox/supervisor.py",
+        "sandbox/__init__.py",  # how the supervisor is shipped
+        *(f"sandbox/{name}" for name in SUPERVISOR_MODULES),
         "sandbox/guard.py",
     ):
         assert path in files

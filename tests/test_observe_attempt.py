@@ -58,7 +58,7 @@ from evalrepro.records.supervision import (
 from evalrepro.rules.patchcheck import check_patch, patch_bytes
 from evalrepro.runtimes import supervision
 from evalrepro.runtimes.supervision import StreamReader, region_text
-from evalrepro.sandbox.supervisor import FRAME, KIND_EVENT, KIND_OUTPUT, PROTOCOL
+from evalrepro.sandbox.protocol import FRAME, KIND_EVENT, KIND_OUTPUT, PROTOCOL
 
 # Aliases: pytest would try to collect classes named Test* imported here.
 StartedEvent = supervision.TestsStartedEvent

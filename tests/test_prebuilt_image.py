@@ -34,7 +34,7 @@ from evalrepro.publish.verify import check_run
 from evalrepro.records.image import BuildFailure, PinnedInput
 from evalrepro.run.backend import Backend
 from evalrepro.run.rundir import RunDirectory
-from evalrepro.sandbox import SUPERVISOR
+from evalrepro.sandbox import shipped_supervisor
 from tests.podman_support import cache_dir, demo_config, needs_podman, run_demo
 
 INSTANCE = "demo__calc-1"
@@ -543,12 +543,14 @@ def test_the_contract_check_names_python_path_folders_the_test_user_may_write(tm
         (tmp_path / name).mkdir()
         (tmp_path / name).chmod(mode)
     (tmp_path / "testbed").mkdir()  # the tree: the test user's by design
+    archive = tmp_path / "supervisor.pyz"
+    archive.write_bytes(shipped_supervisor().archive)
 
     def writable(uid: int, gid: int, *names: str) -> list[str]:
         path = [str(tmp_path / n) for n in (*names, "testbed")]
         done = subprocess.run(
             ["/usr/bin/python3", "-I", "-S", "-c", CONTRACT_CHECK, str(tmp_path / "testbed"),
-             str(tmp_path / "no-store"), str(SUPERVISOR), "0" * 40, str(uid), str(gid)],
+             str(tmp_path / "no-store"), str(archive), "0" * 40, str(uid), str(gid)],
             env={"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(path)},
             capture_output=True, text=True, check=True, timeout=120,
         )  # fmt: skip

@@ -24,7 +24,7 @@ from evalrepro.records.testspec import TestSpec
 from evalrepro.rules.protection import resolve_protection
 from evalrepro.rules.protection import test_folder as folder_of  # not collected as a test
 from evalrepro.sample import load_samples
-from evalrepro.sandbox.supervisor import SECTION_FILES, sections_changed
+from evalrepro.sandbox.infra import SECTION_FILES, sections_changed
 
 INSTANCES = Path(__file__).resolve().parents[1] / "evalrepro" / "demo" / "instances.jsonl"
 

@@ -23,7 +23,7 @@ from evalrepro.records.observation import TestGroup as Group
 from evalrepro.records.observation import TestsReport as Report
 from evalrepro.records.rerun import RerunCheck
 from evalrepro.runtimes.fake import FakeTests, pytest_output
-from evalrepro.sandbox.supervisor import read_request
+from evalrepro.sandbox.phases import read_request
 from tests.test_canary import SAMPLES, spec_of
 
 CALC = "demo__calc-1"

@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from evalrepro.sandbox import SANDBOX_DIR
-from evalrepro.sandbox.supervisor import GUARD_FD, GuardRecords
+from evalrepro.sandbox.exitguard import GUARD_FD, GuardRecords
 
 PRELUDE = f"import sys; sys.path.insert(0, {str(SANDBOX_DIR)!r}); import guard\n"
 

@@ -1,6 +1,6 @@
 """The supervisor's tree and guard helpers, on real files, real git and real bytes.
 
-What is guaranteed (``evalrepro/sandbox/supervisor.py``):
+What is guaranteed (the supervisor's modules in ``evalrepro/sandbox/``):
 
 * ``snapshot`` / ``changed_paths`` list exactly what a tool changed under a root: new,
   rewritten and deleted files, changes of kind (file -> link, directory -> file), never
@@ -39,20 +39,12 @@ from pathlib import Path
 
 import pytest
 
-from evalrepro.sandbox import SANDBOX_DIR
-from evalrepro.sandbox.supervisor import (
-    _GUARD_LINE,
-    GuardRecords,
-    apply_writes,
-    changed_paths,
-    escaping_links,
-    git_blob_id,
-    neutralize,
-    no_user_namespaces_filter,
-    operations_for,
-    snapshot,
-    verify_writes,
-)
+from evalrepro.sandbox import ARCHIVE_PACKAGE, shipped_supervisor
+from evalrepro.sandbox.confine import no_user_namespaces_filter
+from evalrepro.sandbox.exitguard import _GUARD_LINE, GuardRecords
+from evalrepro.sandbox.protocol import neutralize
+from evalrepro.sandbox.tree import changed_paths, escaping_links, snapshot
+from evalrepro.sandbox.writes import apply_writes, git_blob_id, operations_for, verify_writes
 
 # --- snapshot / changed_paths --------------------------------------------------------
 
@@ -707,11 +699,11 @@ def test_neutralize_sees_through_unicode_whitespace():
 
 _SECCOMP_CHILD = """
 import ctypes, errno, os, subprocess, sys, threading
-sys.path.insert(0, {sandbox!r})
-import supervisor
+sys.path.insert(0, {archive!r})
+from {package}.confine import install_seccomp, no_user_namespaces_filter
 libc = ctypes.CDLL(None, use_errno=True)
 libc.prctl(38, 1, 0, 0, 0)  # no_new_privs, as the supervisor sets it
-supervisor.install_seccomp(libc, supervisor.no_user_namespaces_filter(os.uname().machine))
+install_seccomp(libc, no_user_namespaces_filter(os.uname().machine))
 refused = libc.unshare(0x10000000) == -1 and ctypes.get_errno() == errno.EPERM
 thread = threading.Thread(target=lambda: None)
 thread.start()
@@ -725,10 +717,12 @@ print(refused, child.returncode != 0, os.waitstatus_to_exitcode(status))
 """
 
 
-def test_the_seccomp_filter_refuses_new_user_namespaces_and_nothing_else_we_use():
+def test_the_seccomp_filter_refuses_new_user_namespaces_and_nothing_else_we_use(tmp_path):
     if no_user_namespaces_filter(platform.machine()) is None:
         pytest.skip(f"no seccomp program for {platform.machine()}")
-    code = _SECCOMP_CHILD.format(sandbox=str(SANDBOX_DIR))
+    archive = tmp_path / "supervisor.pyz"  # the modules as the sandbox has them
+    archive.write_bytes(shipped_supervisor().archive)
+    code = _SECCOMP_CHILD.format(archive=str(archive), package=ARCHIVE_PACKAGE)
     done = subprocess.run(
         [sys.executable, "-I", "-B", "-c", code], capture_output=True, text=True, check=False
     )
@@ -761,7 +755,7 @@ def _objects(git_dir: Path) -> set[str]:
 def test_the_reset_writes_its_blobs_to_the_private_folder_never_into_the_store(tmp_path):
     """The blobs of base + test patch (without the canaries) are what a readable store
     would give away: they stay in root's private folder, and the store is as built."""
-    from evalrepro.sandbox.supervisor import Git
+    from evalrepro.sandbox.writes import Git
 
     work = tmp_path / "work"
     (work / "tests").mkdir(parents=True)
@@ -802,7 +796,8 @@ def open_folder():
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="locks to root and asks another user")
 def test_what_is_locked_away_cannot_be_listed_or_read_by_the_test_user(open_folder):
-    from evalrepro.sandbox.supervisor import User, as_user, lock_away, still_readable
+    from evalrepro.sandbox.confine import lock_away, still_readable
+    from evalrepro.sandbox.user import User, as_user
 
     tmp_path = open_folder
     user = User({"uid": 1000, "gid": 1000, "name": "tester", "home": str(tmp_path)})

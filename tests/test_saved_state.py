@@ -1,5 +1,5 @@
 """What runs is what was verified, and each lone run starts from the same state
-(``evalrepro/sandbox/supervisor.py``), on real files:
+(``evalrepro/sandbox/tree.py``), on real files:
 
 * ``SavedState`` keeps every folder the test user may write as it was when the tests
   started, and ``restore`` puts back whatever a run changed since (new files and folders
@@ -20,15 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from evalrepro.sandbox.supervisor import (
-    SavedState,
-    Stream,
-    Trial,
-    bytecode_source,
-    is_bytecode,
-    protected_reason,
-    snapshot,
-)
+from evalrepro.sandbox.infra import bytecode_source, is_bytecode, protected_reason
+from evalrepro.sandbox.phases import Trial
+from evalrepro.sandbox.protocol import Stream
+from evalrepro.sandbox.tree import SavedState, snapshot
 
 
 def contents(root: Path) -> dict[str, tuple]:

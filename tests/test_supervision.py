@@ -57,16 +57,16 @@ from evalrepro.runtimes.supervision import (
     StreamReader,
     read_region,
 )
-from evalrepro.sandbox import SANDBOX_DIR
-from evalrepro.sandbox.supervisor import (
+from evalrepro.sandbox import ARCHIVE_PACKAGE, shipped_supervisor
+from evalrepro.sandbox.protocol import (
     FRAME,
     KIND_EVENT,
     KIND_LOG,
     KIND_OUTPUT,
     MAX_PAYLOAD,
     PROTOCOL,
-    load_program,
 )
+from evalrepro.sandbox.supervisor import load_program
 
 # Aliases: pytest would try to collect classes named Test* imported here.
 StartedEvent = supervision.TestsStartedEvent
@@ -273,9 +273,11 @@ def test_the_supervisors_own_stream_writer_through_a_real_pipe_reads_the_same(tm
         ["event", finished(len(TEST_OUTPUT)).model_dump()],
         ["event", DONE.model_dump()],
     ]
+    archive = tmp_path / "supervisor.pyz"  # the modules as the sandbox has them
+    archive.write_bytes(shipped_supervisor().archive)
     writer = (
-        f"import json, sys; sys.path.insert(0, {str(SANDBOX_DIR)!r})\n"
-        "from supervisor import KIND_OUTPUT, Stream\n"
+        f"import json, sys; sys.path.insert(0, {str(archive)!r})\n"
+        f"from {ARCHIVE_PACKAGE}.protocol import KIND_OUTPUT, Stream\n"
         "stream = Stream(1)\n"
         "for kind, item in json.load(sys.stdin):\n"
         "    if kind == 'event':\n"

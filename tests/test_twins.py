@@ -24,7 +24,7 @@ from evalrepro.grade.canary import _appended, check_canaries, draw_canaries
 from evalrepro.grade.parsers.registry import get_parser
 from evalrepro.grade.twins import Neighbours, _changed_text, make_canaries, make_twins, twin_name
 from evalrepro.records.canary import PASSING, Canary, CanaryCheck, TwinPair
-from evalrepro.sandbox.supervisor import with_canaries
+from evalrepro.sandbox.writes import with_canaries
 from tests.demo_expectations import DOES_NOT_APPLY, EXPECTED
 from tests.test_canary import SAMPLES, _tree, run_on_host, runner_env, spec_of
 

@@ -25,7 +25,7 @@ import pytest
 from _pytest.assertion import rewrite
 
 from evalrepro.sandbox import GUARD
-from evalrepro.sandbox.supervisor import GUARD_MODULE, GUARD_PTH, guard_module
+from evalrepro.sandbox.exitguard import GUARD_MODULE, GUARD_PTH, guard_module
 from tests.test_framework_shadowing import image_env, run_in
 
 

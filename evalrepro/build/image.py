@@ -11,7 +11,7 @@ manifest list resolves to one image per platform: another architecture is anothe
 An image already in the store under its pinned digest is not pulled again.
 
 Without ``adapt`` there is no layer on top: the image is what the trial runs in, so it
-must already hold what the trial supervisor needs (``evalrepro.sandbox.supervisor``).
+must already hold what the trial supervisor needs (``evalrepro/sandbox/``).
 With ``adapt``, one layer of evalrepro's goes on each pulled image
 (``backends/podman/Containerfile.adapt``, built on the pulled image's Id, without network,
 its top layer normalised as the Containerfile builder's are: ``layertar``). Its key is
@@ -77,7 +77,7 @@ from evalrepro.records.testspec import TestSpec
 from evalrepro.runtimes.store import RUNTIME_FAILURES as _RUNTIME_FAILURES
 from evalrepro.runtimes.store import StoreError, backend_files
 from evalrepro.runtimes.store import last_line as _last_line
-from evalrepro.sandbox import GIT_DIR, SUPERVISOR, SUPERVISOR_PATH, TESTBED
+from evalrepro.sandbox import GIT_DIR, SUPERVISOR_PATH, TESTBED, shipped_supervisor
 from evalrepro.sources.checkout import LocalCheckout
 
 LAYER = "image"
@@ -88,14 +88,15 @@ _ADAPTER_SAYS = "evalrepro adapter: "
 #: Run in the image by its own ``/usr/bin/python3 -I -S`` (any Python 3 the supervisor
 #: itself could run on): prints one JSON object, the problems found and the dpkg list.
 CONTRACT_CHECK = """
-import json, os, shutil, subprocess, sys
+import json, os, shutil, subprocess, sys, zipfile
 testbed, git_dir, supervisor, base, uid, gid = sys.argv[1:7]
 path = "/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 env = {"PATH": path, "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1"}
 problems = []
 try:
-    with open(supervisor) as source:
-        compile(source.read(), supervisor, "exec")
+    with zipfile.ZipFile(supervisor) as archive:  # the supervisor's modules
+        for name in archive.namelist():
+            compile(archive.read(name), name, "exec")
 except SyntaxError as error:
     version = sys.version.split()[0]
     problems.append("its python3 %s cannot run the supervisor (%s)" % (version, error))
@@ -341,7 +342,7 @@ class PrebuiltImageBuilder(Builder):
         check_key = sha256_json(
             {
                 "check": CONTRACT_CHECK,
-                "supervisor": sha256_bytes(SUPERVISOR.read_bytes()),
+                "supervisor": shipped_supervisor().digest,
                 "base_commit": spec.base_commit,
                 "user": TEST_USER,
             }
@@ -382,23 +383,28 @@ class PrebuiltImageBuilder(Builder):
                 f"{image.tag} runs as user {config['User']!r}: the supervisor must start "
                 "as the container's root"
             )
-        done = self.store.run(
-            image.tag,
-            [
-                "/usr/bin/python3",
-                "-I",
-                "-S",
-                "-c",
-                CONTRACT_CHECK,
-                TESTBED,
-                GIT_DIR,
-                SUPERVISOR_PATH,
-                spec.base_commit,
-                str(TEST_USER["uid"]),
-                str(TEST_USER["gid"]),
-            ],
-            volumes=[(str(SUPERVISOR), SUPERVISOR_PATH)],
-        )
+        with tempfile.TemporaryDirectory(prefix="evalrepro-check-") as folder:
+            Path(folder).chmod(0o755)  # rootless: the container's root is not this user
+            archive = Path(folder) / "supervisor.pyz"
+            archive.write_bytes(shipped_supervisor().archive)
+            archive.chmod(0o644)
+            done = self.store.run(
+                image.tag,
+                [
+                    "/usr/bin/python3",
+                    "-I",
+                    "-S",
+                    "-c",
+                    CONTRACT_CHECK,
+                    TESTBED,
+                    GIT_DIR,
+                    SUPERVISOR_PATH,
+                    spec.base_commit,
+                    str(TEST_USER["uid"]),
+                    str(TEST_USER["gid"]),
+                ],
+                volumes=[(str(archive), SUPERVISOR_PATH)],
+            )
         if done.returncode in (126, 127):
             raise ImageProblem(
                 f"{image.tag} has no /usr/bin/python3 to run the supervisor with "

@@ -16,9 +16,7 @@ from evalrepro.records.fresh import FreshResult, FreshRun
 from evalrepro.records.rerun import RerunPlan
 from evalrepro.records.testspec import EvalScript
 from evalrepro.sandbox import GIT_DIR, GUARD_PATH, PATCH_PATH, TEST_PATCH_PATH, TESTBED
-from evalrepro.sandbox.supervisor import (
-    PROTOCOL,
-)
+from evalrepro.sandbox.protocol import PROTOCOL
 
 #: The unprivileged user the code under test runs as (created in the base image).
 TEST_USER = {"uid": 1000, "gid": 1000, "name": "tester", "home": "/home/tester"}

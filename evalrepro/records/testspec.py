@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from evalrepro.digest import sha256_json
 from evalrepro.records.base import Record, unchanged
-from evalrepro.sandbox.supervisor import protected_reason
+from evalrepro.sandbox.infra import protected_reason
 
 
 class ResolvedProtection(BaseModel):

@@ -1,8 +1,8 @@
 """The eval script: what one instance's trial does inside its sandbox, as data.
 
 SWE-bench renders a bash script; evalrepro compiles the same steps into a record that
-the trial supervisor (``evalrepro/sandbox/supervisor.py``) carries out, as a user the
-code under test is not. Its order is SWE-bench's (../shared/docs/semantics.md,
+the trial supervisor (``evalrepro/sandbox/supervisor.py`` and its modules) carries out,
+as a user the code under test is not. Its order is SWE-bench's (../shared/docs/semantics.md,
 "Running one trial"):
 
 1. apply the model patch: ``git apply --verbose``, then ``git apply --verbose --reject``,
@@ -18,20 +18,18 @@ code under test is not. Its order is SWE-bench's (../shared/docs/semantics.md,
    code).
 
 The record is part of the TestSpec, so its digest covers every step, and the digest of
-the supervisor's own code (``sandbox``): changing how trials run changes the trial ids.
+the code that runs in the sandbox (``sandbox``: every module of the supervisor, and the exit
+guard): changing how trials run changes the trial ids.
 """
 
 from __future__ import annotations
 
 from functools import cache
+from pathlib import Path
 
 from evalrepro.digest import sha256_bytes
 from evalrepro.records.testspec import EvalScript, ResolvedProtection
-from evalrepro.sandbox import (
-    GUARD,
-    PATCH_PATH,
-    SUPERVISOR,
-)
+from evalrepro.sandbox import GUARD, PATCH_PATH, SANDBOX_DIR, shipped_supervisor
 
 #: (method name, command) in the order they are tried.
 PATCH_COMMANDS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -52,8 +50,11 @@ def without_model_patch(patch_commands: list[tuple[str, list[str]]]) -> bool:
 
 
 @cache
-def sandbox_digest() -> str:
-    return sha256_bytes(SUPERVISOR.read_bytes() + b"\0" + GUARD.read_bytes())
+def sandbox_digest(folder: Path = SANDBOX_DIR) -> str:
+    """The code that runs in the sandbox: every module of the supervisor's archive, and
+    the exit guard (``folder``: a copy of ``evalrepro/sandbox/``, in tests)."""
+    guard = (folder / GUARD.name).read_bytes()
+    return sha256_bytes(shipped_supervisor(folder).digest.encode() + b"\0" + guard)
 
 
 def compile_eval_script(

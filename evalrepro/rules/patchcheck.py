@@ -34,7 +34,8 @@ from dataclasses import dataclass
 
 from evalrepro.records.observation import SuspectFinding
 from evalrepro.records.testspec import ResolvedProtection
-from evalrepro.sandbox.supervisor import SECTION_FILES, name_bytes, quote_name, shown
+from evalrepro.sandbox.infra import SECTION_FILES
+from evalrepro.sandbox.protocol import name_bytes, quote_name, shown
 
 
 def _surrogates(error: UnicodeError) -> tuple[bytes, int]:

@@ -17,7 +17,7 @@ patch (``patchcheck``) and the exit guard flag library code that reaches into th
 framework as *suspect*; ``suspect`` says whether that makes the trial ``invalid``
 (default) or is only ``record``-ed. Both values are part of every TestSpec's digest.
 
-Which files match is decided by ``evalrepro.sandbox.supervisor.protected_reason``, the
+Which files match is decided by ``evalrepro.sandbox.infra.protected_reason``, the
 same function the supervisor runs inside the container.
 """
 
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from evalrepro.config.protection import TestProtection
 from evalrepro.records.testspec import ResolvedProtection
-from evalrepro.sandbox.supervisor import TEST_DIR_NAMES
+from evalrepro.sandbox.infra import TEST_DIR_NAMES
 
 
 def resolve_protection(protection: TestProtection, test_files: list[str]) -> ResolvedProtection:

@@ -50,10 +50,8 @@ from evalrepro.runtimes.egress import (
     allowed_addresses,
 )
 from evalrepro.runtimes.interactive import SandboxError, SandboxRequest, TooLarge
-from evalrepro.sandbox.supervisor import (
-    TEST_PATH,
-    _mem_available,  # the watchdog's own reading
-)
+from evalrepro.sandbox.infra import TEST_PATH
+from evalrepro.sandbox.watchdog import _mem_available  # the watchdog's own reading
 
 #: Seconds a sandbox may outlive its agent's wall-time budget before conmon stops it.
 _SANDBOX_MARGIN = 600

@@ -39,7 +39,7 @@ from evalrepro.rules.patchcheck import PatchCheck, check_patch
 from evalrepro.runtimes.attempt import MEDIA_TYPES, AttemptOutput, AttemptSpec
 from evalrepro.runtimes.supervision import region_text
 from evalrepro.sample import Sample
-from evalrepro.sandbox.supervisor import as_text
+from evalrepro.sandbox.protocol import as_text
 from evalrepro.text import inside
 
 

@@ -35,7 +35,7 @@ from evalrepro.records.supervision import (
 from evalrepro.runtimes.attempt import AttemptOutput, AttemptSpec
 from evalrepro.runtimes.base import Runtime
 from evalrepro.runtimes.supervision import StreamReader
-from evalrepro.sandbox.supervisor import FRAME, KIND_EVENT, KIND_LOG, KIND_OUTPUT, PROTOCOL
+from evalrepro.sandbox.protocol import FRAME, KIND_EVENT, KIND_LOG, KIND_OUTPUT, PROTOCOL
 
 
 @dataclass(frozen=True)

@@ -38,8 +38,8 @@ from evalrepro.sandbox import (
     PATCH_PATH,
     PRIVATE_DIR,
     PROGRAM_PATH,
-    SUPERVISOR,
     SUPERVISOR_PATH,
+    shipped_supervisor,
 )
 
 #: How long the phases before the tests (patch, reset) may take, in seconds.
@@ -176,6 +176,9 @@ class PodmanRuntime(Runtime):
                 ),
                 (private / "test.patch", spec.test_patch, 0o600),
                 (folder / "patch.diff", spec.patch, 0o644),
+                # The supervisor's modules, as one archive (what the eval script's digest
+                # covers): this process's, whatever changes in the checkout meanwhile.
+                (folder / "supervisor.pyz", shipped_supervisor().archive, 0o644),
             ):
                 path.write_bytes(data)
                 os.chmod(path, mode)
@@ -186,7 +189,7 @@ class PodmanRuntime(Runtime):
         assert spec.image is not None
         flags, limits = self._limit_flags()
         mounts = [
-            (SUPERVISOR, SUPERVISOR_PATH),
+            (inputs / "supervisor.pyz", SUPERVISOR_PATH),
             (GUARD, GUARD_PATH),
             (inputs / "private", PRIVATE_DIR),
             (inputs / "patch.diff", PATCH_PATH),

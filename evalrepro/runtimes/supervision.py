@@ -3,7 +3,7 @@
 ``TrialProgram`` is what an attempt asks of the supervisor (``program.json``, mounted
 read-only): the instance's eval script, the test user, the limits. The supervisor
 answers with one framed stream on the container's stdout
-(``evalrepro.sandbox.supervisor``: ``FRAME``, events, harness log, test output).
+(``evalrepro.sandbox.protocol``: ``FRAME``, events, harness log, test output).
 :class:`StreamReader` reads it with bounds on every frame and on the whole, and writes
 two artifacts:
 
@@ -38,7 +38,7 @@ from evalrepro.records.supervision import (
     TestsFinishedEvent,
     TestsStartedEvent,
 )
-from evalrepro.sandbox.supervisor import (
+from evalrepro.sandbox.protocol import (
     FRAME,
     KIND_EVENT,
     KIND_LOG,

@@ -23,7 +23,7 @@ import pytest
 
 from evalrepro.records.supervision import SupervisorReport
 from evalrepro.runtimes.supervision import StreamReader
-from evalrepro.sandbox.supervisor import (
+from evalrepro.sandbox.protocol import (
     FRAME,
     KIND_EVENT,
     as_text,

@@ -26,6 +26,7 @@ import re
 
 import pytest
 
+from evalrepro.sandbox import SUPERVISOR_PATH
 from tests.adversarial.attacks import Attack
 from tests.adversarial.test_inodes import SmallRun, run_small
 from tests.podman_support import needs_podman
@@ -229,7 +230,7 @@ def test_a_forgery_that_reads_everything_learns_no_target_and_resolves_nothing(h
         assert leaks == {}, leaks
         # It did look: its own process tree and the harness's mounted code were readable.
         assert any(source.startswith("/proc/") for source in report["read"]), report["read"]
-        assert "/evalrepro/supervisor.py" in report["read"]
+        assert SUPERVISOR_PATH in report["read"]
         started = hidden_run.supervisor_json(attack.name)["tests_started"]
         assert started["git"] == "hidden"
 

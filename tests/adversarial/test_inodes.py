@@ -22,8 +22,8 @@ import pytest
 
 from evalrepro.config.experiment import compose
 from evalrepro.records.trial import read_trial_result
-from evalrepro.sandbox import supervisor
-from evalrepro.sandbox.supervisor import InodeCount, Watchdog, writable_roots
+from evalrepro.sandbox import watchdog as watchdog_module
+from evalrepro.sandbox.watchdog import InodeCount, Watchdog, writable_roots
 from tests.adversarial.attacks import Attack, write_adversary
 from tests.podman_support import needs_podman, run_demo, sandboxes_left
 
@@ -277,7 +277,7 @@ def test_the_watchdog_stops_the_tests_above_the_inode_limit(tmp_path):
 
 def test_a_flood_made_between_two_passes_is_counted_after_the_tests(tmp_path, monkeypatch):
     # The next pass is far away: the flood comes, and the tests end, before it.
-    monkeypatch.setattr(supervisor, "_INODE_PERIOD", 3600.0)
+    monkeypatch.setattr(watchdog_module, "_INODE_PERIOD", 3600.0)
     watchdog = Watchdog(NOBODY, _limits(inodes=100), str(tmp_path), [str(tmp_path)])
     assert watchdog.check() is None
     for i in range(5000):
