@@ -130,7 +130,8 @@ def run_experiment(
         RunSession.hold(path) as session,
         start_executor(config.executor, config.environment) as started,
     ):
-        # A resumed run rebuilds its own pins; a lockfile to run, its pins.
+        # A resumed run rebuilds its own pins; a lockfile to run, its pins. Read first:
+        # a damaged one is refused before anything is built.
         previous = session.previous
         backend, plan, lockfile = plan_and_lock(
             config, console, cache_dir, locked or previous, backend

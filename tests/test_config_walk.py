@@ -426,3 +426,101 @@ def test_only_the_top_of_the_walk_takes_the_whole_config(name):
         if any(found is ExperimentConfig for _, found in _imported(module, files[module]))
     }
     assert takes_all <= WHOLE_CONFIG, sorted(takes_all - WHOLE_CONFIG)
+
+
+# --- the walk checked on a run: what the import graph cannot see --------------------------
+
+#: Who receives a part of the config at run time without importing its model (a part
+#: typed ``object`` or ``Any`` on its way to the kind that opens it): the registry and the
+#: bases of the kinds. The fake runtime stands in for podman's (the demo's walk counts
+#: ``runtimes/podman.py``); the executors' base is in ``run/executors/``.
+UNTYPED_PASSES = {
+    "evalrepro.plugins": "the registry: opens the kind a config part names",
+    "evalrepro.build.base": "Builder.__init__ keeps the environment for its builder",
+    "evalrepro.run.executors.base": "Executor.__init__/starting keep their executor part",
+    "evalrepro.runtimes.fake": "the fake backend's runtime, in place of podman's",
+    "evalrepro.build.fake": "the fake backend's builder, in place of podman's",
+}
+
+
+@dataclass
+class Received:
+    #: Module -> the functions that received a config model as an argument.
+    parts: dict[str, set[str]]
+    #: Module -> the functions that received the whole config.
+    whole: dict[str, set[str]]
+
+
+def received_in_a_run(config: ExperimentConfig, tmp_path: Path) -> Received:
+    """Run the demo with the fake backend (``tests/fake_backend.py``: the real pipeline,
+    no container) and note every evalrepro function called with a config model (the
+    config, or a part of it) among its arguments."""
+    import io
+    import sys
+    import threading
+
+    from rich.console import Console
+
+    from evalrepro.pipeline import run_experiment
+    from evalrepro.sample import load_samples
+    from tests.fake_backend import fake_backend, gold_scenario
+
+    models = tuple(every_config_model())
+    parts: dict[str, set[str]] = {}
+    whole: dict[str, set[str]] = {}
+    lock = threading.Lock()
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        module = frame.f_globals.get("__name__", "")
+        if event != "call" or not module.startswith("evalrepro"):
+            return
+        code = frame.f_code
+        for name in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]:
+            value = frame.f_locals.get(name)
+            if isinstance(value, models) and name != "self":
+                with lock:
+                    parts.setdefault(module, set()).add(code.co_qualname)
+                    if isinstance(value, ExperimentConfig):
+                        whole.setdefault(module, set()).add(code.co_qualname)
+
+    samples = {s.instance_id: s for s in load_samples(Path(config.dataset.instances))}
+    backend = fake_backend(gold_scenario(samples))
+    threading.setprofile(profile)
+    sys.setprofile(profile)
+    try:
+        outcome = run_experiment(
+            config,
+            Console(file=io.StringIO()),
+            run_dir=tmp_path / "run",
+            cache_dir=tmp_path / "cache",
+            backend=backend,
+        )
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)  # type: ignore[arg-type]
+    assert outcome.results.resolved == outcome.results.planned == 12
+    return Received(parts, whole)
+
+
+def test_on_a_run_the_whole_config_goes_only_to_the_top_and_every_part_is_walked(demo, tmp_path):
+    """What the count cannot see, seen on a run: a function that takes the whole config
+    (typed or not) is the pipeline's or the plan's entry; every module whose function
+    receives a part of it is on the walk, is the config's own, or is a named pass."""
+    received = received_in_a_run(demo, tmp_path)
+    assert set(received.whole) == {
+        "evalrepro.pipeline",
+        "evalrepro.plan.plan",
+        "evalrepro.plan.lockfile",
+    }, received.whole
+    walked = set(walk(demo).files)
+    itself = config_modules()
+    unseen = {
+        module: sorted(functions)
+        for module, functions in received.parts.items()
+        if module not in walked
+        and module not in itself
+        and not _in_config_package(module)
+        and module not in UNTYPED_PASSES
+    }
+    assert not unseen, f"receive a part of the config but are not on the walk: {unseen}"
+    assert {"evalrepro.run.execute", "evalrepro.plan.testspec"} <= set(received.parts)

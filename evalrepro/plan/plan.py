@@ -23,7 +23,7 @@ from evalrepro.errors import UserError
 from evalrepro.plan.dataset import instance_parser, instance_test_spec
 from evalrepro.plan.harness import code_digest
 from evalrepro.plan.outside import find_outside, outside_bytes, store_of
-from evalrepro.plan.plugin_code import config_kinds, trial_digest, used_plugins
+from evalrepro.plan.plugin_code import TrialKinds, trial_digest, used_plugins
 from evalrepro.plan.trial import Plan, PlannedTrial
 from evalrepro.records.image import BuildFailure, ImageRecord
 from evalrepro.records.testspec import TestSpec
@@ -158,6 +158,20 @@ def build_plan(
             )
         )
     return Plan(target_id=target, trials=trials, builder=builder.kind)
+
+
+def config_kinds(config: ExperimentConfig, *, parser: str, builder: str) -> TrialKinds:
+    """The kinds a trial of ``config`` uses, graded by ``parser`` in an image of
+    ``builder`` (read here, where the plan holds the whole config)."""
+    adapter = getattr(config.target, "adapter", None)
+    return TrialKinds(
+        parser=parser,
+        runtime=config.environment.kind,
+        builder=builder,
+        executor=config.executor.kind,
+        target=config.target.kind,
+        agent=getattr(adapter, "kind", "") or "",
+    )
 
 
 def build_images(
