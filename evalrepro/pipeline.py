@@ -16,14 +16,14 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
 
-from evalrepro import atomic
-from evalrepro.build.buildlog import record_builds, remember_builds
-from evalrepro.build.images import ImageChain, package_manifest_name
+from evalrepro.build.buildlog import remember_builds
+from evalrepro.build.images import ImageChain
 from evalrepro.config.environment import SandboxEnvironment
 from evalrepro.config.experiment import ExperimentConfig
 from evalrepro.errors import UserError
@@ -35,9 +35,8 @@ from evalrepro.records.lockfile import Difference, Lockfile
 from evalrepro.records.report import RunReport, RunResults
 from evalrepro.report.progress import TrialProgress
 from evalrepro.run.backend import Backend
-from evalrepro.run.execute import container_prefix
 from evalrepro.run.executors import run_trials, start_executor
-from evalrepro.run.rundir import RunDirectory
+from evalrepro.run.session import RunSession
 from evalrepro.runtimes.attempt import RecordedAgent
 
 
@@ -124,84 +123,75 @@ def run_experiment(
     from evalrepro.report.run_report import aggregate, build_run_report, print_gate, print_results
 
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    directory = RunDirectory(run_dir or config.run.output_dir / f"{config.name}-{stamp}")
+    path = run_dir or config.run.output_dir / f"{config.name}-{stamp}"
     # Held before planning: a second process is refused at once, not after the builds.
     # The executor's cluster (if it starts one here) starts while the plan is made.
-    with directory.exclusive(), start_executor(config.executor, config.environment) as started:
-        # A resumed run rebuilds its own pins; a lockfile to run, its pins.
-        existing = directory.lockfile_path
-        previous = read_lockfile(existing) if existing.is_file() else None
-        pins = locked or previous
-        backend, plan, lockfile = plan_and_lock(config, console, cache_dir, pins, backend)
+    with (
+        RunSession.hold(path) as session,
+        start_executor(config.executor, config.environment) as started,
+    ):
+        # A resumed run rebuilds its own pins; a lockfile to run, its pins. Read first:
+        # a damaged one is refused before anything is built.
+        previous = session.previous
+        backend, plan, lockfile = plan_and_lock(
+            config, console, cache_dir, locked or previous, backend
+        )
         try:
             if locked is not None:
-                found = differences(locked, lockfile, same_target=True)
-                for difference in found:
-                    if difference.kind in tolerate:
-                        console.print(
-                            f"[yellow]note[/]: {escape(difference.kind)}: "
-                            f"{escape(difference.detail)}",
-                            soft_wrap=True,
-                        )
-                found = [d for d in found if d.kind not in tolerate]
-                if found:
-                    raise PlanMismatch(found)
-            resuming = directory.begin(lockfile, backend.describe(), previous=previous)
-            prefix = container_prefix(directory.path)
-            done = directory.completed(lockfile)
-            # Before their folders go: a killed session's containers may still write there.
-            # A run directory without a lockfile had no session that started a container
-            # (the lockfile is written before the first one), so there is nothing to find.
-            leftovers = backend.runtime.remove_leftovers(prefix) if previous is not None else []
-            removed = directory.remove_incomplete(lockfile)
-            _write_image_artifacts(directory.path, plan, backend)
-            record_builds(directory.path, plan.images, cache_dir)
-            todo = [p for p in plan.trials if p.trial.trial_id not in done]
-            if only is not None:
-                wanted = set(only)
-                todo = [
-                    p for p in todo if (p.sample.instance_id, p.trial.key.sample_index) in wanted
-                ]
-            if resuming:
-                console.print(
-                    f"resuming {escape(str(directory.path))}: {len(done)} of "
-                    f"{len(plan.trials)} trials done"
-                    + (f", leftovers of {len(removed)} removed" if removed else "")
-                    + (f", {len(leftovers)} stray containers removed" if leftovers else "")
-                )
+                _check_locked(console, locked, lockfile, tolerate)
+            session.begin(lockfile, plan.images, backend, cache_dir, console)
+            todo = session.todo(plan.trials, only)
             environment = config.environment
             timeout = environment.timeout if isinstance(environment, SandboxEnvironment) else None
+            # Each stage its part of the config: the executor's settings, the environment's
+            # limits, the dataset's sources, the target's agent.
+            runner = partial(
+                run_trials,
+                runtime=backend.runtime,
+                environment=environment,
+                executor=config.executor,
+                dataset=config.dataset,
+                started=started,
+                target=config.target,
+                recorded_agents=recorded_agents,
+            )
             with TrialProgress(console, len(todo), timeout) as progress:
-                new = run_trials(
-                    todo,
-                    runtime=backend.runtime,
-                    run_dir=directory.path,
-                    environment=environment,
-                    executor=config.executor,
-                    events=progress,
-                    dataset=config.dataset,
-                    started=started,
-                    target=config.target,
-                    recorded_agents=recorded_agents,
-                )
+                session.run(todo, runner, progress)
         finally:
             backend.close()
-        by_id = {**done, **{result.trial.trial_id: result for result in new}}
-        results = [by_id[t.trial_id] for t in lockfile.trials if t.trial_id in by_id]
         summary = aggregate(
-            config.name, plan.target_id, results, planned=len(lockfile.trials), lockfile=lockfile
+            config.name,
+            plan.target_id,
+            session.ordered(),
+            planned=len(lockfile.trials),
+            lockfile=lockfile,
         )
-        directory.write_results(summary)
-        # Every result here was checked (a resumed run's survey) or recorded by this run:
-        # its artifacts are not hashed again.
-        directory.write_swebench_layout(lockfile, by_id, run_id=swebench_run_id, intact=True)
+        session.finish(summary, swebench_run_id)
+        by_id = session.results
         report = build_run_report(
-            directory.path, lockfile, by_id, evidence=dict.fromkeys(by_id, True)
+            session.path, lockfile, by_id, evidence=dict.fromkeys(by_id, True)
         )
     print_results(console, summary)
     print_gate(console, report)
-    console.print(f"run directory: {escape(str(directory.path))}")
-    return RunOutcome(results=summary, report=report, run_dir=directory.path)
+    console.print(f"run directory: {escape(str(session.path))}")
+    return RunOutcome(results=summary, report=report, run_dir=session.path)
+
+
+def _check_locked(
+    console: Console, locked: Lockfile, lockfile: Lockfile, tolerate: Collection[str]
+) -> None:
+    """Refuse a plan that differs from ``locked`` but in the ``tolerate``d classes (each
+    noted)."""
+    found = differences(locked, lockfile, same_target=True)
+    for difference in found:
+        if difference.kind in tolerate:
+            console.print(
+                f"[yellow]note[/]: {escape(difference.kind)}: {escape(difference.detail)}",
+                soft_wrap=True,
+            )
+    found = [d for d in found if d.kind not in tolerate]
+    if found:
+        raise PlanMismatch(found)
 
 
 class PlanMismatch(UserError):
@@ -219,18 +209,6 @@ class RunOutcome:
     results: RunResults
     report: RunReport
     run_dir: Path
-
-
-def _write_image_artifacts(run_dir: Path, plan: Plan, backend: Backend) -> None:
-    """Each base image's installed packages (name=version), beside the run's results."""
-    for image in plan.images:
-        if not isinstance(image, ImageChain):
-            continue
-        base = image.layers[0]
-        manifest = backend.builder.package_manifest(base)
-        target = run_dir / package_manifest_name(base.key)
-        if manifest is not None and not target.exists():
-            atomic.write_bytes(target, manifest.read_bytes())
 
 
 def _print_images(console: Console, plan: Plan) -> None:

@@ -13,8 +13,8 @@ import pytest
 
 from evalrepro.config.protection import TestProtection
 from evalrepro.demo import INSTANCES_PATH, PREDICTIONS_DIR
+from evalrepro.plan.testspec import resolve_protection
 from evalrepro.rules.patchcheck import check_patch
-from evalrepro.rules.protection import resolve_protection
 from evalrepro.sources.demo_repos import build_repo, repo_names
 from tests import demo_harness as harness
 from tests.demo_expectations import (

@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 
 from evalrepro.config.protection import TestProtection
+from evalrepro.plan.testspec import resolve_protection
 from evalrepro.records.observation import SuspectFinding
 from evalrepro.records.testspec import ResolvedProtection
 from evalrepro.rules.patchcheck import SUSPECT_RULES, PatchCheck, check_patch, patch_bytes
-from evalrepro.rules.protection import resolve_protection
 
 DEMO = Path(__file__).resolve().parents[1] / "evalrepro" / "demo"
 DEFAULT = resolve_protection(TestProtection(), ["tests/test_x.py"])

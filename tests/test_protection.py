@@ -20,8 +20,8 @@ import pytest
 
 from evalrepro.config.protection import DEFAULT_PATTERNS, TestProtection
 from evalrepro.plan import testspec
+from evalrepro.plan.testspec import resolve_protection
 from evalrepro.records.testspec import TestSpec
-from evalrepro.rules.protection import resolve_protection
 from evalrepro.rules.protection import test_folder as folder_of  # not collected as a test
 from evalrepro.sample import load_samples
 from evalrepro.sandbox.infra import SECTION_FILES, sections_changed

@@ -81,14 +81,14 @@ def _report(args: argparse.Namespace, run: Path, *, bundle: Path | None) -> int:
     from evalrepro.report.run_report import build_run_report
     from evalrepro.run.evidence import Survey
     from evalrepro.run.rundir import RunDirectory
+    from evalrepro.run.session import RunSession
 
     directory, lockfile = RunDirectory.open(run)
     if args.rebuild:
         # Not while a run writes into the directory: its results.json would be overwritten.
-        with directory.exclusive():
-            done = directory.completed(lockfile)  # refuses evidence that does not hold
-            directory.write_results(rebuild_results(directory, lockfile, done))
-            directory.write_swebench_layout(lockfile, done, intact=True)
+        with RunSession.hold(directory.path) as session:
+            done = session.adopt(lockfile)  # refuses evidence that does not hold
+            session.finish(rebuild_results(directory, lockfile, done))
         survey = Survey(directory.path, results=done)
     else:
         # A report shows what is wrong with the evidence (and counts it against evidence

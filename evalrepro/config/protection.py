@@ -1,7 +1,7 @@
 """What a model patch may not change (test infrastructure), and what happens if it does:
 the dataset's declared policy, ``dataset.protection`` in its config.
 
-A model only: :func:`evalrepro.rules.protection.resolve_protection` resolves it against an
+A model only: :func:`evalrepro.plan.testspec.resolve_protection` resolves it against an
 instance's test files into the TestSpec's rules (docs/threat-model.md).
 """
 

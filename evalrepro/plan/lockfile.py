@@ -30,13 +30,13 @@ from evalrepro.config.identity import environment_digest, settings
 from evalrepro.digest import sha256_json, short_digest
 from evalrepro.errors import UserError
 from evalrepro.plan.harness import code_digest
-from evalrepro.plan.plan import Plan
+from evalrepro.plan.plan import config_kinds
 from evalrepro.plan.plugin_code import (
-    config_kinds,
     locked_plugins,
     trial_digest,
     used_plugins,
 )
+from evalrepro.plan.trial import Plan
 from evalrepro.records.base import read_record
 from evalrepro.records.image import BuildFailure, ImageRecord, PinnedInput
 from evalrepro.records.lockfile import (

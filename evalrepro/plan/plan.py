@@ -10,8 +10,8 @@ dataset), or left out (the denominator is what was submitted).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from evalrepro import __version__
@@ -20,76 +20,21 @@ from evalrepro.build.images import ImageChain
 from evalrepro.config.dataset import DatasetConfig
 from evalrepro.config.experiment import ExperimentConfig
 from evalrepro.errors import UserError
-from evalrepro.grade.parsers import LogParser
 from evalrepro.plan.dataset import instance_parser, instance_test_spec
 from evalrepro.plan.harness import code_digest
 from evalrepro.plan.outside import find_outside, outside_bytes, store_of
-from evalrepro.plan.plugin_code import config_kinds, trial_digest, used_plugins
+from evalrepro.plan.plugin_code import TrialKinds, trial_digest, used_plugins
+from evalrepro.plan.trial import Plan, PlannedTrial
 from evalrepro.records.image import BuildFailure, ImageRecord
 from evalrepro.records.testspec import TestSpec
 from evalrepro.records.trial import Trial, TrialKey
 from evalrepro.rules.evalscript import without_model_patch
-from evalrepro.rules.patchcheck import PatchCheck, check_patch, patch_bytes
+from evalrepro.rules.patchcheck import check_patch, patch_bytes
 from evalrepro.sample import Sample, load_samples
 from evalrepro.sources.checkout import LocalCheckout
 from evalrepro.sources.git import RepoError
 from evalrepro.sources.resolve import resolve_sources
 from evalrepro.targets.base import Prediction, Target
-
-
-@dataclass(frozen=True)
-class PlannedTrial:
-    trial: Trial
-    sample: Sample
-    spec: TestSpec
-    parser: LogParser
-    prediction: Prediction
-    image: ImageChain | BuildFailure
-    #: The patch's checks, made once, when the trial is planned.
-    check: PatchCheck
-    #: The bytes of the spec's ``outside_files`` by path, read from the cache and checked
-    #: against their digests: where the trial's canaries go besides the test patch's files.
-    outside: Mapping[str, bytes] = field(default_factory=dict)
-
-    @property
-    def label(self) -> str:
-        return self.trial.label
-
-    @property
-    def image_ref(self) -> ImageRecord | None:
-        """The image the trial runs in (None: it could not be built)."""
-        return self.image.image if isinstance(self.image, ImageChain) else None
-
-    @property
-    def unavailable(self) -> str | None:
-        """Why there is no image, when there is none."""
-        if isinstance(self.image, BuildFailure):
-            return f"image {self.image.layer} layer: {self.image.reason}"
-        return None
-
-    @property
-    def patch(self) -> bytes:
-        return patch_bytes(self.prediction.model_patch)
-
-    @property
-    def patch_known(self) -> bool:
-        return self.prediction.patch_known
-
-    @property
-    def test_patch(self) -> bytes:
-        return patch_bytes(self.sample.test_patch)
-
-
-@dataclass(frozen=True)
-class Plan:
-    target_id: str
-    trials: list[PlannedTrial]
-    #: The kind of the builder that made (or found) the images.
-    builder: str = ""
-
-    @property
-    def images(self) -> list[ImageChain | BuildFailure]:
-        return [planned.image for planned in self.trials]
 
 
 def planned_predictions(
@@ -213,6 +158,20 @@ def build_plan(
             )
         )
     return Plan(target_id=target, trials=trials, builder=builder.kind)
+
+
+def config_kinds(config: ExperimentConfig, *, parser: str, builder: str) -> TrialKinds:
+    """The kinds a trial of ``config`` uses, graded by ``parser`` in an image of
+    ``builder`` (read here, where the plan holds the whole config)."""
+    adapter = getattr(config.target, "adapter", None)
+    return TrialKinds(
+        parser=parser,
+        runtime=config.environment.kind,
+        builder=builder,
+        executor=config.executor.kind,
+        target=config.target.kind,
+        agent=getattr(adapter, "kind", "") or "",
+    )
 
 
 def build_images(

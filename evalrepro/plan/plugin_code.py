@@ -43,7 +43,6 @@ from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import PackageNotFoundError, distribution, packages_distributions
 from pathlib import Path
-from typing import Any
 
 from evalrepro import plugins
 from evalrepro.digest import sha256_bytes, sha256_json
@@ -74,20 +73,6 @@ class TrialKinds:
             "agents": self.agent,
         }
         return {group: kind for group, kind in kinds.items() if kind}
-
-
-def config_kinds(config: Any, *, parser: str, builder: str) -> TrialKinds:
-    """The kinds a trial of ``config`` (an ExperimentConfig) uses, graded by ``parser``
-    in an image of ``builder``."""
-    adapter = getattr(config.target, "adapter", None)
-    return TrialKinds(
-        parser=parser,
-        runtime=config.environment.kind,
-        builder=builder,
-        executor=config.executor.kind,
-        target=config.target.kind,
-        agent=getattr(adapter, "kind", "") or "",
-    )
 
 
 def locked_kinds(lock: Lockfile, trial: LockedTrial) -> TrialKinds:

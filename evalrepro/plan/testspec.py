@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from evalrepro.config.protection import TestProtection
 from evalrepro.config.spec import RepoSpec
 from evalrepro.digest import sha256_bytes
-from evalrepro.records.testspec import TestSpec
+from evalrepro.records.testspec import ResolvedProtection, TestSpec
 from evalrepro.rules.evalscript import compile_eval_script
 from evalrepro.rules.patchcheck import patch_bytes
-from evalrepro.rules.protection import resolve_protection
+from evalrepro.rules.protection import test_folder
 from evalrepro.sample import Sample
 
 _DIFF_HEADER = re.compile(r"^diff --git a/(\S+) b/(\S+)$")
@@ -76,6 +76,26 @@ def files_touched(patch: str) -> TouchedFiles:
             is_new = True
     close()
     return TouchedFiles(at_base=list(at_base), created=list(created))
+
+
+def resolve_protection(protection: TestProtection, test_files: list[str]) -> ResolvedProtection:
+    """The dataset's policy for one instance: its test folders found (``auto``) or taken."""
+    if protection.test_dirs == "auto":
+        folders = sorted({f for f in map(test_folder, test_files) if f is not None})
+    else:
+        folders = sorted({folder.strip("/") for folder in protection.test_dirs})
+    return ResolvedProtection(
+        policy=protection.policy,
+        suspect=protection.suspect,
+        patterns=protection.patterns,
+        test_dirs=folders,
+        canaries=protection.canaries,
+        framework_sources=protection.framework_sources,
+        site_hooks=protection.site_hooks,
+        fresh_runs=protection.fresh_runs,
+        second_runner=protection.second_runner,
+        tests_read_git=protection.tests_read_git,
+    )
 
 
 def compile_test_spec(

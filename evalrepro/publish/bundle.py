@@ -121,6 +121,7 @@ def write_bundle(
     """Bundle the run directory ``run_dir`` into ``output``, or one UserError line."""
     from evalrepro.publish.verify import check_run
     from evalrepro.run.rundir import RunDirectory
+    from evalrepro.run.session import RunSession
 
     settings = settings or ReportSettings()
     directory = RunDirectory(run_dir)
@@ -138,7 +139,8 @@ def write_bundle(
         raise UserError(f"-o {output}: a folder; name the bundle's file")
     if directory.path.resolve() in output.parents:
         raise UserError(f"-o {output}: inside the run directory it bundles")
-    with directory.exclusive():
+    # Held as a session holds it: no run writes into it while it is checked and packed.
+    with RunSession.hold(directory.path):
         check = check_run(directory.path)
         if not check.ok:
             first = check.problems[0]

@@ -21,7 +21,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from evalrepro.plan.plan import PlannedTrial
+from evalrepro.plan.trial import PlannedTrial
 from evalrepro.records.trial import TrialResult
 
 

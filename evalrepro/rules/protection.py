@@ -18,34 +18,14 @@ framework as *suspect*; ``suspect`` says whether that makes the trial ``invalid`
 (default) or is only ``record``-ed. Both values are part of every TestSpec's digest.
 
 Which files match is decided by ``evalrepro.sandbox.infra.protected_reason``, the
-same function the supervisor runs inside the container.
+same function the supervisor runs inside the container. The dataset's policy
+(``dataset.protection``) is resolved for each instance when it is planned
+(``evalrepro.plan.testspec.resolve_protection``): the rules never read the config.
 """
 
 from __future__ import annotations
 
-from evalrepro.config.protection import TestProtection
-from evalrepro.records.testspec import ResolvedProtection
 from evalrepro.sandbox.infra import TEST_DIR_NAMES
-
-
-def resolve_protection(protection: TestProtection, test_files: list[str]) -> ResolvedProtection:
-    """The dataset's policy for one instance: its test folders found (``auto``) or taken."""
-    if protection.test_dirs == "auto":
-        folders = sorted({f for f in map(test_folder, test_files) if f is not None})
-    else:
-        folders = sorted({folder.strip("/") for folder in protection.test_dirs})
-    return ResolvedProtection(
-        policy=protection.policy,
-        suspect=protection.suspect,
-        patterns=protection.patterns,
-        test_dirs=folders,
-        canaries=protection.canaries,
-        framework_sources=protection.framework_sources,
-        site_hooks=protection.site_hooks,
-        fresh_runs=protection.fresh_runs,
-        second_runner=protection.second_runner,
-        tests_read_git=protection.tests_read_git,
-    )
 
 
 def test_folder(path: str) -> str | None:

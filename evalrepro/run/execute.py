@@ -23,7 +23,7 @@ from evalrepro.grade.canary import draw_canaries
 from evalrepro.grade.fresh import draw_fresh_runs
 from evalrepro.grade.parsers import LogParser
 from evalrepro.grade.rerun import plan_reruns
-from evalrepro.plan.plan import PlannedTrial
+from evalrepro.plan.trial import PlannedTrial
 from evalrepro.records.artifact import Artifact
 from evalrepro.records.canary import Canary
 from evalrepro.records.fresh import FreshRun

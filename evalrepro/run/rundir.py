@@ -3,7 +3,9 @@
 Layout: ``lockfile.lock.json`` (the plan, with the validated config; never rewritten),
 ``run.json`` (volatile: when, how and where each session ran), ``images/`` (each base
 image's package list), ``trials/<label>/`` (``evalrepro.run.recorder``), ``results.json``
-and ``swebench/`` (SWE-bench's own layout of the run).
+and ``swebench/`` (SWE-bench's own layout of the run). A run session
+(``evalrepro.run.session``) is what conducts it, from the lock to the written result;
+other commands only open and read it.
 
 * One process at a time: an exclusive lock on ``.evalrepro.lock``.
 * Resuming: the new plan must be the same experiment as the locked one; otherwise the
