@@ -309,12 +309,12 @@ def test_a_50_mb_log_gives_a_small_view_that_says_what_was_cut(tmp_path):
 def test_a_view_cuts_long_lists_and_counts_the_rest(tmp_path):
     many = tuple(f"tests/test_calc.py::test_{i}" for i in range(MAX_LISTED + 10))
     run_dir = tmp_path / "run"
-    build_run(
-        run_dir,
-        [Case("demo__many-1", p2p=many, output=pytest_output([*F2P, *many]))],
-    )
+    build_run(run_dir, [Case("demo__many-1", p2p=many, output=pytest_output(F2P, failed=many))])
     _, (view,) = _views(run_dir)
-    assert view.tests_total == MAX_LISTED + 11 and len(view.tests) == MAX_LISTED
+    assert view.tests_total == MAX_LISTED + 11
+    assert len(view.tests) == MAX_LISTED + 1  # each list cut at the bound
+    # Counted over every listed test, the cut ones too.
+    assert view.tests_failed == MAX_LISTED + 10 and view.tests_not_run == 0
     assert view.status_map_total == MAX_LISTED + 11 and len(view.status_map) == MAX_LISTED
 
 

@@ -128,8 +128,11 @@ class TrialView(Record):
     #: Why no test list is shown, or how far it holds (stopped tests), in words.
     tests_note: str = ""
     tests: list[TestLine] = []
-    #: Listed tests in all (``tests`` is cut at the viewer's list bound).
+    #: Listed tests in all (``tests`` is cut at the viewer's list bound), and of them
+    #: all, how many failed and how many did not run (stopped before the log said).
     tests_total: int = 0
+    tests_failed: int = 0
+    tests_not_run: int = 0
     #: The log's parser, and its status map (cut like ``tests``).
     parser: str = ""
     status_map: list[tuple[str, str]] = []

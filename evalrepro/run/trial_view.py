@@ -514,10 +514,21 @@ def _limit(name: str, value: int) -> str:
     return f"{value:,}" if name == "pids" else size(value)
 
 
-def _test_lines(attempt: Attempt) -> tuple[list[TestLine], int]:
+@dataclass(frozen=True)
+class _Tests:
+    lines: list[TestLine]
+    #: Over every listed test, the shown and the cut alike.
+    total: int = 0
+    failed: int = 0
+    not_run: int = 0
+
+
+def _test_lines(attempt: Attempt) -> _Tests:
+    """Each FAIL_TO_PASS and PASS_TO_PASS test as the log reported it (each list cut at
+    ``MAX_LISTED``), and how many of them all failed or did not run."""
     tests = attempt.observation.tests
     if tests is None:
-        return [], 0
+        return _Tests([])
     statuses = attempt.observation.status_map
     reruns = {check.test: check for check in attempt.observation.reruns}
     tampered = attempt.score.reason == "runner_tampered"
@@ -525,17 +536,21 @@ def _test_lines(attempt: Attempt) -> tuple[list[TestLine], int]:
     # its end: "not run: timeout", not "failed / not in the status map".
     stopped = stopped_by(attempt.observation)
     missing = f"not run: {stopped}" if stopped else "not in the status map"
-    lines, total = [], 0
+    lines, total, failed, not_run_count = [], 0, 0, 0
     for group, report in (
         ("FAIL_TO_PASS", tests.fail_to_pass),
         ("PASS_TO_PASS", tests.pass_to_pass),
     ):
         listed = [(t, False) for t in report.failure] + [(t, True) for t in report.success]
         total += len(listed)
-        for test, passed in listed[:MAX_LISTED]:
+        for index, (test, passed) in enumerate(listed):
+            not_run = bool(stopped) and test not in statuses
+            not_run_count += not_run
+            failed += not passed and not not_run
+            if index >= MAX_LISTED:
+                continue
             status = statuses.get(test, missing)
             rerun = _rerun_text(reruns[test], tampered) if test in reruns else ""
-            not_run = bool(stopped) and test not in statuses
             lines.append(
                 TestLine(
                     group=group,
@@ -546,7 +561,7 @@ def _test_lines(attempt: Attempt) -> tuple[list[TestLine], int]:
                     not_run=not_run,
                 )
             )
-    return lines, total
+    return _Tests(lines, total, failed, not_run_count)
 
 
 def _rerun_text(check: RerunCheck, tampered: bool = False) -> str:
@@ -635,7 +650,7 @@ def _attempt_facts(result: TrialResult) -> dict[str, Any]:
     tests, status map, re-runs and observation, in words."""
     attempt = result.attempts[-1]
     seen = attempt.observation
-    tests, total = _test_lines(attempt)
+    tests = _test_lines(attempt)
     statuses = list(seen.status_map.items())
     return {
         "attempts": [
@@ -653,8 +668,10 @@ def _attempt_facts(result: TrialResult) -> dict[str, Any]:
         ],
         "resolution": attempt.score.resolution,
         "tests_note": _tests_note(attempt),
-        "tests": tests,
-        "tests_total": total,
+        "tests": tests.lines,
+        "tests_total": tests.total,
+        "tests_failed": tests.failed,
+        "tests_not_run": tests.not_run,
         "parser": seen.parser,
         "status_map": [(clip(t, 1000), clip(s, 200)) for t, s in statuses[:MAX_LISTED]],
         "status_map_total": len(statuses),
