@@ -330,16 +330,19 @@ def test_a_trial_view_is_a_record_read_by_the_one_reader(mixed, tmp_path):
         read_record(path, TrialView)
 
 
-# --- the outcome of a reason is the grading's, carried by the rows ---------------------------
+# --- the outcome of a reason is the grading's, carried by the metrics ------------------------
 
 
-def test_failure_modes_take_each_reasons_outcome_from_the_report_rows(mixed):
+def test_failure_modes_take_each_reasons_outcome_from_the_metrics(mixed):
     report, _ = _views(mixed)
-    outcomes = report.reason_outcomes()
+    outcomes = report.metrics.reason_outcomes
     assert outcomes["tests_failed"] == "unresolved" and outcomes["tests_passed"] == "resolved"
     assert outcomes["patch_empty"] == "unresolved"
-    svg = _failure_modes_svg(
-        report.metrics.reasons, outcomes, report.metrics.missing, report.metrics.planned
-    )
+    assert set(outcomes) == set(report.metrics.reasons)
+    m = report.metrics
+    svg = _failure_modes_svg(m.reasons, outcomes, m.missing, m.planned)
     assert svg is not None
     assert 'class="bar unresolved"' in svg and "tests passed" not in svg
+    # Without the metrics' word for it, a reason is no outcome's: never "resolved".
+    unknown = _failure_modes_svg({"tests_passed": 3}, {}, 0, 3)
+    assert unknown is not None and 'class="bar other"' in unknown

@@ -179,8 +179,3 @@ class RunReport(Record):
     #: What is wrong with the evidence (changed artifacts, unreadable results), one line
     #: each; ``verify`` refuses such a run, the report shows it.
     evidence_problems: list[str] = []
-
-    def reason_outcomes(self) -> dict[str, str]:
-        """Each score reason of the run's trials and the outcome their grading gave it, as
-        the rows carry them (a reason decides one outcome: the judgement table's row)."""
-        return {row.reason: row.outcome for row in self.trials if row.outcome != "missing"}

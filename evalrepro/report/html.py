@@ -13,7 +13,7 @@ and lone surrogates are shown as visible marks (``visible``).
 
 Presentation reads records (``RunReport``, ``ComparisonReport``, ``InstanceOutcomes``)
 and computes no statistic and no verdict (the outcome a score reason stands for is the
-one the report's rows carry, ``RunReport.reason_outcomes``): rates are shown as percent
+one its metrics carry, ``RunMetrics.reason_outcomes``): rates are shown as percent
 with one decimal, differences in percentage points (pp), each with the interval and
 method its record holds; rates are over planned trials, as everywhere in evalrepro.
 Missing trials (no outcome) get no interval; a rate of 0 keeps its interval, whose upper
@@ -26,7 +26,7 @@ import base64
 import hashlib
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -486,11 +486,11 @@ def _outcomes_svg(per_repo: dict[str, RepoBreakdown], total: RepoBreakdown) -> s
 
 
 def _failure_modes_svg(
-    reasons: dict[str, int], outcomes: dict[str, str], missing: int, planned: int
+    reasons: dict[str, int], outcomes: Mapping[str, str], missing: int, planned: int
 ) -> str | None:
     """Bars of score reasons for trials that did not resolve (plus missing trials), as
-    counts and share of planned trials, each in the colour of the outcome its trials got
-    (``outcomes``, as the report's rows carry it); None when there are none."""
+    counts and share of planned trials, each in the colour of the outcome the grading gave
+    its trials (``outcomes``: ``RunMetrics.reason_outcomes``); None when there are none."""
     rows = [
         (reason_label(reason), reason, count, outcomes.get(reason, "other"))
         for reason, count in reasons.items()
@@ -773,7 +773,7 @@ def run_sections(report: RunReport) -> dict[str, Any]:
         "problems": relative_problems(report.evidence_problems, report.run),
         "outcomes_svg": Markup(_outcomes_svg(m.per_repo, _total(m))) if m.per_repo else "",
         "failure_svg": Markup(svg)
-        if (svg := _failure_modes_svg(m.reasons, report.reason_outcomes(), m.missing, m.planned))
+        if (svg := _failure_modes_svg(m.reasons, m.reason_outcomes, m.missing, m.planned))
         else "",
         "pass_at_k_svg": Markup(_pass_at_k_svg(estimated, coverage)) if estimated else "",
         "pass_at_k_notes": [f"{name}: {note}" for name, note in coverage.items() if note],
