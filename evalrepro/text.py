@@ -10,6 +10,8 @@
   SWE-bench's layout): it must be one safe path component, refused at read time.
 * :func:`inside`: a path under a folder, checked to resolve inside it before anything
   is written or removed there.
+* :func:`clip` and :func:`size`: a long string and a count of bytes as every page and
+  record of what is shown cut and say them.
 """
 
 from __future__ import annotations
@@ -96,3 +98,24 @@ def _one_component(value: str) -> str:
 #: An instance id: it names a trial's folder, so it is one safe path component (refused
 #: at read time, naming the file and line, in a dataset, a predictions file or a lockfile).
 InstanceId = Annotated[str, AfterValidator(_one_component)]
+
+
+def clip(text: object, limit: int = 200) -> str:
+    """At most ``limit`` characters, cut in the middle: ids differ at both ends."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    tail = (limit - 1) // 3
+    return text[: limit - 1 - tail] + "\u2026" + text[-tail:]
+
+
+def size(count: int) -> str:
+    """Bytes as people read them: 812 bytes, 48.0 KiB, 52.4 MiB."""
+    if count < 1024:
+        return f"{count} byte" + ("" if count == 1 else "s")
+    value = float(count)
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        value /= 1024
+        if value < 1024 or unit == "TiB":
+            return f"{value:.1f} {unit}"
+    raise AssertionError("unreachable")

@@ -26,7 +26,8 @@ from evalrepro.publish.verify import check_run, compare, print_comparison, print
 from evalrepro.records.report import RunResults, TrialLine
 from evalrepro.report.compare import compare_runs, print_comparison_report
 from evalrepro.report.progress import TrialProgress
-from evalrepro.report.run_report import build_run_report, print_results, print_run_report
+from evalrepro.report.run_printer import print_results, print_run_report
+from evalrepro.report.run_report import build_run_report
 from evalrepro.run.rundir import RunDirectory
 from evalrepro.sample import load_samples
 from tests.fake_backend import fake_backend, gold_scenario

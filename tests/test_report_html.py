@@ -141,6 +141,7 @@ def synthetic_run(
         retried_trials=5,
         retry_reasons={"infrastructure_error": 7},
         reasons=dict(sorted(Counter(reasons[finished]).items())),
+        reason_outcomes=dict(zip(reasons[finished], outcome[finished], strict=True)),
         per_repo=by_repo,
         samples=samples,
         **extra,

@@ -53,11 +53,12 @@ from evalrepro.records.lockfile import (
 from evalrepro.records.supervision import RuntimeFacts, SupervisorReport
 from evalrepro.records.testspec import ResolvedProtection, TestSpec
 from evalrepro.records.trial import Trial, TrialKey, Usage
-from evalrepro.report.view import LOG, MANIFEST, view_run
+from evalrepro.report.view import MANIFEST, view_run
 from evalrepro.rules.evalscript import compile_eval_script
 from evalrepro.rules.patchcheck import check_patch, patch_bytes
 from evalrepro.run.executors import run_trials
 from evalrepro.run.rundir import RunDirectory
+from evalrepro.run.trial_view import LOG
 from evalrepro.runtimes.attempt import AttemptOutput, AttemptSpec
 from evalrepro.runtimes.base import Runtime
 from evalrepro.runtimes.supervision import StreamReader
@@ -761,7 +762,7 @@ def test_evalrepro_view_of_no_run_is_a_one_line_error(tmp_path, capsys):
 
 
 def test_an_empty_graded_region_is_marked_where_it_is(tmp_path):
-    from evalrepro.report.view import excerpt
+    from evalrepro.run.trial_view import excerpt
 
     log = tmp_path / "test_output.txt"
     log.write_bytes(b">>>>> Start Test Output\n>>>>> End Test Output\n")
@@ -1060,7 +1061,8 @@ def test_a_suspect_line_reads_in_words_with_its_code_on_the_trial_page(suspect_r
 
 def test_a_suspect_line_reads_in_words_with_its_code_in_the_markdown_report(suspect_run):
     from evalrepro.plan.lockfile import read_lockfile
-    from evalrepro.report.run_report import build_run_report, markdown_run_report
+    from evalrepro.report.run_printer import markdown_run_report
+    from evalrepro.report.run_report import build_run_report
 
     directory = RunDirectory(suspect_run)
     lockfile = read_lockfile(directory.lockfile_path)

@@ -56,7 +56,7 @@ def main(args: argparse.Namespace) -> int:
     from evalrepro.database.engine import open_database
     from evalrepro.database.queries import list_runs
     from evalrepro.database.url import database_argument
-    from evalrepro.report.run_report import percent
+    from evalrepro.report.run_printer import percent
 
     since, until = _date("--since", args.since), _date("--until", args.until)
     if until is not None and len(args.until) == 10:

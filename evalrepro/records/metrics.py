@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from evalrepro.records.base import Record, unchanged
+from evalrepro.records.score import Outcome
 from evalrepro.records.stats import Interval
 
 
@@ -39,9 +40,10 @@ class RunMetrics(Record):
     record: Literal["RunMetrics"] = "RunMetrics"
     #: 3: ``instances`` and ``pass_at_k_instances`` (which instances each pass@k is over);
     #: 4: the flaky trials (``flaky``, ``flaky_rate``, ``flaky_tests``);
-    #: 5: ``pass_hat_k`` (pass^k beside pass@k; an older record reads with none).
-    schema_version: int = 5
-    migrations = {2: _from_2, 3: unchanged, 4: unchanged}
+    #: 5: ``pass_hat_k`` (pass^k beside pass@k; an older record reads with none);
+    #: 6: ``reason_outcomes`` (an older record reads with none: not recorded).
+    schema_version: int = 6
+    migrations = {2: _from_2, 3: unchanged, 4: unchanged, 5: unchanged}
     experiment: str
     target_id: str
     planned: int
@@ -60,6 +62,10 @@ class RunMetrics(Record):
     retry_reasons: dict[str, int]
     #: Final score reasons (failure modes included), over all finished trials.
     reasons: dict[str, int]
+    #: The outcome the grading gave each of those reasons (a reason decides one outcome:
+    #: its row of the judgement table), so that a chart of failure modes colours them
+    #: without consulting the grading. Empty: a record of schema 5 or older.
+    reason_outcomes: dict[str, Outcome] = {}
     per_repo: dict[str, RepoBreakdown]
     samples: int
     #: Instances with at least one planned trial (None: a record of schema 2).

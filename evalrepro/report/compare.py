@@ -40,7 +40,8 @@ from evalrepro.records.report import Provenance
 from evalrepro.records.stats import Comparison, level_label, p_label
 from evalrepro.records.trial import TrialResult
 from evalrepro.report.metrics import sample_outcomes
-from evalrepro.report.run_report import percent, provenance, trial_rows
+from evalrepro.report.run_printer import percent
+from evalrepro.report.run_report import provenance, trial_rows
 from evalrepro.report.stats import compare_outcomes, instance_pass_at_k, pass_k_values
 from evalrepro.report.timing import run_timing
 from evalrepro.run.rundir import RunDirectory

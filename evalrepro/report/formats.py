@@ -68,7 +68,7 @@ FORMATS: dict[str, ReportFormat] = {
             "console",
             "tables on the terminal (the default)",
             {
-                "run": "evalrepro.report.run_report:print_run_report",
+                "run": "evalrepro.report.run_printer:print_run_report",
                 "comparison": "evalrepro.report.compare:print_comparison_report",
                 "leaderboard": "evalrepro.report.leaderboard:print_leaderboard",
             },
@@ -89,7 +89,7 @@ FORMATS: dict[str, ReportFormat] = {
             "text",
             "Markdown tables (for a paper appendix)",
             {
-                "run": "evalrepro.report.run_report:markdown_run_report",
+                "run": "evalrepro.report.run_printer:markdown_run_report",
                 "leaderboard": "evalrepro.report.leaderboard:markdown_leaderboard",
             },
             bundle_file="report.md",

@@ -12,10 +12,12 @@ repo names, reasons, test names, logs) is escaped, and control characters, bidi 
 and lone surrogates are shown as visible marks (``visible``).
 
 Presentation reads records (``RunReport``, ``ComparisonReport``, ``InstanceOutcomes``)
-and computes no statistic: rates are shown as percent with one decimal, differences in
-percentage points (pp), each with the interval and method its record holds; rates are
-over planned trials, as everywhere in evalrepro. Missing trials (no outcome) get no
-interval; a rate of 0 keeps its interval, whose upper bound is informative.
+and computes no statistic and no verdict (the outcome a score reason stands for is the
+one its metrics carry, ``RunMetrics.reason_outcomes``): rates are shown as percent
+with one decimal, differences in percentage points (pp), each with the interval and
+method its record holds; rates are over planned trials, as everywhere in evalrepro.
+Missing trials (no outcome) get no interval; a rate of 0 keeps its interval, whose upper
+bound is informative.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import base64
 import hashlib
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -35,14 +37,14 @@ from urllib.parse import quote
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup, escape
 
-from evalrepro.grade.score import JUDGEMENT, TEST_REASONS
 from evalrepro.records.compare import ComparisonReport, InstanceOutcomes, RunCell, run_label
+from evalrepro.records.labels import LIMIT_LABELS, reason_code, reason_label
 from evalrepro.records.metrics import RepoBreakdown, RunMetrics
 from evalrepro.records.report import Provenance, RunReport, TrialRow
 from evalrepro.records.stats import Comparison, Interval, level_label, p_label
 from evalrepro.records.words import reason_words
-from evalrepro.report.run_report import LIMIT_LABELS, pass_at_k_value, provenance_line, seconds
-from evalrepro.text import visible
+from evalrepro.report.run_printer import pass_at_k_value, provenance_line, seconds
+from evalrepro.text import clip, size, visible
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -56,33 +58,6 @@ _OUTCOME_COLOURS = {
 }
 _ON_DARK = {"resolved", "invalid"}
 OUTCOMES = tuple(_OUTCOME_COLOURS)
-_REASON_OUTCOME = {reason: outcome.value for reason, outcome, *_ in JUDGEMENT} | {
-    reason: outcome.value for reason, outcome in TEST_REASONS.items()
-}
-#: Score reasons as a reader says them; the code is shown beside the words.
-REASON_LABELS = {
-    "tests_passed": "tests passed",
-    "tests_failed": "tests failed",
-    "tests_flaky": "failing tests flaky",
-    "tests_passed_on_rerun": "passed when re-run (flaky counted as passed)",
-    "infrastructure_error": "infrastructure error",
-    # An empty patch is the target's answer (unresolved), never an invalid trial.
-    "patch_empty": "empty patch",
-    "patch_unsafe": "unsafe patch",
-    "patch_rejected": "patch does not apply",
-    "patch_invalid": "invalid patch",
-    "test_reset_failed": "test reset failed",
-    "test_infrastructure_changed": "test infrastructure changed",
-    "suspect_patch": "suspect patch",
-    **{("limit_" if k != "timeout" else "") + k: label for k, label in LIMIT_LABELS.items()},
-    "sandbox_died": "sandbox died",
-    "not_run": "not run",
-    "runner_exit_abnormal": "runner exit abnormal",
-    "log_unparseable": "log unparseable",
-    "runner_tampered": "runner tampered with (canary)",
-    "fresh_disagrees": "log and lone run disagree",
-    "differs_under_test": "passes only under its test runner",
-}
 #: Provenance fields as the block labels them (a field missing here shows by its name).
 PROVENANCE_LABELS = {
     "evalrepro_version": "evalrepro (this report)",
@@ -128,15 +103,6 @@ _MAX_LABEL_CHARS = 34
 # --- text from a run, made visible (the one rule: evalrepro.text.visible) ---------------
 
 
-def clip(text: object, limit: int = 200) -> str:
-    """At most ``limit`` characters, cut in the middle: ids differ at both ends."""
-    text = str(text)
-    if len(text) <= limit:
-        return text
-    tail = (limit - 1) // 3
-    return text[: limit - 1 - tail] + "\u2026" + text[-tail:]
-
-
 def _e(value: object) -> str:
     """Escaped for HTML and SVG text and attributes, hidden characters made visible."""
     return str(escape(visible(str(value))))
@@ -179,18 +145,6 @@ def p_value(p: float) -> str:
     return p_label(p)
 
 
-def size(count: int) -> str:
-    """Bytes as people read them: 812 bytes, 48.0 KiB, 52.4 MiB."""
-    if count < 1024:
-        return f"{count} byte" + ("" if count == 1 else "s")
-    value = float(count)
-    for unit in ("KiB", "MiB", "GiB", "TiB"):
-        value /= 1024
-        if value < 1024 or unit == "TiB":
-            return f"{value:.1f} {unit}"
-    raise AssertionError("unreachable")
-
-
 def when(moment: datetime | None) -> str:
     return "-" if moment is None else f"{moment:%Y-%m-%d %H:%M:%S} UTC"
 
@@ -201,15 +155,6 @@ def thousands(count: int | None) -> str:
 
 def usd(amount: float | None) -> str:
     return "-" if amount is None else f"${amount:,.2f}"
-
-
-def reason_label(reason: str) -> str:
-    return REASON_LABELS.get(reason, reason)
-
-
-def reason_code(reason: str) -> str:
-    """The code to show beside the words, when the words are more than the code spelt out."""
-    return "" if reason_label(reason).replace(" ", "_") == reason else reason
 
 
 def _is_fraction(metric: str) -> bool:
@@ -540,13 +485,16 @@ def _outcomes_svg(per_repo: dict[str, RepoBreakdown], total: RepoBreakdown) -> s
     )
 
 
-def _failure_modes_svg(reasons: dict[str, int], missing: int, planned: int) -> str | None:
+def _failure_modes_svg(
+    reasons: dict[str, int], outcomes: Mapping[str, str], missing: int, planned: int
+) -> str | None:
     """Bars of score reasons for trials that did not resolve (plus missing trials), as
-    counts and share of planned trials; None when there are none."""
+    counts and share of planned trials, each in the colour of the outcome the grading gave
+    its trials (``outcomes``: ``RunMetrics.reason_outcomes``); None when there are none."""
     rows = [
-        (reason_label(reason), reason, count, _REASON_OUTCOME.get(reason, "other"))
+        (reason_label(reason), reason, count, outcomes.get(reason, "other"))
         for reason, count in reasons.items()
-        if _REASON_OUTCOME.get(reason) != "resolved" and count > 0
+        if outcomes.get(reason) != "resolved" and count > 0
     ]
     rows.sort(key=lambda row: (-row[2], row[1]))
     if missing:
@@ -825,7 +773,7 @@ def run_sections(report: RunReport) -> dict[str, Any]:
         "problems": relative_problems(report.evidence_problems, report.run),
         "outcomes_svg": Markup(_outcomes_svg(m.per_repo, _total(m))) if m.per_repo else "",
         "failure_svg": Markup(svg)
-        if (svg := _failure_modes_svg(m.reasons, m.missing, m.planned))
+        if (svg := _failure_modes_svg(m.reasons, m.reason_outcomes, m.missing, m.planned))
         else "",
         "pass_at_k_svg": Markup(_pass_at_k_svg(estimated, coverage)) if estimated else "",
         "pass_at_k_notes": [f"{name}: {note}" for name, note in coverage.items() if note],

@@ -11,7 +11,7 @@ from evalrepro.console import Table
 from evalrepro.records.compare import run_label
 from evalrepro.records.database import Leaderboard, LeaderboardGroup, LeaderboardRow
 from evalrepro.records.stats import Interval
-from evalrepro.report.run_report import percent
+from evalrepro.report.run_printer import percent
 from evalrepro.text import visible
 
 #: Said under every leaderboard: a rank orders point estimates; whether two runs differ is

@@ -90,6 +90,10 @@ def compute_metrics(
         "retried_trials": sum(len(result.attempts) > 1 for result in results.values()),
         "retry_reasons": dict(sorted(retry_reasons.items())),
         "reasons": dict(sorted(Counter(r.score.reason for r in results.values()).items())),
+        # The grading's outcome of each reason, so that no renderer consults its table.
+        "reason_outcomes": dict(
+            sorted({r.score.reason: r.score.outcome for r in results.values()}.items())
+        ),
         "per_repo": {
             repo: RepoBreakdown(
                 **{
