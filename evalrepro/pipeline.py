@@ -120,7 +120,8 @@ def run_experiment(
     ``recorded_agents``: an agent target's phases as an earlier run recorded them, by
     trial id: evaluated again, the agent not run (``reproduce``)."""
     # The report's statistics (numpy) load here, not for `lock`, which never reports.
-    from evalrepro.report.run_report import aggregate, build_run_report, print_gate, print_results
+    from evalrepro.report.run_printer import print_gate, print_results
+    from evalrepro.report.run_report import aggregate, build_run_report
 
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     path = run_dir or config.run.output_dir / f"{config.name}-{stamp}"

@@ -35,7 +35,6 @@ from evalrepro.report.metrics import compute_metrics, evidence_of, sample_outcom
 
 # ``evalrepro.pipeline`` imports these two printers from here (it is not this change's
 # to edit); every other caller imports them from ``run_printer``.
-from evalrepro.report.run_printer import print_gate, print_results  # noqa: F401
 from evalrepro.report.stats import (
     instances_with_samples,
     pass_at_k_mean,
