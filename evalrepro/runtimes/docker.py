@@ -285,11 +285,18 @@ class DockerRuntime(PodmanRuntime):
         self.env = dict(os.environ)
         self._running: set[str] = set()
         self.images = DockerStore(self.env, cache_dir)
+        self._compiling = threading.Lock()
+        self._bytecode: tuple[Path, Path] | None = None
         podman_env = {**os.environ, "CONTAINERS_CONF": str(self.files / "containers.conf")}
         #: Where the builders build: podman's store (root's, as the daemon's is).
         self._builds = PodmanStore(podman_env, cache_dir, rootless=os.geteuid() != 0)
         #: One bringing-over per image at a time (attempts run in threads).
         self._bringing = threading.Lock()
+        #: Images docker's store was found to hold (or was given) by this runtime: each is
+        #: asked about once, not before every attempt (one ``docker image inspect`` each,
+        #: under the lock). One removed meanwhile fails its ``docker run`` (the Id names no
+        #: image), which forgets it: the retry brings it again.
+        self._present: set[str] = set()
 
     def check(self) -> None:
         if shutil.which("docker") is None:
@@ -354,7 +361,10 @@ class DockerRuntime(PodmanRuntime):
         docker-archive: the same config bytes, the same Id); StoreError if it cannot."""
         wanted = image_id.removeprefix("sha256:")
         with self._bringing:
+            if wanted in self._present:
+                return
             if self.images.image_id(wanted) == wanted:
+                self._present.add(wanted)
                 return
             if self._builds.image_id(wanted) is None:
                 raise StoreError(f"neither docker's nor podman's store holds {image_id}")
@@ -368,6 +378,7 @@ class DockerRuntime(PodmanRuntime):
             # Named by its Id, as an archive's image is (a nameless one is pruned with
             # dangling images, and listings leave it out).
             self.images.tag(wanted, f"localhost/evalrepro-loaded:{wanted}")
+            self._present.add(wanted)
 
     def missing_images(self, images: Sequence[LockedImage]) -> list[LockedImage]:
         """What docker's store lacks once the images podman's store holds are brought."""
@@ -386,7 +397,11 @@ class DockerRuntime(PodmanRuntime):
         except StoreError as error:
             facts = RuntimeFacts(error=f"cannot bring the image into docker's store: {error}")
             return AttemptOutput(report=SupervisorReport(runtime=facts))
-        return super().run(spec)
+        output = super().run(spec)
+        if output.report is None or output.report.runtime.error is not None:
+            # Docker could not run it (the image may be gone): asked about again next time.
+            self._present.discard(spec.image.digest.removeprefix("sha256:"))
+        return output
 
     def sandbox(self, request: SandboxRequest) -> Sandbox:
         self._bring_for(request)
