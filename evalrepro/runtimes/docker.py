@@ -28,6 +28,7 @@ loads an OCI layout (a bundle's ``images.oci.tar``) by re-packing it as a docker
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -292,11 +293,12 @@ class DockerRuntime(PodmanRuntime):
         self._builds = PodmanStore(podman_env, cache_dir, rootless=os.geteuid() != 0)
         #: One bringing-over per image at a time (attempts run in threads).
         self._bringing = threading.Lock()
-        #: Images docker's store was found to hold (or was given) by this runtime: each is
-        #: asked about once, not before every attempt (one ``docker image inspect`` each,
-        #: under the lock). One removed meanwhile fails its ``docker run`` (the Id names no
-        #: image), which forgets it: the retry brings it again.
+        #: Images docker's store was found to hold (or was given) by this runtime: one
+        #: listing of the store answers for all of them, not a ``docker image inspect``
+        #: before every attempt (under the lock). One removed meanwhile fails its ``docker
+        #: run`` (the Id names no image), which forgets it: the retry brings it again.
         self._present: set[str] = set()
+        self._listed = False
 
     def check(self) -> None:
         if shutil.which("docker") is None:
@@ -365,6 +367,14 @@ class DockerRuntime(PodmanRuntime):
         with self._bringing:
             if wanted in self._present:
                 return
+            if not self._listed:
+                self._listed = True
+                with contextlib.suppress(UserError):  # then asked about one by one
+                    self._present.update(
+                        i.removeprefix("sha256:") for i in self.images.ids().values()
+                    )
+                if wanted in self._present:
+                    return
             if self.images.image_id(wanted) == wanted:
                 self._present.add(wanted)
                 return
