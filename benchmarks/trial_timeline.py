@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
+import shutil
 import statistics
 import tempfile
 import threading
@@ -179,6 +180,7 @@ def main() -> None:
         spans["after"].append(ended - max(t["recorded"] for t in mine))
     for key, values in spans.items():
         MARKS[key] = round(statistics.median(values), 3)  # type: ignore[assignment]
+    shutil.rmtree(root, ignore_errors=True)
     report(walls)
     if args.profile:
         stats = pstats.Stats(main_profile)
