@@ -95,30 +95,36 @@ class TrialJob:
         self._agent_check: PatchCheck | None = None
         self._agent_attempt = 0
         self._usage = planned.prediction.usage
-        program = None
-        if settings.limits is not None:
-            canaries = draw_canaries(
-                planned.spec, planned.parser, planned.sample, outside=planned.outside
-            )
-            program = TrialProgram.of(
-                planned.spec.eval_script,
-                settings.limits,
-                settings.timeout,
-                allow_user_namespaces=settings.allow_user_namespaces,
-                canaries=canaries,
-                outside_files=[f.path for f in planned.spec.outside_files],
-                fresh=lone_runs(planned.spec, planned.parser, planned.sample, canaries),
-                rerun=plan_reruns(
-                    planned.spec,
-                    planned.parser,
-                    planned.sample,
-                    canaries,
-                    times=settings.rerun_failed,
-                    scope=settings.rerun_scope,
-                    counts_as=settings.flaky_counts_as,
-                ),
-            )
-        self._program = program
+        #: What the supervisor is asked to do, drawn when the first attempt is made (the
+        #: canaries, fresh runs and re-runs): in the thread that drives the trial, beside
+        #: the other trials' containers, not for every trial before the first one starts.
+        self._program: TrialProgram | None = None
+
+    def _draw_program(self) -> TrialProgram | None:
+        planned, settings = self.planned, self.settings
+        if settings.limits is None:
+            return None
+        canaries = draw_canaries(
+            planned.spec, planned.parser, planned.sample, outside=planned.outside
+        )
+        return TrialProgram.of(
+            planned.spec.eval_script,
+            settings.limits,
+            settings.timeout,
+            allow_user_namespaces=settings.allow_user_namespaces,
+            canaries=canaries,
+            outside_files=[f.path for f in planned.spec.outside_files],
+            fresh=lone_runs(planned.spec, planned.parser, planned.sample, canaries),
+            rerun=plan_reruns(
+                planned.spec,
+                planned.parser,
+                planned.sample,
+                canaries,
+                times=settings.rerun_failed,
+                scope=settings.rerun_scope,
+                counts_as=settings.flaky_counts_as,
+            ),
+        )
 
     @property
     def label(self) -> str:
@@ -130,6 +136,9 @@ class TrialJob:
             return None
         planned, settings = self.planned, self.settings
         number = len(self.attempts) + 1
+        if number == 1:
+            # Drawn once: every attempt of the trial runs the same program.
+            self._program = self._draw_program()
         image = planned.image_ref
         agent = None
         patch, patch_known = planned.patch, planned.patch_known

@@ -28,6 +28,7 @@ loads an OCI layout (a bundle's ``images.oci.tar``) by re-packing it as a docker
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -290,6 +291,12 @@ class DockerRuntime(PodmanRuntime):
         self._builds = PodmanStore(podman_env, cache_dir, rootless=os.geteuid() != 0)
         #: One bringing-over per image at a time (attempts run in threads).
         self._bringing = threading.Lock()
+        #: Images docker's store was found to hold (or was given) by this runtime: one
+        #: listing of the store answers for all of them, not a ``docker image inspect``
+        #: before every attempt (under the lock). One removed meanwhile fails its ``docker
+        #: run`` (the Id names no image), which forgets it: the retry brings it again.
+        self._present: set[str] = set()
+        self._listed = False
 
     def check(self) -> None:
         if shutil.which("docker") is None:
@@ -307,6 +314,8 @@ class DockerRuntime(PodmanRuntime):
         self.version, self.storage_driver, self.graph_root = fields
         if shutil.which("podman") is None:
             raise UserError("the docker runtime builds its images with podman; run scripts/setup")
+        # What the builders ask next: the presence of their layers in podman's store.
+        self._builds.prefetch()
 
     def describe(self) -> dict[str, str]:
         return {
@@ -354,7 +363,18 @@ class DockerRuntime(PodmanRuntime):
         docker-archive: the same config bytes, the same Id); StoreError if it cannot."""
         wanted = image_id.removeprefix("sha256:")
         with self._bringing:
+            if wanted in self._present:
+                return
+            if not self._listed:
+                self._listed = True
+                with contextlib.suppress(UserError):  # then asked about one by one
+                    self._present.update(
+                        i.removeprefix("sha256:") for i in self.images.ids().values()
+                    )
+                if wanted in self._present:
+                    return
             if self.images.image_id(wanted) == wanted:
+                self._present.add(wanted)
                 return
             if self._builds.image_id(wanted) is None:
                 raise StoreError(f"neither docker's nor podman's store holds {image_id}")
@@ -368,6 +388,7 @@ class DockerRuntime(PodmanRuntime):
             # Named by its Id, as an archive's image is (a nameless one is pruned with
             # dangling images, and listings leave it out).
             self.images.tag(wanted, f"localhost/evalrepro-loaded:{wanted}")
+            self._present.add(wanted)
 
     def missing_images(self, images: Sequence[LockedImage]) -> list[LockedImage]:
         """What docker's store lacks once the images podman's store holds are brought."""
@@ -386,7 +407,11 @@ class DockerRuntime(PodmanRuntime):
         except StoreError as error:
             facts = RuntimeFacts(error=f"cannot bring the image into docker's store: {error}")
             return AttemptOutput(report=SupervisorReport(runtime=facts))
-        return super().run(spec)
+        output = super().run(spec)
+        if output.report is None or output.report.runtime.error is not None:
+            # Docker could not run it (the image may be gone): asked about again next time.
+            self._present.discard(spec.image.digest.removeprefix("sha256:"))
+        return output
 
     def sandbox(self, request: SandboxRequest) -> Sandbox:
         self._bring_for(request)
