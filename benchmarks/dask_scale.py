@@ -95,7 +95,8 @@ def one_run(
         command = [spy, "record", "--format", "speedscope", "--threads", "--rate", "200",
                    "--output", str(out), "--", *command]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    # The child's facts are its last JSON line (py-spy says what it wrote after it).
+    return json.loads([line for line in done.stdout.splitlines() if line.startswith("{")][-1])
 
 
 def main() -> None:
