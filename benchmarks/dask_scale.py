@@ -2,20 +2,29 @@
 its memory, from 1,000 to 10,000 trials.
 
     .venv/bin/python benchmarks/dask_scale.py [--trials 1000 10000] [--workers 2]
+        [--repeat 3] [--profile DIR]
 
 Each size is one run in a process of its own (its peak RSS is that run's): the demo's 12
 instances with the gold patch as N/12 samples each (``target.samples``), in the fake
-environment (no sandbox: every cost measured is the harness's own), once with the local
-executor and once with ``executor=dask`` (a LocalCluster of ``--workers`` processes).
-Reported: the run's wall time per trial, the submitting process's CPU time per trial
-(with a LocalCluster its scheduler runs in that process too), and its peak RSS. Results
-go in docs/performance.md.
+environment (no sandbox: every cost measured is the harness's own), with the local
+executor and with ``executor=dask`` (a LocalCluster of ``--workers`` processes),
+alternating run by run ``--repeat`` times (a loaded machine loads both alike); the
+medians are reported. Reported: the run's wall time per trial, the submitting process's
+CPU time per trial (with a LocalCluster its scheduler runs in that process too), and its
+peak RSS. ``--profile DIR``: each run also sampled by py-spy (the ``profile`` extra;
+every thread of the submitting process), a speedscope file per run in DIR. ``--before
+DIR``: also the evalrepro package in DIR (``git archive REV evalrepro | tar -x -C DIR``),
+in the same rounds, so that a change is measured against what it changed under the same
+load. Results go in docs/performance.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -72,11 +81,35 @@ def predictions(folder: Path, samples: int) -> Path:
     return path
 
 
+def one_run(
+    child: Path, path: Path, samples: int, label: str, args, run_dir: Path, code: Path | None
+) -> dict:
+    executor = label.split()[0]
+    env = {**os.environ, "PYTHONPATH": str(code)} if code is not None else None
+    command = [sys.executable, str(child), str(path), str(samples), executor, str(args.workers),
+               str(run_dir)]  # fmt: skip
+    if args.profile is not None:
+        spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
+        args.profile.mkdir(parents=True, exist_ok=True)
+        out = args.profile / f"{run_dir.name}.speedscope.json"
+        command = [spy, "record", "--format", "speedscope", "--threads", "--rate", "200",
+                   "--output", str(out), "--", *command]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
+    # The child's facts are its last JSON line (py-spy says what it wrote after it).
+    return json.loads([line for line in done.stdout.splitlines() if line.startswith("{")][-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--profile", type=Path, default=None)
+    parser.add_argument("--before", type=Path, default=None)
     args = parser.parse_args()
+    codes: dict[str, Path | None] = {"local": None, "dask": None}
+    if args.before is not None:
+        codes.update({"local before": args.before, "dask before": args.before})
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         child = root / "child.py"
@@ -84,30 +117,29 @@ def main() -> None:
         for trials in args.trials:
             samples = max(1, trials // 12)
             path = predictions(root, samples)
-            for executor in ("local", "dask"):
-                run_dir = root / f"run-{executor}-{samples}"
-                done = subprocess.run(
-                    [
-                        sys.executable,
-                        str(child),
-                        str(path),
-                        str(samples),
-                        executor,
-                        str(args.workers),
-                        str(run_dir),
-                    ],
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                )
-                facts = json.loads(done.stdout.strip().splitlines()[-1])
-                per = facts["wall"] / facts["trials"] * 1000
-                print(
-                    f"{executor:5} {facts['trials']:6} trials: {facts['wall']:.1f} s "
-                    f"({per:.2f} ms per trial, whole run; submitter CPU "
-                    f"{facts['cpu'] / facts['trials'] * 1000:.2f} ms per trial), peak RSS "
-                    f"{facts['peak_kib'] / 1024:.0f} MiB"
-                )
+            runs: dict[str, list[dict]] = {label: [] for label in codes}
+            for round_ in range(args.repeat):
+                for label, code in codes.items():
+                    run_dir = root / f"run-{label.replace(' ', '-')}-{samples}-{round_}"
+                    facts = one_run(child, path, samples, label, args, run_dir, code)
+                    shutil.rmtree(run_dir, ignore_errors=True)
+                    runs[label].append(facts)
+                    print(f"  round {round_ + 1} {label}: {_line(facts)}", flush=True)
+            cpu = {}
+            for label, facts in runs.items():
+                median = {k: statistics.median(f[k] for f in facts) for k in facts[0]}
+                cpu[label] = median["cpu"] / median["trials"]
+                print(f"{label:11} median of {len(facts)}: {_line(median)}")
+            print(f"dask submitter CPU {cpu['dask'] / cpu['local']:.2f}x local's", flush=True)
+
+
+def _line(facts: dict) -> str:
+    per = facts["wall"] / facts["trials"] * 1000
+    return (
+        f"{facts['trials']:6.0f} trials: {facts['wall']:.1f} s ({per:.2f} ms per trial, whole "
+        f"run; submitter CPU {facts['cpu'] / facts['trials'] * 1000:.2f} ms per trial), peak "
+        f"RSS {facts['peak_kib'] / 1024:.0f} MiB"
+    )
 
 
 if __name__ == "__main__":

@@ -9,12 +9,15 @@ each first), its wall time as a user sees it, the two executors alternating run 
 LocalCluster started by the run, inside the measured time). Test-bound: every test
 command first computes ``sum(i*i for i in range(N))`` (as benchmarks/worker_scaling.py
 does). Throughput ratio = median wall(local) / median wall(dask); the goal is at least
-0.95. Run it as the user who runs evalrepro; results go in docs/performance.md.
+0.95. ``--before DIR``: also the evalrepro package in DIR (``git archive REV evalrepro |
+tar -x -C DIR``) in the same rounds, a change measured against what it changed under the
+same load. Run it as the user who runs evalrepro; results go in docs/performance.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -44,11 +47,12 @@ def overrides(test_work: int) -> list[str]:
     ]
 
 
-def one_run(executor: str, test_work: int, root: Path) -> float:
+def one_run(executor: str, test_work: int, root: Path, code: Path | None = None) -> float:
     run_dir = Path(tempfile.mkdtemp(dir=root)) / "run"
     command = [EVALREPRO, "run", *overrides(test_work), *EXECUTORS[executor]]
+    env = {**os.environ, "PYTHONPATH": str(code)} if code is not None else None
     started = time.perf_counter()
-    subprocess.run([*command, "--run-dir", str(run_dir)], check=True, capture_output=True)
+    subprocess.run([*command, "--run-dir", str(run_dir)], check=True, capture_output=True, env=env)
     return time.perf_counter() - started
 
 
@@ -56,22 +60,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--test-work", type=int, nargs="+", default=[0, 30_000_000])
+    parser.add_argument("--before", type=Path, default=None)
     args = parser.parse_args()
+    runs: dict[str, tuple[str, Path | None]] = {name: (name, None) for name in EXECUTORS}
+    if args.before is not None:
+        runs.update({f"{name} before": (name, args.before) for name in EXECUTORS})
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         for work in args.test_work:
             for executor in EXECUTORS:
                 one_run(executor, work, root)  # warm: images for this test spec
-            walls: dict[str, list[float]] = {name: [] for name in EXECUTORS}
+            walls: dict[str, list[float]] = {label: [] for label in runs}
             for _ in range(args.repeat):
-                for executor in EXECUTORS:
-                    walls[executor].append(one_run(executor, work, root))
-            local, dask = (statistics.median(walls[name]) for name in EXECUTORS)
-            label = f"test work {work}" if work else "demo as is"
-            print(
-                f"{label}: local {local:.1f} s, dask {dask:.1f} s (medians of {args.repeat}); "
-                f"dask throughput {local / dask:.2f} of local"
-            )
+                for label, (executor, code) in runs.items():
+                    walls[label].append(one_run(executor, work, root, code))
+                    print(f"  {label}: {walls[label][-1]:.1f} s", flush=True)
+            medians = {label: statistics.median(found) for label, found in walls.items()}
+            what = f"test work {work}" if work else "demo as is"
+            for suffix in ("", " before") if args.before is not None else ("",):
+                local, dask = medians[f"local{suffix}"], medians[f"dask{suffix}"]
+                print(
+                    f"{what}{suffix}: local {local:.1f} s, dask {dask:.1f} s (medians of "
+                    f"{args.repeat}); dask throughput {local / dask:.2f} of local",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

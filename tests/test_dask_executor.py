@@ -125,6 +125,44 @@ def test_a_worker_killed_mid_attempt_costs_that_attempt_and_nothing_else(tmp_pat
     assert check_run(tmp_path / "run").ok
 
 
+def test_short_attempts_go_to_the_workers_in_leases_of_several(tmp_path):
+    """Dask's cost per task (the submission, the scheduler's work, the result's fetch) is
+    paid once per lease: the demo's zero-second fake attempts, once the first two are
+    seen, go out several to a task, and the run is the same."""
+    from distributed.diagnostics.plugin import SchedulerPlugin
+
+    class Finished(SchedulerPlugin):
+        def __init__(self) -> None:
+            self.keys: list[str] = []
+
+        def transition(self, key, start, finish, *args, **kwargs) -> None:
+            if start == "processing" and finish == "memory":
+                self.keys.append(str(key))
+
+    with dask.config.set(SCHEDULER_SETTINGS):
+        cluster = LocalCluster(
+            n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None
+        )
+    finished = Finished()
+    cluster.scheduler.add_plugin(finished)
+    try:
+        outcome = run(
+            tmp_path, "run", "executor=dask", f"executor.address={cluster.scheduler_address}"
+        )
+    finally:
+        cluster.close()
+    trials = results(tmp_path / "run")
+    attempts = [a for t in trials for a in t.attempts]
+    assert len(trials) == 12 == outcome.results.planned == len(attempts)
+    tasks = [key for key in finished.keys if key.startswith("attempt-")]
+    assert 2 < len(tasks) < len(attempts)
+    assert all(a.lease is not None and not a.lease.lost for a in attempts)
+    assert {(str(t.score.outcome), t.score.reason) for t in trials} == {
+        ("resolved", "tests_passed")
+    }
+    assert check_run(tmp_path / "run").ok
+
+
 def test_without_the_dask_extra_the_run_is_one_line(tmp_path, monkeypatch):
     import sys
 
@@ -161,13 +199,16 @@ def test_the_local_cluster_starts_while_the_plan_is_made_and_stops_if_the_plan_f
     assert "evalrepro-cluster" in seen["threads"]
 
     # Its worker processes are gone with the failed run (multiprocessing's resource
-    # tracker, started once per process, stays).
+    # tracker and fork server, each started once per process, stay; the workers forked
+    # by the fork server are its children, and bear its command line).
     def workers() -> list[str]:
-        return [
-            " ".join(child.cmdline())
-            for child in psutil.Process().children(recursive=True)
-            if "resource_tracker" not in " ".join(child.cmdline())
-        ]
+        found = []
+        for child in psutil.Process().children():
+            line = " ".join(child.cmdline())
+            if "resource_tracker" not in line and "forkserver" not in line:
+                found.append(line)
+            found += [" ".join(c.cmdline()) for c in child.children(recursive=True)]
+        return found
 
     deadline = time.monotonic() + 120  # far above the workers' own shutdown
     while workers() and time.monotonic() < deadline:

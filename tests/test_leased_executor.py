@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 import signal
 import threading
 from collections import Counter
@@ -29,6 +30,8 @@ from evalrepro.run.executors.leased import (
     LeasedExecutor,
     WorkerLost,
     attempt_here,
+    lease_here,
+    lease_payload,
     prepare_node,
     remove_sandboxes,
 )
@@ -175,3 +178,111 @@ def test_an_executor_on_the_base_leases_survives_a_dead_worker_and_runs_each_tri
     assert sorted(len(r.attempts) for r in on_disk) == [1] * 11 + [2]
     later = [a for a in attempts if a.started_at > attempt.started_at]
     assert later and {a.lease.worker for a in later if a is not attempt} == {"pool-1"}
+
+
+def lease_dying_once(
+    environment: Any, payload: bytes, worker: str, marker: str
+) -> list[tuple[AttemptOutput, Lease]]:
+    """A lease, on a worker; the first lease of three or more attempts has its worker's
+    process killed as its first attempt starts (as a node that goes down)."""
+    specs = pickle.loads(payload)
+    if len(specs) >= 3 and not os.path.exists(marker):
+        Path(marker).write_text(f"{worker} {specs[0].trial_id} {len(specs)}")
+        os.kill(os.getpid(), signal.SIGKILL)
+    return lease_here(environment, payload, worker)
+
+
+class LeasePoolCluster(PoolCluster):
+    """The pool cluster, sending attempts in leases of up to 8 (one pickled value each)."""
+
+    max_lease: ClassVar[int] = 8
+
+    def __init__(self, environment: Any, workers: int, marker: str) -> None:
+        super().__init__(environment, workers, marker)
+        self.sent: list[int] = []
+
+    def submit(self, spec: AttemptSpec) -> futures.Future:
+        return self.submit_lease([spec])
+
+    def submit_lease(self, specs: list[AttemptSpec]) -> futures.Future:
+        self.sent.append(len(specs))
+        busy = Counter(self.where.values())
+        worker = min(self.pools, key=lambda w: (busy[w], w))
+        future = self.pools[worker].submit(
+            lease_dying_once, self.environment, lease_payload(specs), worker, self.marker
+        )
+        self.where[future] = worker
+        return future
+
+    def result(self, handle: Any) -> tuple[AttemptOutput, Lease | None]:
+        (output,) = self.lease_result(handle)
+        return output
+
+    def lease_result(self, handle: Any) -> list[tuple[AttemptOutput, Lease | None]]:
+        worker = self.where.pop(handle)
+        try:
+            return handle.result()
+        except BrokenProcessPool as error:
+            self.pools.pop(worker).shutdown(wait=False)
+            raise WorkerLost(worker, f"its process died: {error}") from error
+
+
+class LeasePoolExecutor(LeasedExecutor):
+    kind: ClassVar[str] = "lease-pool"
+    clusters: ClassVar[list[LeasePoolCluster]] = []
+
+    @contextlib.contextmanager
+    def connect(self) -> Iterator[Cluster]:
+        cluster = LeasePoolCluster(self.environment, self.settings.workers, self.settings.marker)
+        self.clusters.append(cluster)
+        try:
+            yield cluster
+        finally:
+            cluster.close()
+
+
+class LeasePoolExecutorConfig(PoolExecutorConfig):
+    kind: Literal["lease-pool"] = "lease-pool"  # type: ignore[assignment]
+    implementation: ClassVar[str] = "tests.test_leased_executor:LeasePoolExecutor"
+
+
+def test_short_attempts_go_out_in_leases_and_a_lost_lease_costs_one_attempt(tmp_path):
+    """Attempts much shorter than a heartbeat go out several to a submission (a cluster's
+    cost per task is paid once per lease); a worker lost with a lease costs its first
+    attempt, recorded lost, and the lease's other attempts go out again: each trial once."""
+    config = compose(["+experiment=demo", "environment=fake"])
+    backend = Backend.open(config.environment, tmp_path / "cache")
+    plan = build_plan(config, backend.builder, tmp_path / "cache")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    marker = tmp_path / "killed"
+    results = run_trials(
+        plan.trials,
+        runtime=backend.runtime,
+        run_dir=run_dir,
+        environment=config.environment,
+        executor=LeasePoolExecutorConfig(marker=str(marker), heartbeat=2.0),
+        dataset=config.dataset,
+    )
+    (cluster,) = LeasePoolExecutor.clusters
+    planned = [p.trial.trial_id for p in plan.trials]
+    assert [r.trial.trial_id for r in results] == planned
+    on_disk = [read_trial_result(p) for p in sorted((run_dir / "trials").glob("*/result.json"))]
+    assert sorted(r.trial.trial_id for r in on_disk) == sorted(planned)
+    # The first attempts go one at a time (their length unknown), then in leases; the
+    # lost lease's unstarted attempts went out twice.
+    killed_worker, killed_trial, size = marker.read_text().split()
+    assert cluster.sent[:2] == [1, 1] and max(cluster.sent) >= 3
+    assert len(cluster.sent) < len(planned)
+    assert sum(cluster.sent) == len(planned) + 1 + (int(size) - 1)
+
+    attempts = [a for r in on_disk for a in r.attempts]
+    assert all(a.lease is not None for a in attempts), "every attempt has its lease"
+    errors = [(a, a.observation.infrastructure_error or "") for a in attempts]
+    lost = [a for a, error in errors if error.startswith("worker_lost")]
+    assert len(lost) == 1, "the lost lease is one lost attempt"
+    (attempt,) = lost
+    assert attempt.lease.lost and attempt.lease.worker == killed_worker
+    assert attempt.trial_id == killed_trial
+    assert {str(r.score.outcome) for r in on_disk} == {"resolved"}
+    assert sorted(len(r.attempts) for r in on_disk) == [1] * (len(planned) - 1) + [2]

@@ -17,7 +17,10 @@ with ``podman load`` of a docker-archive; some prebuilt ones) cannot go into an 
 layout with its Id: podman 4.3 converts its config when it writes OCI, and does not read
 a Docker manifest from an OCI layout. Those go into ``images.docker.tar`` instead, one
 multi-image docker-archive (``podman save -m``: config bytes kept, layers uncompressed,
-each once), re-packed the same way.
+each once), re-packed the same way, each image named by its tag. Docker's store keeps
+no manifest and writes no OCI layout: every image exported from it goes there (``docker
+save``, re-packed by the store into the same shape), and loads into either store with
+its Id.
 
 :func:`load_images` treats an archive as untrusted. Of an OCI layout it unpacks only what
 a layout holds (``oci-layout``, ``index.json``, ``blobs/sha256/<64 hex>``; regular files
@@ -183,25 +186,31 @@ def export_images(runtime: ImageStore, images: Sequence[LockedImage], dest: Path
             files.append(dest / OCI_ARCHIVE)
         if docker:
             saved = scratch / "saved.tar"
-            # A reference that is no tag is saved by Id (a docker-archive names by tag).
+            # By tag where the store's tag is the locked image, else by Id (a reference
+            # that is no tag; docker's store, which names an image it was brought by its
+            # Id): the archive names each image by its tag either way (_repack_docker).
             references = [
-                ref_name(i) if _TAG.fullmatch(i.tag) else i.image_digest.removeprefix("sha256:")
+                ref_name(i)
+                if store.get(ref_name(i)) == i.image_digest
+                else i.image_digest.removeprefix("sha256:")
                 for i in docker
             ]
             try:
                 runtime.save(references, saved)
             except StoreError as error:
                 raise UserError(str(error)) from None
-            _repack_docker(saved, docker, dest / DOCKER_ARCHIVE)
+            _repack_docker(saved, docker, dest / DOCKER_ARCHIVE, runtime.tool)
             files.append(dest / DOCKER_ARCHIVE)
     for stale in {dest / OCI_ARCHIVE, dest / DOCKER_ARCHIVE} - set(files):
         stale.unlink(missing_ok=True)  # an earlier export's, of other images
     return files
 
 
-def _repack_docker(saved: Path, images: list[LockedImage], target: Path) -> None:
-    """podman's docker-archive as a tar sorted by name with fixed metadata, each layer
-    and config checked against its name, each image's config there."""
+def _repack_docker(saved: Path, images: list[LockedImage], target: Path, tool: str) -> None:
+    """The store's docker-archive as a tar sorted by name with fixed metadata, each layer
+    and config checked against its name, each image's config there, and each image named
+    by its tag in ``manifest.json`` (``RepoTags``; a reference that is no tag: none)
+    however the store was asked for it."""
     partial = target.with_name(f".{target.name}.partial")
     with (
         tarfile.open(saved) as source,
@@ -212,9 +221,13 @@ def _repack_docker(saved: Path, images: list[LockedImage], target: Path) -> None
         names = {m.name for m in members}
         for image in images:
             if f"{image.image_digest.removeprefix('sha256:')}.json" not in names:
-                raise UserError(f"{_label(image)}: podman saved no config for it")
+                raise UserError(f"{_label(image)}: {tool} saved no config for it")
         for member in members:
-            if member.issym():
+            if member.name.removeprefix("./") == "manifest.json" and member.isfile():
+                handle = source.extractfile(member)
+                assert handle is not None
+                _add_bytes(tar, member.name, _named_manifest(handle.read(), images, tool))
+            elif member.issym():
                 info = _entry(member.name)
                 info.type, info.linkname, info.mode = tarfile.SYMTYPE, member.linkname, 0o777
                 tar.addfile(info)
@@ -227,8 +240,22 @@ def _repack_docker(saved: Path, images: list[LockedImage], target: Path) -> None
                 expect = f"sha256:{named.group(1)}" if named else None
                 _add_file(tar, member.name, handle, member.size, expect=expect)
             else:
-                raise UserError(f"podman saved a member that is not a file: {member.name}")
+                raise UserError(f"{tool} saved a member that is not a file: {member.name}")
     os.replace(partial, target)
+
+
+def _named_manifest(data: bytes, images: list[LockedImage], tool: str) -> bytes:
+    """A docker-archive's ``manifest.json`` with each image's ``RepoTags`` its tag."""
+    by_config = {f"{i.image_digest.removeprefix('sha256:')}.json": i for i in images}
+    try:
+        entries = json.loads(data)
+        for entry in entries:
+            image = by_config.get(entry["Config"])
+            if image is not None:
+                entry["RepoTags"] = [ref_name(image)] if _TAG.fullmatch(image.tag) else []
+    except (ValueError, TypeError, KeyError) as error:
+        raise UserError(f"{tool} saved a manifest.json that is not usable ({error})") from None
+    return json.dumps(entries, separators=(",", ":")).encode()
 
 
 def _pack(layout: Path, images: list[LockedImage], target: Path) -> None:

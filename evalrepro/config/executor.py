@@ -106,8 +106,9 @@ class LeasedExecutorConfig(BaseExecutorConfig):
 
     #: Where each worker's node gets the run's images.
     images: DaskImages = Field(default_factory=DaskImages)
-    #: Attempts submitted and not yet returned, at most (default: the prepared workers'
-    #: threads): the submitter never holds a whole run's futures or outputs.
+    #: Attempts submitted and not yet returned, at most, each sent alone (default: one
+    #: lease per prepared worker thread, several short attempts to a lease: see
+    #: docs/scale-out.md): the submitter never holds a whole run's futures or outputs.
     in_flight: int | None = Field(default=None, ge=1)
     #: Seconds between two looks at the scheduler for the attempts' leases.
     heartbeat: float = Field(default=2.0, gt=0, le=60)

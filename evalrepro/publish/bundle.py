@@ -380,6 +380,9 @@ def _export_images(lockfile: Lockfile, payload: Path, cache_dir: Path | None) ->
     runtime = open_runtime(config.environment, cache_dir or default_cache_dir())
     try:
         runtime.check()
+        # A runtime that builds in another store (docker) brings the images into its own;
+        # what it cannot bring, export_images names.
+        runtime.missing_images(lockfile.environment.images)
         store = runtime.image_store()
         archives = export_images(store, lockfile.environment.images, payload / IMAGES)
     finally:

@@ -23,12 +23,15 @@ So the builders build in root's podman store (:meth:`DockerRuntime.build_store`)
 runtime brings an image into docker's store, as a docker-archive of podman's (config
 bytes kept: the same Id), the first time a sandbox starts from it. The lockfile's
 digests are the same as a podman run's. :class:`DockerStore` is docker's image store; it
-loads an OCI layout (a bundle's ``images.oci.tar``) by re-packing it as a docker-archive.
+loads an OCI layout (a bundle's ``images.oci.tar``) by re-packing it as a docker-archive,
+and exports (``save``) by re-packing ``docker save``'s output as the docker-archive
+podman writes (:func:`repack_docker_save`): the same bytes load into either store.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
 import os
@@ -40,7 +43,7 @@ import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import IO, Any, ClassVar
 
 from evalrepro.config.environment import DockerEnvironment
 from evalrepro.errors import UserError
@@ -193,10 +196,15 @@ class DockerStore(ImageStore):
         raise StoreError("docker writes no OCI layout")
 
     def save(self, references: Sequence[str], archive: Path) -> None:
-        raise StoreError(
-            "docker save writes another docker-archive layout than the one evalrepro checks: "
-            "export a docker run's images with environment=podman (its build store)"
-        )
+        """``docker save``, re-packed as the docker-archive podman writes (what
+        ``image_archive`` checks and either store loads): each config as ``<Id>.json``
+        byte for byte, each layer once as ``<diff id>.tar``, checked against it."""
+        saved = archive.with_name(f".{archive.name}.docker-save")
+        try:
+            self.docker("save", "--output", str(saved), *references)
+            repack_docker_save(saved, archive)
+        finally:
+            saved.unlink(missing_ok=True)
 
     def run(
         self, image: str, argv: Sequence[str], *, volumes: Sequence[tuple[str, str]] = ()
@@ -235,6 +243,95 @@ class _as_docker_archive:
     def __exit__(self, *exc: object) -> None:
         if self._tmp is not None:
             self._tmp.cleanup()
+
+
+def repack_docker_save(saved: Path, target: Path) -> list[str]:
+    """Write what ``docker save`` wrote to ``saved`` (docker 20.10: legacy folders
+    ``<v1 id>/layer.tar``, a shared layer a link to its first copy; docker 25: an OCI
+    layout's blobs) as a docker-archive of podman's shape: ``<Id>.json`` configs,
+    ``<diff id>.tar`` layers, ``manifest.json``. Each layer's bytes must hash to the diff
+    id its config names (docker re-creates a layer's tar from its store byte for byte);
+    the Ids (hex) of the images, in the order saved."""
+    ids: list[str] = []
+    try:
+        with tarfile.open(saved) as source, tarfile.open(target, "w") as tar:
+            manifest = json.loads(_member_bytes(source, "manifest.json"))
+            written: set[str] = set()
+            entries = []
+            for entry in manifest:
+                config = _member_bytes(source, str(entry["Config"]))
+                image_id = hashlib.sha256(config).hexdigest()
+                diff_ids = [str(d) for d in json.loads(config)["rootfs"]["diff_ids"]]
+                layers = [str(path) for path in entry["Layers"]]
+                if len(layers) != len(diff_ids):
+                    raise StoreError(
+                        f"docker saved {len(layers)} layers of {image_id[:12]}, its config "
+                        f"names {len(diff_ids)}"
+                    )
+                if f"{image_id}.json" not in written:
+                    _add_member(tar, f"{image_id}.json", io.BytesIO(config), len(config), None)
+                    written.add(f"{image_id}.json")
+                names = []
+                for path, diff_id in zip(layers, diff_ids, strict=True):
+                    hexdigest = diff_id.removeprefix("sha256:")
+                    name = f"{hexdigest}.tar"
+                    if name not in written:
+                        member = source.getmember(path.removeprefix("./"))
+                        handle = source.extractfile(member)  # a link: its target's bytes
+                        if handle is None:
+                            raise StoreError(f"docker saved {path} as no file")
+                        size = handle.seek(0, io.SEEK_END)
+                        handle.seek(0)
+                        _add_member(tar, name, handle, size, hexdigest)
+                        written.add(name)
+                    names.append(name)
+                tags = [str(tag) for tag in entry.get("RepoTags") or []]
+                entries.append({"Config": f"{image_id}.json", "RepoTags": tags, "Layers": names})
+                ids.append(image_id)
+            data = json.dumps(entries).encode()
+            _add_member(tar, "manifest.json", io.BytesIO(data), len(data), None)
+    except (OSError, KeyError, TypeError, ValueError, tarfile.TarError) as error:
+        target.unlink(missing_ok=True)
+        raise StoreError(
+            f"docker save wrote no usable archive: {type(error).__name__}: {error}"
+        ) from None
+    except StoreError:
+        target.unlink(missing_ok=True)
+        raise
+    return ids
+
+
+def _member_bytes(tar: tarfile.TarFile, name: str) -> bytes:
+    handle = tar.extractfile(tar.getmember(name.removeprefix("./")))
+    if handle is None:
+        raise StoreError(f"docker saved {name} as no file")
+    return handle.read()
+
+
+def _add_member(
+    tar: tarfile.TarFile, name: str, handle: IO[bytes], size: int, sha256: str | None
+) -> None:
+    """A regular file ``name`` of ``size`` bytes; StoreError if ``sha256`` (hex) is given
+    and its bytes do not match it."""
+    hashing = _Hashing(handle)
+    info = tarfile.TarInfo(name)
+    info.size, info.mode = size, 0o644
+    tar.addfile(info, hashing)
+    if sha256 is not None and hashing.digest.hexdigest() != sha256:
+        raise StoreError(f"docker saved layer {sha256[:12]} with other bytes than its diff id")
+
+
+class _Hashing:
+    """A reader that hashes what is read through it."""
+
+    def __init__(self, handle: IO[bytes]) -> None:
+        self.handle = handle
+        self.digest = hashlib.sha256()
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.handle.read(size)
+        self.digest.update(data)
+        return data
 
 
 def docker_archive_of_layout(layout: Path, name: str | None, target: Path) -> str:

@@ -11,6 +11,13 @@ calls (:class:`DaskCluster`):
   again after its worker died (``allowed-failures: 0``), so the attempt's future fails.
 - **Slots.** A worker takes attempts only once its node holds the run's images: then it
   is given one ``evalrepro-attempt`` resource per thread, which each attempt needs.
+- **Leases of several attempts** (the base's), up to 64 once attempts are seen to be
+  short, each one Dask task whose argument is the specs pickled once: the scheduler,
+  which runs in this process for a LocalCluster, passes bytes on instead of unpickling
+  and pickling every spec.
+- **A LocalCluster** started here forks its workers from one server that imported their
+  modules once, and runs without Dask's profiler and work stealing
+  (:data:`LOCAL_CLUSTER_SETTINGS`): CPU the plan, made meanwhile, keeps.
 - **Ctrl-C** also stops the cluster this process started.
 """
 
@@ -34,7 +41,8 @@ from evalrepro.run.executors.leased import (
     Cluster,
     LeasedExecutor,
     WorkerLost,
-    attempt_here,
+    lease_here,
+    lease_payload,
     open_runtime_here,
     prepare_node,
     remove_sandboxes,
@@ -60,9 +68,9 @@ def _distributed() -> Any:
 # --- on the worker ---------------------------------------------------------------------
 
 
-def run_attempt(environment: Any, spec: AttemptSpec) -> tuple[AttemptOutput, Lease]:
-    """One attempt, on a Dask worker (named by its address)."""
-    return attempt_here(environment, spec, _distributed().get_worker().address)
+def run_lease(environment: Any, payload: bytes) -> list[tuple[AttemptOutput, Lease]]:
+    """A lease's attempts, on a Dask worker (named by its address)."""
+    return lease_here(environment, payload, _distributed().get_worker().address)
 
 
 #: The resource a worker holds one of per thread once its node has the run's images: an
@@ -86,18 +94,49 @@ def _local_or_address(config: DaskExecutorConfig) -> Iterator[Any]:
     if config.address is not None:
         yield config.address
         return
-    cluster = distributed.LocalCluster(
-        n_workers=config.workers,
-        threads_per_worker=config.threads_per_worker,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address=None,
-        worker_dashboard_address=None,
-    )
+    import dask
+
+    with dask.config.set(LOCAL_CLUSTER_SETTINGS):
+        distributed.utils.get_mp_context().set_forkserver_preload(WORKER_MODULES)
+        cluster = distributed.LocalCluster(
+            n_workers=config.workers,
+            threads_per_worker=config.threads_per_worker,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            worker_dashboard_address=None,
+        )
     try:
         yield cluster
     finally:
         cluster.close()
+
+
+#: The LocalCluster this process starts, beyond what a run needs: what its workers and
+#: its scheduler (which runs in this process) would spend CPU on for nothing, on a
+#: machine whose cores run the plan and the sandboxes meanwhile.
+LOCAL_CLUSTER_SETTINGS = {
+    # Worker processes forked from one server that imported Dask and the worker's side of
+    # evalrepro once (WORKER_MODULES), not each a new interpreter importing them again
+    # (spawn, Dask's default).
+    "distributed.worker.multiprocessing-method": "forkserver",
+    # Dask's profiler samples each worker's threads every 10 ms: nothing reads it here.
+    "distributed.worker.profile.enabled": False,
+    # Attempts need a slot each and are sent one lease per slot: nothing to steal, and the
+    # scheduler would look every second.
+    "distributed.scheduler.work-stealing": False,
+}
+#: What a LocalCluster's worker process imports before it is forked (what an attempt on
+#: a worker uses: its runtime, the agent phase).
+WORKER_MODULES = [
+    "dask",
+    "distributed",
+    "evalrepro.run.executors.dask",
+    "evalrepro.run.agent_phase",
+    "evalrepro.runtimes",
+    "evalrepro.runtimes.podman",
+    "evalrepro.runtimes.fake",
+]
 
 
 @contextlib.contextmanager
@@ -201,6 +240,10 @@ class DaskCluster(Cluster):
     """The leased loop's calls, made through a Dask client."""
 
     noun: ClassVar[str] = "Dask"
+    #: Dask's cost per task (the client's submission, the scheduler's transitions and
+    #: messages, the result's fetch: milliseconds of this process's CPU with a
+    #: LocalCluster, whose scheduler runs here) is paid once per lease.
+    max_lease: ClassVar[int] = 64
 
     def __init__(self, client: Any, environment: Any) -> None:
         self.client = client
@@ -220,11 +263,14 @@ class DaskCluster(Cluster):
         return self.client.run(grant_slots, workers=workers)
 
     def submit(self, spec: AttemptSpec) -> Any:
+        return self.submit_lease([spec])
+
+    def submit_lease(self, specs: list[AttemptSpec]) -> Any:
         return self.client.submit(
-            run_attempt,
+            run_lease,
             self.environment,
-            spec,
-            key=f"attempt-{spec.sandbox_name}",
+            lease_payload(specs),
+            key=f"attempt-{specs[0].sandbox_name}",
             pure=False,
             resources={SLOT: 1},
         )
@@ -237,6 +283,10 @@ class DaskCluster(Cluster):
         return set(done)
 
     def result(self, handle: Any) -> tuple[AttemptOutput, Lease | None]:
+        (output,) = self.lease_result(handle)
+        return output
+
+    def lease_result(self, handle: Any) -> list[tuple[AttemptOutput, Lease | None]]:
         try:
             return handle.result()
         except _distributed().KilledWorker as error:

@@ -26,8 +26,18 @@ it returns: it is the only writer of the run directory, which no worker sees.
 - **Images on every node.** A worker takes attempts only once its node holds every image
   the run needs (:meth:`Cluster.prepare`, ``executor.images``); a node that cannot is
   left out, and the run says why.
-- **Backpressure.** At most ``in_flight`` attempts are out at once (default: one per
-  slot the prepared workers were granted); outputs are recorded and dropped as they come.
+- **Backpressure.** At most ``in_flight`` attempts are out at once (default: one lease
+  per slot the prepared workers were granted); outputs are recorded and dropped as they
+  come.
+- **Leases of several attempts.** A cluster that can (:attr:`Cluster.max_lease`) is sent
+  attempts in leases: a worker slot runs a lease's attempts one after another and returns
+  their outputs together, so the cluster's per-task cost (scheduling, messages, the
+  submission's serialisation: the specs are pickled once, as one value) is paid once per
+  lease. A lease holds one attempt until the loop has seen how long attempts take, then
+  about half a heartbeat of them (and no more than an even share of what is left, so the
+  last ones spread over every slot): attempts of a few seconds, as real trials are, still
+  go one at a time. A lost lease costs its first attempt (recorded lost, as above); the
+  others go out again.
 - **Ctrl-C** cancels what is out and removes the run's containers on every worker; the
   attempts that did not return are not recorded, so a resume runs them.
 """
@@ -35,10 +45,12 @@ it returns: it is the only writer of the run directory, which no worker sees.
 from __future__ import annotations
 
 import contextlib
+import math
+import pickle
 import socket
 import time
 from abc import ABC, abstractmethod
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -90,6 +102,31 @@ def attempt_here(environment: Any, spec: AttemptSpec, worker: str) -> tuple[Atte
     return output, lease
 
 
+def lease_here(environment: Any, payload: bytes, worker: str) -> list[tuple[AttemptOutput, Lease]]:
+    """A lease's attempts, one after another, on worker ``worker``: their outputs, in
+    order. ``payload`` is the list of specs pickled once by the submitter (a scheduler
+    passes bytes on as they are, where it would unpickle and pickle each spec again). An
+    attempt whose runtime raised is that attempt's infrastructure error, not the lease's."""
+    specs: list[AttemptSpec] = pickle.loads(payload)
+    outputs = []
+    for spec in specs:
+        try:
+            outputs.append(attempt_here(environment, spec, worker))
+        except Exception as error:
+            seen = now()
+            lease = Lease(
+                worker=worker, host=socket.gethostname(), started_at=seen, last_heartbeat=seen
+            )
+            detail = f"the worker failed: {type(error).__name__}: {error}"
+            outputs.append((failed_output(detail), lease))
+    return outputs
+
+
+def lease_payload(specs: list[AttemptSpec]) -> bytes:
+    """What :func:`lease_here` takes: the specs as one pickled value."""
+    return pickle.dumps(specs, protocol=pickle.HIGHEST_PROTOCOL)
+
+
 def prepare_node(environment: Any, images: list[LockedImage], how: dict) -> tuple[str, list]:
     """Make the node's store hold every image under its tag with its locked digest
     (``evalrepro.run.executors.node_images``); the node's host name and the problems
@@ -123,6 +160,8 @@ class Cluster(ABC):
 
     #: How the cluster is named in messages ("Dask").
     noun: ClassVar[str] = "cluster"
+    #: The most attempts one lease may hold (:meth:`submit_lease`); 1: one at a time.
+    max_lease: ClassVar[int] = 1
 
     @abstractmethod
     def workers(self) -> set[str]:
@@ -142,6 +181,18 @@ class Cluster(ABC):
     def submit(self, spec: AttemptSpec) -> Any:
         """Send ``spec`` to a prepared worker (one with a free slot, as the cluster
         schedules); the handle of the attempt out. The worker runs :func:`attempt_here`."""
+
+    def submit_lease(self, specs: list[AttemptSpec]) -> Any:
+        """Send ``specs`` (at most :attr:`max_lease`) to one prepared worker slot, which
+        runs them one after another (:func:`lease_here`); the handle of the lease out."""
+        if len(specs) != 1:
+            raise ValueError(f"this {self.noun} takes one attempt at a time")
+        return self.submit(specs[0])
+
+    def lease_result(self, handle: Any) -> list[tuple[AttemptOutput, Lease | None]]:
+        """A done lease's outputs and their workers' leases, in the order sent; raises as
+        :meth:`result` does."""
+        return [self.result(handle)]
 
     @abstractmethod
     def wait(self, handles: list[Any], timeout: float) -> set[Any]:
@@ -219,6 +270,12 @@ class LeasedSession:
         self._how: dict[str, Any] = {"source": "store"}
         self._told = ""
         self._alone_since: float | None = None
+        #: Attempts made and not yet sent (a job's next, or a lost lease's unstarted ones).
+        self._ready: deque[tuple[TrialJob, AttemptSpec]] = deque()
+        #: Jobs taken from the plan so far.
+        self._taken = 0
+        #: How long an attempt takes on a worker (a moving average; None: none seen yet).
+        self._attempt_seconds: float | None = None
 
     def run(self) -> list[TrialResult]:
         self._wait_for_workers()
@@ -226,7 +283,7 @@ class LeasedSession:
         self._prepare_new_workers()
         self._tell_workers({})
         pending = iter(self.jobs)
-        out: dict[Any, tuple[TrialJob, AttemptSpec, datetime]] = {}
+        out: dict[Any, tuple[list[tuple[TrialJob, AttemptSpec]], datetime]] = {}
         leases: dict[str, Lease] = {}
         prefix = self.jobs[0].settings.sandbox_prefix
         heartbeat = self.settings.heartbeat
@@ -234,13 +291,17 @@ class LeasedSession:
             self._fill(pending, out)
             last_look = 0.0
             while out:
+                returned = []
                 for handle in self.cluster.wait(list(out), heartbeat):
-                    job, spec, started = out.pop(handle)
+                    items, submitted = out.pop(handle)
                     lease = leases.pop(self.cluster.key(handle), None)
-                    output, lease = self._output(handle, spec, lease)
-                    job.record(spec, output, started, lease)
+                    returned.append((items, submitted, self._outputs(handle, items, lease)))
                     self.cluster.release(handle)
-                    self._next(job, out)
+                # The freed slots take their next lease before this one is recorded: a
+                # worker does not wait on the submitter's writing.
+                self._fill(pending, out)
+                for items, submitted, outputs in returned:
+                    self._record(items, submitted, outputs)
                 if time.monotonic() - last_look >= heartbeat:
                     last_look = time.monotonic()
                     self._look(leases)
@@ -333,7 +394,10 @@ class LeasedSession:
         if list(folder.glob("images.*.tar")):
             return
         folder.mkdir(parents=True, exist_ok=True)
-        export_images(self.executor.runtime.image_store(), self.images, folder)
+        runtime = self.executor.runtime
+        # A runtime that builds in another store (docker) brings the images into its own.
+        runtime.missing_images(self.images)
+        export_images(runtime.image_store(), self.images, folder)
 
     def _prepare_new_workers(self) -> None:
         new = sorted(self.cluster.workers() - set(self.ready) - set(self.refused))
@@ -358,20 +422,46 @@ class LeasedSession:
     # --- submitting and recording -------------------------------------------------------
 
     def _in_flight(self) -> int:
+        """Leases out at once."""
         if self.settings.in_flight is not None:
             return self.settings.in_flight
-        # One attempt per prepared slot: none waits on a worker (a lost worker loses
-        # only what it was running), and the next is submitted as one returns.
+        # One lease per prepared slot: none waits on a worker (a lost worker loses only
+        # what it was running), and the next is submitted as one returns.
         return max(1, sum(self.slots.get(worker, 0) for worker in self.ready))
+
+    def _lease_size(self) -> int:
+        """Attempts in the next lease: one until attempts are seen to be short (and always
+        with ``in_flight`` set: it counts attempts), else about half a heartbeat of them."""
+        most = self.cluster.max_lease
+        if most <= 1 or self.settings.in_flight is not None or self._attempt_seconds is None:
+            return 1
+        by_time = int(self.settings.heartbeat / 2 / max(self._attempt_seconds, 1e-3))
+        left = len(self._ready) + len(self.jobs) - self._taken
+        share = math.ceil(left / max(1, self._in_flight()))
+        return max(1, min(most, by_time, share))
 
     def _fill(self, pending: Iterator[TrialJob], out: dict) -> None:
         while len(out) < self._in_flight():
-            job = next(pending, None)
-            if job is None:
+            size = self._lease_size()
+            while len(self._ready) < size:
+                job = next(pending, None)
+                if job is None:
+                    break
+                self._taken += 1
+                self._next(job)
+            if not self._ready:
                 return
-            self._next(job, out)
+            items = [self._ready.popleft() for _ in range(min(size, len(self._ready)))]
+            specs = [spec for _, spec in items]
+            handle = (
+                self.cluster.submit_lease(specs)
+                if len(specs) > 1
+                else self.cluster.submit(specs[0])
+            )
+            out[handle] = (items, now())
 
-    def _next(self, job: TrialJob, out: dict) -> None:
+    def _next(self, job: TrialJob) -> None:
+        """The job's next attempt, made ready to go out; or the job finished."""
         spec = job.next_spec()
         if spec is None:
             result = job.finish()
@@ -379,7 +469,28 @@ class LeasedSession:
             self.events.trial_finished(job.planned, result)
             return
         self.events.attempt_started(job.planned, spec.number)
-        out[self.cluster.submit(spec)] = (job, spec, now())
+        self._ready.append((job, spec))
+
+    def _record(
+        self,
+        items: list[tuple[TrialJob, AttemptSpec]],
+        submitted: datetime,
+        outputs: list[tuple[AttemptOutput, Lease | None]],
+    ) -> None:
+        """Record a lease's outputs (its attempts that did not run go out again)."""
+        for index, ((job, spec), (output, lease)) in enumerate(zip(items, outputs, strict=False)):
+            # The first started when it was sent; the others when the worker began them.
+            started = submitted if index == 0 or lease is None else lease.started_at
+            job.record(spec, output, started, lease)
+            if lease is not None and not lease.lost:
+                seconds = (lease.last_heartbeat - lease.started_at).total_seconds()
+                self._attempt_seconds = (
+                    seconds
+                    if self._attempt_seconds is None
+                    else 0.8 * self._attempt_seconds + 0.2 * seconds
+                )
+            self._next(job)
+        self._ready.extendleft(reversed(items[len(outputs) :]))
 
     def _tell_workers(self, leases: dict[str, Lease]) -> None:
         running = Counter(lease.worker for lease in leases.values())
@@ -406,11 +517,13 @@ class LeasedSession:
                 else:
                     leases[key] = lease.model_copy(update={"last_heartbeat": seen})
 
-    def _output(
-        self, handle: Any, spec: AttemptSpec, lease: Lease | None
-    ) -> tuple[AttemptOutput, Lease | None]:
+    def _outputs(
+        self, handle: Any, items: list[tuple[TrialJob, AttemptSpec]], lease: Lease | None
+    ) -> list[tuple[AttemptOutput, Lease | None]]:
+        """A done lease's outputs; for a lost one, its first attempt's only (recorded lost:
+        the others, not returned, go out again)."""
         try:
-            return self.cluster.result(handle)
+            return self.cluster.lease_result(handle)
         except WorkerLost as lost:
             # Without a lease (it died before the loop first looked), the cluster still
             # knows the worker it ran on: its word is the lease, seen there when lost.
@@ -423,20 +536,22 @@ class LeasedSession:
                     last_heartbeat=seen,
                 )
             where = lease.worker if lease is not None else "its worker"
-            with contextlib.suppress(Exception):
-                # Its container may live on after its worker: nothing of it is recorded.
-                self.cluster.remove_sandboxes(spec.sandbox_name)
+            for _, spec in items:
+                with contextlib.suppress(Exception):
+                    # Its container may live on after its worker: nothing of it is recorded.
+                    self.cluster.remove_sandboxes(spec.sandbox_name)
             self.lost += 1
             if lease is not None:
                 self.ready.pop(lease.worker, None)
                 self.slots.pop(lease.worker, None)
                 lease = lease.model_copy(update={"lost": True})
             detail = f"worker_lost: {where} died or disappeared during the attempt ({lost.detail})"
-            return failed_output(detail), lease
+            return [(failed_output(detail), lease)]
         except Exception as error:  # the worker's own failure: an infrastructure error
-            return failed_output(
+            failed = failed_output(
                 f"the {self.noun} worker failed: {type(error).__name__}: {error}"
-            ), lease
+            )
+            return [(failed, lease)] * len(items)
 
 
 def failed_output(detail: str) -> AttemptOutput:
