@@ -371,7 +371,7 @@ def test_a_kind_is_walked_only_when_the_config_selects_it(tmp_path, demo):
 #: the worker that runs it: ``runtimes/attempt.py``, ``agents/``; docs/architecture.md).
 CONFIGS = {
     "demo": (["+experiment=demo"], MAX_FILES, MAX_CLIMBS),
-    "demo_agent": (["+experiment=demo_agent"], 18, 4),
+    "demo_agent": (["+experiment=demo_agent"], 18, 2),
 }
 #: Other kinds' walks, shown with ``-s``.
 SHOWN = {

@@ -20,7 +20,7 @@ from typing import Any
 
 from evalrepro import plugins
 from evalrepro.config.environment import SandboxEnvironment
-from evalrepro.plan.plan import PlannedTrial
+from evalrepro.plan.trial import PlannedTrial
 from evalrepro.records.trial import TrialResult
 from evalrepro.run.execute import AttemptSettings, TrialJob, container_prefix
 from evalrepro.run.executors.base import Events, Executor

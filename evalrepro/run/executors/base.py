@@ -15,7 +15,7 @@ import contextlib
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Protocol
 
-from evalrepro.plan.plan import PlannedTrial
+from evalrepro.plan.trial import PlannedTrial
 from evalrepro.records.trial import TrialResult
 from evalrepro.run import agent_phase
 from evalrepro.run.execute import TrialJob, now

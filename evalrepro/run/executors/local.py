@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import ClassVar
 
 from evalrepro.config.executor import LocalExecutorConfig
-from evalrepro.plan.plan import PlannedTrial
+from evalrepro.plan.trial import PlannedTrial
 from evalrepro.records.trial import TrialResult
 from evalrepro.run.execute import TrialJob
 from evalrepro.run.executors.base import Events, Executor
