@@ -101,6 +101,18 @@ def stray_containers(run_dir: Path) -> list[str]:
     return [name for name in listed.stdout.split() if name.startswith(prefix)]
 
 
+def in_the_looping_trial(run_dir: Path):
+    """When the looping trial (demo__ledger-3) has its container: a moment the kill can
+    count on to leave that container behind, however slow the machine is (a fixed wait
+    after its inputs were written could fall before the container exists)."""
+
+    def ready() -> bool:
+        inputs = any((run_dir / "trials").glob("demo__ledger-3--*/attempt-1/program.json"))
+        return inputs and bool(stray_containers(run_dir))
+
+    return ready
+
+
 # --- kill -9 and resume ------------------------------------------------------------------
 
 
@@ -151,10 +163,7 @@ def test_a_run_killed_at_random_moments_loses_nothing_and_runs_each_trial_once(t
         before = results_of(run_dir)
         assert len(before) >= wanted
         # 3. Inside the looping trial (the 11th): its container loops on after the kill.
-        Session(run_dir, tmp_path / "3.log").kill_when(
-            lambda: any((run_dir / "trials").glob("demo__ledger-3--*/attempt-1/program.json")),
-            then=2.0,
-        )
+        Session(run_dir, tmp_path / "3.log").kill_when(in_the_looping_trial(run_dir))
         assert stray_containers(run_dir), "the looping trial's container should outlive the kill"
         killed_at = results_of(run_dir)
         assert {p: killed_at[p] for p in before} == before
@@ -195,13 +204,11 @@ def test_a_run_killed_at_random_moments_loses_nothing_and_runs_each_trial_once(t
 
 def test_a_killed_run_leaves_no_container_running_and_a_resume_removes_its_strays(tmp_path):
     run_dir = tmp_path / "run"
-    looping = lambda: any(  # noqa: E731
-        (run_dir / "trials").glob("demo__ledger-3--*/attempt-1/program.json")
-    )
+    looping = in_the_looping_trial(run_dir)
     try:
         # Killed inside the looping trial, never resumed: the container stops itself at
         # the trial's timeout (5 s here), nothing of it left running.
-        Session(run_dir, tmp_path / "1.log").kill_when(looping, then=1.0)
+        Session(run_dir, tmp_path / "1.log").kill_when(looping)
         assert stray_containers(run_dir), "the looping trial's container outlives the kill"
         # Bounds on waits are far above what they wait for (a loaded machine is slow).
         deadline = time.monotonic() + 120
