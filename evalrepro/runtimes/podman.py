@@ -418,8 +418,6 @@ class PodmanRuntime(Runtime):
 
     def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         """Run the runtime's program (:attr:`tool`) with ``args``; its output as text."""
-        if isinstance(self.images, PodmanStore):  # its store's listing ahead, if it changes
-            self.images.running(args)
         done = subprocess.run(
             [self.tool, *args], capture_output=True, text=True, env=self.env, check=False
         )

@@ -38,7 +38,8 @@ class PodmanStore(ImageStore):
         self._ahead_lock = threading.Lock()
 
     def podman(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        self.running(args)
+        if args[0] not in _READS and " ".join(args[:2]) not in _READS:
+            self._forget_ahead()
         done = subprocess.run(
             ["podman", *args], capture_output=True, text=True, env=self.env, check=False
         )
@@ -67,12 +68,6 @@ class PodmanStore(ImageStore):
             thread = threading.Thread(target=listing, name="podman-images", daemon=True)
             self._ahead = (thread, answer)
         thread.start()
-
-    def running(self, args: Sequence[str]) -> None:
-        """``podman ARGS`` is about to run, here or by the runtime that holds this store:
-        one that may change the store forgets the listing made ahead."""
-        if args and args[0] not in _READS and " ".join(args[:2]) not in _READS:
-            self._forget_ahead()
 
     def _forget_ahead(self) -> None:
         """What may change the store makes a listing begun before it stale: the next
