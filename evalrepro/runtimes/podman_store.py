@@ -20,11 +20,6 @@ from evalrepro.runtimes.tether import run_tethered
 _LOST_COMMIT = b"locating just-written image"
 
 
-#: podman's subcommands that only read the image store: any other one (load, pull, tag,
-#: untag, rmi, build, ...) may change it, and forgets a listing made ahead (``prefetch``).
-_READS = frozenset({"images", "image inspect", "inspect", "history", "info", "save", "push"})
-
-
 class PodmanStore(ImageStore):
     tool: ClassVar[str] = "podman"
 
@@ -38,8 +33,6 @@ class PodmanStore(ImageStore):
         self._ahead_lock = threading.Lock()
 
     def podman(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        if args[0] not in _READS and " ".join(args[:2]) not in _READS:
-            self._forget_ahead()
         done = subprocess.run(
             ["podman", *args], capture_output=True, text=True, env=self.env, check=False
         )
@@ -68,12 +61,6 @@ class PodmanStore(ImageStore):
             thread = threading.Thread(target=listing, name="podman-images", daemon=True)
             self._ahead = (thread, answer)
         thread.start()
-
-    def _forget_ahead(self) -> None:
-        """What may change the store makes a listing begun before it stale: the next
-        :meth:`ids` lists again (the thread of the one forgotten ends on its own)."""
-        with self._ahead_lock:
-            self._ahead = None
 
     def ids(self) -> dict[str, str]:
         with self._ahead_lock:
@@ -243,7 +230,6 @@ class PodmanStore(ImageStore):
             *(arg for host, inside in volumes for arg in ("--volume", f"{host}:{inside}:ro")),
             str(context),
         ]
-        self._forget_ahead()
         with log.open("wb") as out:
             returncode = run_tethered(["podman", *args], stdout=out, env=self.env)
         if returncode != 0 and _LOST_COMMIT in log.read_bytes()[-4096:]:
