@@ -44,26 +44,3 @@ def test_a_listing_that_keeps_failing_is_one_line(monkeypatch, tmp_path):
     with pytest.raises(UserError, match="podman images failed: Error: retrieving label") as error:
         runtime.image_ids()
     assert "\n" not in str(error.value) and len(calls) == 4
-
-
-def test_a_listing_begun_ahead_answers_the_next_ask_only(monkeypatch, tmp_path):
-    base = "localhost/evalrepro-base:abc sha256:" + "1" * 64 + "\n"
-    env = "localhost/evalrepro-env:def sha256:" + "2" * 64 + "\n"
-    runtime, calls = runtime_answering(monkeypatch, tmp_path, [(0, base, ""), (0, base + env, "")])
-    runtime.images.prefetch()
-    runtime.images.prefetch()  # one listing ahead, however often it is begun
-    assert runtime.image_ids() == {"localhost/evalrepro-base:abc": "sha256:" + "1" * 64}
-    # The store as it is now: the listing ahead is not kept.
-    assert set(runtime.image_ids()) == {
-        "localhost/evalrepro-base:abc",
-        "localhost/evalrepro-env:def",
-    }
-    assert len(calls) == 2
-
-
-def test_a_listing_begun_ahead_that_fails_is_one_line_when_asked(monkeypatch, tmp_path):
-    runtime, calls = runtime_answering(monkeypatch, tmp_path, [(125, "", RACE)])
-    runtime.images.prefetch()
-    with pytest.raises(UserError, match="podman images failed: Error: retrieving label"):
-        runtime.image_ids()
-    assert len(calls) == 4

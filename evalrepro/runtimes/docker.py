@@ -411,8 +411,6 @@ class DockerRuntime(PodmanRuntime):
         self.version, self.storage_driver, self.graph_root = fields
         if shutil.which("podman") is None:
             raise UserError("the docker runtime builds its images with podman; run scripts/setup")
-        # What the builders ask next: the presence of their layers in podman's store.
-        self._builds.prefetch()
 
     def describe(self) -> dict[str, str]:
         return {

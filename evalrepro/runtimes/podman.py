@@ -97,8 +97,6 @@ class PodmanRuntime(Runtime):
         self.storage_driver, self.version, graph_root = self._info()
         #: Where the containers' files are written (an agent's sandbox is watched there).
         self.graph_root = graph_root
-        # What a checked runtime's store is asked next (the plan's presence check).
-        self.images.prefetch()
 
     def _info(self) -> tuple[str, str, str]:
         """(storage driver, podman's version, graph root), as ``podman info`` says, kept by

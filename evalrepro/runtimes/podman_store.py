@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,9 +27,6 @@ class PodmanStore(ImageStore):
         self.env = env
         self.cache_dir = cache_dir
         self.rootless = rootless
-        #: A listing begun ahead of its use (:meth:`prefetch`): the thread and its answer.
-        self._ahead: tuple[threading.Thread, dict[str, object]] | None = None
-        self._ahead_lock = threading.Lock()
 
     def podman(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         done = subprocess.run(
@@ -42,38 +38,7 @@ class PodmanStore(ImageStore):
 
     # --- what is there ---------------------------------------------------------------
 
-    def prefetch(self) -> None:
-        """Begin the listing the next :meth:`ids` answers with, in a thread: ``podman
-        images`` (0.2-0.5 s) runs beside what comes before the plan asks (the config's
-        checks, the sources, the test specs) rather than after it. The answer is the
-        store as it was when the listing ran, as any listing's is; it answers once."""
-        with self._ahead_lock:
-            if self._ahead is not None:
-                return
-            answer: dict[str, object] = {}
-
-            def listing() -> None:
-                try:
-                    answer["ids"] = self._listed()
-                except Exception as error:  # raised by the ids() that takes the answer
-                    answer["error"] = error
-
-            thread = threading.Thread(target=listing, name="podman-images", daemon=True)
-            self._ahead = (thread, answer)
-        thread.start()
-
     def ids(self) -> dict[str, str]:
-        with self._ahead_lock:
-            ahead, self._ahead = self._ahead, None
-        if ahead is not None:
-            thread, answer = ahead
-            thread.join()
-            if "error" in answer:
-                raise answer["error"]  # type: ignore[misc]
-            return answer["ids"]  # type: ignore[return-value]
-        return self._listed()
-
-    def _listed(self) -> dict[str, str]:
         """One listing, however many images (one ``inspect`` per layer costs 55-110 ms).
 
         podman 4.3 lists the store without a lock against removal: an image another
