@@ -163,8 +163,9 @@ def test_a_run_killed_at_random_moments_loses_nothing_and_runs_each_trial_once(t
         before = results_of(run_dir)
         assert len(before) >= wanted
         # 3. Inside the looping trial (the 11th): its container loops on after the kill.
+        # Whether its container is still there when the next session starts depends on
+        # how fast the machine is (it stops itself after 5 s): both are checked below.
         Session(run_dir, tmp_path / "3.log").kill_when(in_the_looping_trial(run_dir))
-        assert stray_containers(run_dir), "the looping trial's container should outlive the kill"
         killed_at = results_of(run_dir)
         assert {p: killed_at[p] for p in before} == before
 
@@ -206,10 +207,11 @@ def test_a_killed_run_leaves_no_container_running_and_a_resume_removes_its_stray
     run_dir = tmp_path / "run"
     looping = in_the_looping_trial(run_dir)
     try:
-        # Killed inside the looping trial, never resumed: the container stops itself at
-        # the trial's timeout (5 s here), nothing of it left running.
+        # Killed inside the looping trial (its container was there at the kill), never
+        # resumed: the container stops itself at the trial's timeout (5 s here), nothing
+        # of it left running. Whether it is still there right after the kill is the
+        # machine's speed, not evalrepro's doing, so that is not asserted.
         Session(run_dir, tmp_path / "1.log").kill_when(looping)
-        assert stray_containers(run_dir), "the looping trial's container outlives the kill"
         # Bounds on waits are far above what they wait for (a loaded machine is slow).
         deadline = time.monotonic() + 120
         while stray_containers(run_dir) and time.monotonic() < deadline:
