@@ -245,14 +245,18 @@ def _repack_docker(saved: Path, images: list[LockedImage], target: Path, tool: s
 
 
 def _named_manifest(data: bytes, images: list[LockedImage], tool: str) -> bytes:
-    """A docker-archive's ``manifest.json`` with each image's ``RepoTags`` its tag."""
+    """A docker-archive's ``manifest.json`` with each image's ``RepoTags`` its tag, its
+    entries in the order of ``images`` (docker 20.10 writes them in the order of a Go map,
+    which differs from one save to the next)."""
     by_config = {f"{i.image_digest.removeprefix('sha256:')}.json": i for i in images}
+    rank = {config: n for n, config in enumerate(by_config)}
     try:
         entries = json.loads(data)
         for entry in entries:
             image = by_config.get(entry["Config"])
             if image is not None:
                 entry["RepoTags"] = [ref_name(image)] if _TAG.fullmatch(image.tag) else []
+        entries.sort(key=lambda entry: (rank.get(entry["Config"], len(rank)), entry["Config"]))
     except (ValueError, TypeError, KeyError) as error:
         raise UserError(f"{tool} saved a manifest.json that is not usable ({error})") from None
     return json.dumps(entries, separators=(",", ":")).encode()
