@@ -139,3 +139,13 @@ def make_repository(upstream: Path, repo_dir: Path, edits: list[Edit], message: 
         shutil.rmtree(repo_dir, ignore_errors=True)
         git_dir = init_repository(repo_dir, bare=True)
         return commit_directory(tree, git_dir, signature=AUTHOR, message=message)
+
+
+def patches(language: str) -> tuple[str, str, str, str]:
+    """The gold, test, wrong and attack patches of ``language``'s project: the files
+    ``patches/<language>/{gold,test,wrong,attack}.diff`` beside this module."""
+    folder = Path(__file__).parent / "patches" / language
+    gold, test, wrong, attack = (
+        (folder / f"{name}.diff").read_text() for name in ("gold", "test", "wrong", "attack")
+    )
+    return gold, test, wrong, attack
