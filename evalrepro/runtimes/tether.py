@@ -56,9 +56,7 @@ def stop_all() -> None:
         _running.clear()
 
 
-def run_tethered(
-    argv: list[str], *, stdout, env: dict[str, str], cwd: str | None = None
-) -> int:
+def run_tethered(argv: list[str], *, stdout, env: dict[str, str], cwd: str | None = None) -> int:
     """Run ``argv`` (stdout and stderr to ``stdout``) under a keeper, in ``cwd`` (None:
     this process's); its exit code."""
     read_end, write_end = os.pipe()
