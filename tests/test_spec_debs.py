@@ -17,14 +17,19 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from evalrepro.build.containerfile import SETUP_HOOKS
 from evalrepro.build.inputs import _file_pins
+from evalrepro.build.nix import DEBS_REFUSED, NixBuilder
+from evalrepro.config.experiment import compose
 from evalrepro.config.spec import RepoSpec, base_of
+from evalrepro.plan.dataset import instance_test_spec
 from evalrepro.plan.lockfile import lockfile_problems, read_lockfile
 from evalrepro.records.base import parse_record
+from evalrepro.records.image import BuildFailure
 from evalrepro.records.lockfile import LockedImage, Lockfile
 from evalrepro.records.testspec import TestSpec
 from evalrepro.run.rundir import RunDirectory
@@ -116,6 +121,21 @@ def test_a_version_2_test_spec_reads_as_one_without_debs_and_the_digest_covers_t
     with_jq = spec.model_copy(update={"debs": ["jq"]})
     assert with_jq.digest() != spec.digest()
     assert parse_record({**_testspec_v2(), "schema_version": 3}, TestSpec, where="t").debs == []
+
+
+def test_the_nix_builder_refuses_a_spec_with_debs_as_its_trials_build_failure(tmp_path) -> None:
+    config = compose(["+experiment=demo", "environment.builder=nix"])
+    dataset = config.dataset
+    specs = [instance_test_spec(dataset, sample) for sample in dataset.load()][:2]
+    specs[0] = specs[0].model_copy(update={"debs": ["jq"]})
+    # Nothing is built: the store is asked only which images it holds (none).
+    store = SimpleNamespace(ids=lambda: {})
+    runtime = SimpleNamespace(build_store=lambda: store)
+    builder = NixBuilder(config.environment, runtime, tmp_path)  # type: ignore[arg-type]
+    refused = builder.prepare(specs[:1], {specs[0].instance_id: None})  # type: ignore[dict-item]
+    failure = refused[specs[0].instance_id]
+    assert isinstance(failure, BuildFailure) and failure.layer == "base"
+    assert failure.reason == f"instance {specs[0].instance_id}: {DEBS_REFUSED} (jq)"
 
 
 # --- in podman ------------------------------------------------------------------------------
