@@ -3,8 +3,9 @@
 Run from the repo root: .venv/bin/python scripts/demo_author/polyglot.py
 (maintainers only: a change to a polyglot repo changes its commit SHAs). Each patch is
 made by editing a checkout at the base commit and taking git diff. FAIL_TO_PASS and
-PASS_TO_PASS are derived by ``evalrepro validate`` (each language's toolchain runs in its
-container, not here) and checked against ``expect_f2p`` below.
+PASS_TO_PASS below are as ``evalrepro validate +dataset=demo_polyglot`` derived them (each
+language's toolchain runs in its container, not here): after a change, validate again and
+copy its lists here.
 """
 
 from __future__ import annotations
@@ -25,11 +26,11 @@ from evalrepro.sources.demo_repos import build_repo  # noqa: E402
 
 OUT = DEMO_DIR / "polyglot" / "instances.jsonl"
 
-ROMAN_TABLE = '''	{1000, "M"}, {500, "D"}, {100, "C"}, {50, "L"}, {10, "X"}, {5, "V"}, {1, "I"},
-'''
-ROMAN_SUBTRACTIVE = '''	{1000, "M"}, {900, "CM"}, {500, "D"}, {400, "CD"}, {100, "C"}, {90, "XC"},
+ROMAN_TABLE = """	{1000, "M"}, {500, "D"}, {100, "C"}, {50, "L"}, {10, "X"}, {5, "V"}, {1, "I"},
+"""
+ROMAN_SUBTRACTIVE = """	{1000, "M"}, {900, "CM"}, {500, "D"}, {400, "CD"}, {100, "C"}, {90, "XC"},
 	{50, "L"}, {40, "XL"}, {10, "X"}, {9, "IX"}, {5, "V"}, {4, "IV"}, {1, "I"},
-'''
+"""
 
 INSTANCES = [
     {
@@ -39,7 +40,9 @@ INSTANCES = [
         "problem": "ToRoman(4) gives IIII and ToRoman(1994) MDCCCCLXXXXIIII: the subtractive forms "
         "(IV, IX, XL, XC, CD, CM) are never used.",
         "gold": [("roman.go", ROMAN_TABLE, ROMAN_SUBTRACTIVE)],
-        "wrong": [("roman.go", ROMAN_TABLE, ROMAN_TABLE.replace('{5, "V"}', '{5, "V"}, {4, "IV"}'))],
+        "wrong": [
+            ("roman.go", ROMAN_TABLE, ROMAN_TABLE.replace('{5, "V"}', '{5, "V"}, {4, "IV"}'))
+        ],
         "tests": [
             (
                 "roman_test.go",
@@ -49,7 +52,8 @@ INSTANCES = [
                 '\tcheck(t, 1994, "MCMXCIV")\n}\n\nfunc TestOutOfRange(',
             )
         ],
-        "expect_f2p": ["example.com/roman::TestSubtractive"],
+        "f2p": ["example.com/roman::TestSubtractive"],
+        "p2p": ["example.com/roman::TestAdditive", "example.com/roman::TestOutOfRange"],
     },
     {
         "id": "polyglot__intervals-1",
@@ -68,7 +72,12 @@ INSTANCES = [
                 "#[test]\nfn empty_input()",
             )
         ],
-        "expect_f2p": ["merge:tests/merge.rs::merges_touching_intervals"],
+        "f2p": ["merge:tests/merge.rs::merges_touching_intervals"],
+        "p2p": [
+            "merge:tests/merge.rs::empty_input",
+            "merge:tests/merge.rs::keeps_disjoint_intervals",
+            "merge:tests/merge.rs::merges_overlapping_intervals",
+        ],
     },
     {
         "id": "polyglot__slug-1",
@@ -99,7 +108,12 @@ INSTANCES = [
                 "test('collapses runs of punctuation'",
             )
         ],
-        "expect_f2p": None,  # as validate names it: checked by hand once
+        "f2p": ["trims dashes at both ends"],
+        "p2p": [
+            "collapses runs of punctuation",
+            "drops accents",
+            "lower-cases words and joins them with dashes",
+        ],
     },
     {
         "id": "polyglot__ringbuf-1",
@@ -135,7 +149,8 @@ INSTANCES = [
                 "    return failures != 0;\n}\n",
             )
         ],
-        "expect_f2p": None,
+        "f2p": ["test_wraparound#test_wraparound"],
+        "p2p": ["test_full#test_full", "test_push_pop#test_push_pop"],
     },
     {
         "id": "polyglot__wordwrap-1",
@@ -154,7 +169,12 @@ INSTANCES = [
                 "  it 'gives no lines for blank text' do",
             )
         ],
-        "expect_f2p": None,
+        "f2p": ["./spec/wordwrap_spec.rb::WordWrap fills a line to exactly the width"],
+        "p2p": [
+            "./spec/wordwrap_spec.rb::WordWrap breaks between words",
+            "./spec/wordwrap_spec.rb::WordWrap gives no lines for blank text",
+            "./spec/wordwrap_spec.rb::WordWrap keeps a short text on one line",
+        ],
     },
     {
         "id": "polyglot__money-1",
@@ -173,7 +193,8 @@ INSTANCES = [
                 "    public function testDebts(): void",
             )
         ],
-        "expect_f2p": None,
+        "f2p": ["MoneyTest#testCentsBelowTen"],
+        "p2p": ["MoneyTest#testDebts", "MoneyTest#testWholeDollars"],
     },
 ]
 
@@ -195,8 +216,8 @@ def main() -> None:
                 "hints_text": "",
                 "version": "1.0",
                 "created_at": f"2024-04-{number + 1:02d}T12:00:00Z",
-                "FAIL_TO_PASS": d["expect_f2p"] or [],
-                "PASS_TO_PASS": [],
+                "FAIL_TO_PASS": d["f2p"],
+                "PASS_TO_PASS": d["p2p"],
             }
         )
         d["wrong_patch"] = make_diff(repo, base, d["wrong"])
@@ -206,7 +227,11 @@ def main() -> None:
     wrong.write_text(
         "".join(
             json.dumps(
-                {"instance_id": d["id"], "model_name_or_path": "wrong", "model_patch": d["wrong_patch"]}
+                {
+                    "instance_id": d["id"],
+                    "model_name_or_path": "wrong",
+                    "model_patch": d["wrong_patch"],
+                }
             )
             + "\n"
             for d in INSTANCES
