@@ -7,13 +7,16 @@ the TestSpec a trial runs.
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 #: The Python each Debian suite ships as ``python3``: a spec that names its Python gets
 #: the base image of that suite (SWE-bench's specs pin 3.5 to 3.11; others are refused).
 PYTHON_SUITES = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
+#: A Debian package name (Debian policy 5.6.1): what ``debs`` may hold.
+DEB_NAME = re.compile(r"[a-z0-9][a-z0-9+.-]+")
 
 
 class RepoSpec(BaseModel):
@@ -23,6 +26,10 @@ class RepoSpec(BaseModel):
     python: str | None = None
     #: pip requirement specifiers of the env layer, pinned (``pkg==1.2``).
     packages: list[str] = Field(default_factory=list)
+    #: Debian packages of the spec's toolchain (``golang-go``, ``default-jdk-headless``):
+    #: installed, with their dependencies, into its base layer, one base per (suite, set of
+    #: packages), each .deb pinned in the lockfile as the base's own are.
+    debs: list[str] = Field(default_factory=list)
     #: Run in the instance layer after checkout (e.g. ``pip install -e .``).
     install: str | None = None
     #: The test command; test directives (files) are appended to it.
@@ -47,6 +54,29 @@ class RepoSpec(BaseModel):
             )
         return version
 
+    @field_validator("debs")
+    @classmethod
+    def _deb_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not DEB_NAME.fullmatch(name):
+                raise ValueError(f"not a Debian package name: {name!r}")
+        return value
+
     def suite(self, default: str) -> str:
         """The Debian suite of this spec's base image."""
         return PYTHON_SUITES[self.python] if self.python else default
+
+
+class _SpecOfBase(Protocol):
+    @property
+    def python(self) -> str | None: ...
+    @property
+    def debs(self) -> list[str]: ...
+
+
+def base_of(spec: _SpecOfBase, default_suite: str) -> tuple[str, tuple[str, ...]]:
+    """The base image a spec (a RepoSpec or the TestSpec compiled from it) runs on: its
+    Debian suite and the sorted set of its extra packages. Specs of one base share it; a
+    spec without ``debs`` has the environment's plain base of its suite."""
+    suite = PYTHON_SUITES[spec.python] if spec.python else default_suite
+    return suite, tuple(sorted(set(spec.debs)))
