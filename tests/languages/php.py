@@ -5,8 +5,8 @@ with a bug injected: ``Inflector::classify`` splits words at underscores only, n
 at spaces and dashes (``model-name`` gives ``Modelname``). The test patch adds the test
 of those delimiters. No Composer: as Debian's own build does (``debian/rules``), the
 test command makes the autoloader with ``phpab`` (Debian's ``phpab``) from ``lib`` and
-``tests``, then runs PHPUnit 9.6 (Debian's ``phpunit``) on one test class with its
-JUnit XML report on stdout (``--log-junit php://stdout``), read by ``junit_xml``.
+``tests``, in a temporary folder, then runs PHPUnit 9.6 (Debian's ``phpunit``) on one
+test class with its JUnit XML report on stdout (``--log-junit php://stdout``), read by ``junit_xml``.
 """
 
 from __future__ import annotations
@@ -39,9 +39,12 @@ def make_repo(repo_dir: Path, cache_dir: Path) -> str:
 
 GOLD, TEST, WRONG, ATTACK = patches("php")
 
+#: The autoloader goes to a folder of its own outside the repository: ``vendor/`` is
+#: PHP's test infrastructure, and a file the run writes there is a suspect change.
 TEST_CMD = (
-    "mkdir -p vendor && phpab --output vendor/autoload.php --basedir vendor lib tests"
-    " > /dev/null && phpunit --colors=never --bootstrap vendor/autoload.php --log-junit php://stdout"
+    "autoload=$(mktemp -d) && phpab --output $autoload/autoload.php --basedir $autoload"
+    " lib tests > /dev/null && phpunit --colors=never --bootstrap $autoload/autoload.php"
+    " --log-junit php://stdout"
 )
 TEST_FILE = "tests/Doctrine/Tests/Inflector/InflectorTest.php"
 CLASS = "Doctrine.Tests.Inflector.InflectorTest"
