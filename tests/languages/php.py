@@ -6,7 +6,8 @@ at spaces and dashes (``model-name`` gives ``Modelname``). The test patch adds t
 of those delimiters. No Composer: as Debian's own build does (``debian/rules``), the
 test command makes the autoloader with ``phpab`` (Debian's ``phpab``) from ``lib`` and
 ``tests``, in a temporary folder, then runs PHPUnit 9.6 (Debian's ``phpunit``) on one
-test class with its JUnit XML report on stdout (``--log-junit php://stdout``), read by ``junit_xml``.
+test class with its JUnit XML report on stdout (``--log-junit php://stdout``), read by
+``junit_xml``.
 """
 
 from __future__ import annotations
