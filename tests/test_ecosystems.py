@@ -45,7 +45,9 @@ def test_the_ecosystems_are_auto_by_default():
     assert TestProtection().ecosystems == "auto"
 
 
-@pytest.mark.parametrize("parser", [n for n in parser_names() if get_parser(n).ecosystems == ("python",)])
+@pytest.mark.parametrize(
+    "parser", [n for n in parser_names() if get_parser(n).ecosystems == ("python",)]
+)
 def test_a_python_parser_resolves_to_the_patterns_every_dataset_had_before(parser):
     assert patterns(TestProtection(), parser) == list(DEFAULT_PATTERNS)
     assert DEFAULT_PATTERNS == PYTHON_PATTERNS == ECOSYSTEMS["python"].patterns
@@ -227,8 +229,14 @@ PROTECTED = [
     ("maven", "legacy/.mvn/maven.config"),
     ("maven", "mvnw"),
     ("maven", "src/main/resources/junit-platform.properties"),
-    ("maven", "core/src/main/resources/META-INF/services/org.junit.jupiter.api.extension.Extension"),
-    ("maven", "src/main/resources/META-INF/services/org.junit.platform.launcher.TestExecutionListener"),
+    (
+        "maven",
+        "core/src/main/resources/META-INF/services/org.junit.jupiter.api.extension.Extension",
+    ),
+    (
+        "maven",
+        "src/main/resources/META-INF/services/org.junit.platform.launcher.TestExecutionListener",
+    ),
     ("maven", "core/src/main/resources/META-INF/services/org.testng.ITestNGListener"),
     ("gradle", "build.gradle"),
     ("gradle", "build.gradle.kts"),
@@ -316,6 +324,53 @@ PROTECTED = [
     ("php", "vendor/phpunit/phpunit/src/Framework/Assert.php"),
     ("php", "vendor/autoload.php"),
     ("php", "tools/phpunit.phar"),
+    ("rust", "crates/x/.cargo/config"),
+    ("maven", "mvnw.cmd"),
+    ("maven", "core/src/main/resources/junit-platform.properties"),
+    ("maven", "src/main/resources/META-INF/services/org.testng.ITestNGListener"),
+    ("gradle", "gradlew.bat"),
+    ("gradle", "build-logic/gradle/libs.versions.toml"),
+    ("gradle", "platforms/buildSrc/src/main/groovy/Filter.groovy"),
+    ("gradle", "src/main/resources/junit-platform.properties"),
+    (
+        "gradle",
+        "src/main/resources/META-INF/services/org.junit.platform.launcher.LauncherSessionListener",
+    ),
+    (
+        "gradle",
+        "lib/src/main/resources/META-INF/services/org.junit.jupiter.api.extension.Extension",
+    ),
+    ("gradle", "src/main/resources/META-INF/services/org.testng.ITestNGListener"),
+    ("gradle", "lib/src/main/resources/META-INF/services/org.testng.ITestNGListener"),
+    ("javascript", "npm-shrinkwrap.json"),
+    ("javascript", "pnpm-workspace.yaml"),
+    ("javascript", ".yarnrc"),
+    ("javascript", ".pnpmfile.cjs"),
+    ("javascript", ".pnp.loader.mjs"),
+    ("javascript", "packages/app/.yarn/plugins/plugin.cjs"),
+    ("javascript", "jest-setup.ts"),
+    ("javascript", "vitest.setup.ts"),
+    ("javascript", "karma.conf.js"),
+    ("javascript", ".babelrc.json"),
+    ("javascript", "jsconfig.json"),
+    ("javascript", "__snapshots__/cli.test.js.snap"),
+    ("javascript", "packages/core/node_modules/.bin/vitest"),
+    ("cmake", "CMakeUserPresets.json"),
+    ("cmake", "third_party/googletest/googlemock/include/gmock/gmock-matchers.h"),
+    ("cmake", "tests/catch.hpp"),
+    ("cmake", "extern/catch_amalgamated.hpp"),
+    ("ruby", ".rspec-local"),
+    ("ruby", "gems.rb"),
+    ("ruby", "gems.locked"),
+    ("ruby", "rakefile"),
+    ("ruby", "Rakefile.rb"),
+    ("ruby", "engines/billing/.bundle/config"),
+    ("ruby", "engines/billing/vendor/bundle/ruby/3.1.0/gems/minitest-5.16.3/lib/minitest.rb"),
+    ("php", "phpunit.dist.xml"),
+    ("php", "phpunit-bootstrap.php"),
+    ("php", "src/Bridge/vendor/phpunit/phpunit/src/TextUI/Command.php"),
+    ("php", ".phive/phars.xml"),
+    ("php", "tools/.phive/phars.xml"),
     ("python", "conftest.py"),
     ("python", "pkg/tests/conftest.py"),
     ("python", "tox.ini"),

@@ -149,7 +149,7 @@ def go_dataset(tmp_path):
         f"name: gocalc\ninstances: {tmp_path / 'instances.jsonl'}\ntest_ids: swebench\n"
         f"repos:\n  me/calc: {{kind: local, path: '{repo}'}}\n"
         "specs:\n  me/calc:\n    '1':\n      packages: []\n"
-        "      test_cmd: GOPROXY=off GOFLAGS=-mod=readonly go test -v\n"
+        "      test_cmd: GOPROXY=off GOFLAGS=-mod=readonly CGO_ENABLED=0 go test -v\n"
         "      test_directives: ['./...']\n      parser: gotest\n"
     )
     (conf / "experiment" / "gocalc.yaml").write_text(
@@ -173,7 +173,9 @@ def test_a_go_mod_replace_line_that_forges_a_pass_is_restored(go_dataset):
         "me__calc-2": ("unresolved", "tests_failed"),
     }, text
     protected = {
-        result.instance_id: [(p.path, p.reason, p.action) for p in result.attempts[-1].observation.protected]
+        result.instance_id: [
+            (p.path, p.reason, p.action) for p in result.attempts[-1].observation.protected
+        ]
         for result in map(read_trial_result, (root / "run" / "trials").glob("*/result.json"))
     }
     assert protected == {"me__calc-1": [], "me__calc-2": [("go.mod", "matches go.mod", "restored")]}
