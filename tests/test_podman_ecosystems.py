@@ -178,4 +178,11 @@ def test_a_go_mod_replace_line_that_forges_a_pass_is_restored(go_dataset):
         ]
         for result in map(read_trial_result, (root / "run" / "trials").glob("*/result.json"))
     }
-    assert protected == {"me__calc-1": [], "me__calc-2": [("go.mod", "matches go.mod", "restored")]}
+    # The lenient module's own go.mod is a go.mod too: removed (it is not at the base).
+    assert protected == {
+        "me__calc-1": [],
+        "me__calc-2": [
+            ("go.mod", "matches go.mod", "restored"),
+            ("third_party/lenient/go.mod", "matches go.mod", "restored"),
+        ],
+    }
