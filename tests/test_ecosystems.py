@@ -472,3 +472,20 @@ def test_ecosystems_are_models_named_as_their_keys():
     assert {"go", "rust", "maven", "gradle", "javascript", "cmake", "ruby", "php", "python"} <= set(
         ECOSYSTEMS
     )
+
+
+def test_the_polyglot_demo_protects_each_languages_infrastructure():
+    dataset: DatasetConfig = compose(["+experiment=demo_polyglot"]).dataset
+    own = {
+        "polyglot/roman": "go.mod",
+        "polyglot/intervals": "Cargo.toml",
+        "polyglot/slug": "package.json",
+        "polyglot/ringbuf": "CMakeLists.txt",
+        "polyglot/wordwrap": ".rspec",
+        "polyglot/money": "phpunit.xml",
+    }
+    samples = dataset.load()
+    assert {sample.repo for sample in samples} == set(own)
+    for sample in samples:
+        protection = instance_test_spec(dataset, sample).eval_script.protection
+        assert protection.reason(own[sample.repo]) == f"matches {own[sample.repo]}", sample.repo
