@@ -80,8 +80,6 @@ func TestLow(t *testing.T) { check.Equal(t, Clamp(-1, 0, 5), 0) }
 """
 NEW_TESTS = OLD_TESTS + "\nfunc TestHigh(t *testing.T) { check.Equal(t, Clamp(9, 0, 5), 5) }\n"
 
-BASE_PACKAGES = "[python3,python3-venv,python3-pip,git,patch,ca-certificates,golang-go]"
-
 
 def git(repo, *args):
     return subprocess.run(
@@ -148,7 +146,7 @@ def go_dataset(tmp_path):
     (conf / "dataset" / "gocalc.yaml").write_text(
         f"name: gocalc\ninstances: {tmp_path / 'instances.jsonl'}\ntest_ids: swebench\n"
         f"repos:\n  me/calc: {{kind: local, path: '{repo}'}}\n"
-        "specs:\n  me/calc:\n    '1':\n      packages: []\n"
+        "specs:\n  me/calc:\n    '1':\n      packages: []\n      debs: [golang-go]\n"
         "      test_cmd: GOPROXY=off GOFLAGS=-mod=readonly CGO_ENABLED=0 go test -v\n"
         "      test_directives: ['./...']\n      parser: gotest\n"
     )
@@ -161,9 +159,7 @@ def go_dataset(tmp_path):
 
 def test_a_go_mod_replace_line_that_forges_a_pass_is_restored(go_dataset):
     root, conf = go_dataset
-    config = compose(
-        ["+experiment=gocalc", f"environment.base.packages={BASE_PACKAGES}"], config_dir=conf
-    )
+    config = compose(["+experiment=gocalc"], config_dir=conf)
     started = time.monotonic()
     results, text = run_demo(config, root / "run")
     print(f"the go trials took {time.monotonic() - started:.1f} s")
