@@ -141,7 +141,8 @@ def test_the_old_demo_lockfile_differs_from_a_new_lock_of_the_demo_in_the_harnes
     found = differences(old, new)
     # The code that grades changed; the version did not. The test specs changed with the
     # protection they hold (canary tests, declared framework sources, fresh runs, the
-    # second runner, site hooks, whether the tests may read git), and with them the
+    # second runner, site hooks, whether the tests may read git, the ecosystems whose
+    # test infrastructure is protected too: Python's, the same patterns), and with them the
     # instance layers whose recipe holds the test spec; the environment gained the
     # re-runs of failing tests.
     # Nothing else of the config differs: not the executor's settings (0.2's
@@ -151,6 +152,7 @@ def test_the_old_demo_lockfile_differs_from_a_new_lock_of_the_demo_in_the_harnes
     assert old.harness.version == new.harness.version
     assert sorted(d.detail.split(":")[0] for d in found if d.kind == "config") == [
         "dataset.protection.canaries",
+        "dataset.protection.ecosystems",
         "dataset.protection.framework_sources",
         "dataset.protection.fresh_runs",
         "dataset.protection.second_runner",
