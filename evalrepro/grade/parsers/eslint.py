@@ -49,6 +49,7 @@ _PASSING = re.compile(r"[1-9]\d* passing")
 class EslintCompatParser(LogParser):
     name: ClassVar[str] = "eslint"
     family: ClassVar[Family] = Family.SWEBENCH
+    runner: ClassVar[str | None] = "mocha"
     fail_only: ClassVar[bool] = True
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_eslint",)
     description: ClassVar[str] = (

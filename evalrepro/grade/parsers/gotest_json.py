@@ -129,6 +129,8 @@ class _Reader:
 class GoTestJsonParser(LogParser):
     name: ClassVar[str] = "gotest_json"
     family: ClassVar[Family] = Family.NATIVE
+    canary_language: ClassVar[str | None] = "go"
+    runner: ClassVar[str | None] = "go"
     description: ClassVar[str] = (
         "go test -json: every test keyed <package>::<name>, package failures as errors"
     )

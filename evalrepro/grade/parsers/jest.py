@@ -37,6 +37,8 @@ _TOTALS = re.compile(r"Tests:\s+[1-9]\d*|Test Suites:\s+(?:\d+ \w+, )*[1-9]\d* t
 class JestCompatParser(LogParser):
     name: ClassVar[str] = "jest"
     family: ClassVar[Family] = Family.SWEBENCH
+    canary_language: ClassVar[str | None] = "javascript"
+    runner: ClassVar[str | None] = "jest"
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_jest",)
     description: ClassVar[str] = (
         "SWE-bench's jest --verbose parser: keys are bare test titles, skips renamed"

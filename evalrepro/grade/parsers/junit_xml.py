@@ -127,6 +127,7 @@ def _count(value: str | None) -> int | None:
 class JUnitXmlParser(LogParser):
     name: ClassVar[str] = "junit_xml"
     family: ClassVar[Family] = Family.NATIVE
+    canary_language: ClassVar[str | None] = "junit"
     description: ClassVar[str] = (
         "JUnit XML reports printed into the log (Maven Surefire, Gradle, ctest, PHPUnit...)"
     )

@@ -38,6 +38,8 @@ _TOTALS = re.compile(r"Tests:\s+[1-9]\d*")
 class PhpUnitCompatParser(LogParser):
     name: ClassVar[str] = "phpunit"
     family: ClassVar[Family] = Family.SWEBENCH
+    canary_language: ClassVar[str | None] = "php"
+    runner: ClassVar[str | None] = "phpunit"
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_phpunit",)
     description: ClassVar[str] = (
         "SWE-bench's phpunit --testdox parser: <class header> > <humanized test name>"

@@ -63,6 +63,7 @@ class PytestFullParser(LogParser):
     name: ClassVar[str] = "pytest_full"
     runner: ClassVar[str | None] = "pytest"
     canary_styles: ClassVar[tuple[str, ...]] = ("function", "method")
+    canary_language: ClassVar[str | None] = "python"
     family: ClassVar[Family] = Family.NATIVE
     description: ClassVar[str] = (
         "pytest -rA -v: full node ids from the short test summary, skips from -v lines, "

@@ -59,6 +59,7 @@ class PytestSummaryParser(LogParser):
     name: ClassVar[str] = "pytest_summary"
     runner: ClassVar[str | None] = "pytest"
     canary_styles: ClassVar[tuple[str, ...]] = ("function", "method")
+    canary_language: ClassVar[str | None] = "python"
     family: ClassVar[Family] = Family.NATIVE
     description: ClassVar[str] = (
         "pytest -rA, terminal-bench style: the short test summary only, "

@@ -50,6 +50,7 @@ class SwebenchPytestV2Parser(LogParser):
     name: ClassVar[str] = "pytest_v2"
     runner: ClassVar[str | None] = "pytest"
     canary_styles: ClassVar[tuple[str, ...]] = ("function", "method")
+    canary_language: ClassVar[str | None] = "python"
     family: ClassVar[Family] = Family.SWEBENCH
     # swebench binds these per-repo names to this very function.
     aliases: ClassVar[tuple[str, ...]] = (

@@ -54,6 +54,8 @@ def _reports(text: str) -> list[tuple[int, dict[str, Any]]]:
 class RspecJsonParser(LogParser):
     name: ClassVar[str] = "rspec_json"
     family: ClassVar[Family] = Family.NATIVE
+    canary_language: ClassVar[str | None] = "ruby"
+    runner: ClassVar[str | None] = "rspec"
     description: ClassVar[str] = "rspec --format json: ids <file>::<full description>"
 
     def parse(self, text: str) -> ParsedLog:

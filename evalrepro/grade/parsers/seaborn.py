@@ -31,6 +31,7 @@ class SwebenchSeabornParser(LogParser):
     name: ClassVar[str] = "seaborn"
     runner: ClassVar[str | None] = "pytest"
     canary_styles: ClassVar[tuple[str, ...]] = ("function", "method")
+    canary_language: ClassVar[str | None] = "python"
     family: ClassVar[Family] = Family.SWEBENCH
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_seaborn",)
     description: ClassVar[str] = (

@@ -64,6 +64,7 @@ def sympy_status_map(log: str) -> dict[str, Status]:
 class SympyParser(LogParser):
     name: ClassVar[str] = "sympy"
     canary_styles: ClassVar[tuple[str, ...]] = ("function",)
+    canary_language: ClassVar[str | None] = "python"
     family: ClassVar[Family] = Family.SWEBENCH
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_sympy",)
     description: ClassVar[str] = (

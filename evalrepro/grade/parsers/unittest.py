@@ -440,6 +440,7 @@ class UnittestParser(LogParser):
     name: ClassVar[str] = "unittest"
     runner: ClassVar[str | None] = "unittest"
     canary_styles: ClassVar[tuple[str, ...]] = ("method",)
+    canary_language: ClassVar[str | None] = "python"
     family: ClassVar[Family] = Family.NATIVE
     description: ClassVar[str] = "python -m unittest -v (TextTestRunner at verbosity 2)"
 

@@ -30,6 +30,7 @@ from evalrepro.grade.parsers.unittest import TextRunnerLog
 class UnittestFailuresParser(LogParser):
     name: ClassVar[str] = "unittest_failures"
     canary_styles: ClassVar[tuple[str, ...]] = ("method",)
+    canary_language: ClassVar[str | None] = "python"
     family: ClassVar[Family] = Family.NATIVE
     fail_only: ClassVar[bool] = True
     description: ClassVar[str] = "python -m unittest (verbosity 1: only failures are named)"

@@ -34,6 +34,8 @@ _STATUS = {"✓": Status.PASSED, FAILED_MARK: Status.FAILED, "↓": Status.SKIPP
 class VitestCompatParser(LogParser):
     name: ClassVar[str] = "vitest"
     family: ClassVar[Family] = Family.SWEBENCH
+    canary_language: ClassVar[str | None] = "javascript"
+    runner: ClassVar[str | None] = "vitest"
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_vitest",)
     description: ClassVar[str] = (
         "SWE-bench's vitest --reporter=verbose parser: a trailing number is cut as a duration"
