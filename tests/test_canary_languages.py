@@ -28,7 +28,7 @@ import pytest
 
 from evalrepro.config.protection import TestProtection
 from evalrepro.grade.canary import _LANGUAGES, check_canaries, draw_canaries
-from evalrepro.grade.fresh import RUNNERS, draw_fresh_runs
+from evalrepro.grade.fresh import RUNNERS, alone, draw_fresh_runs, lone_canary
 from evalrepro.grade.parsers import get_parser, parser_names
 from evalrepro.plan import testspec
 from evalrepro.records.canary import Canary
@@ -126,6 +126,8 @@ JAVA_AFTER = JAVA_BASE.replace(
     "    @Test\n    public void addsNegative() {\n        assertEquals(-3, -1 + -2);\n    }\n",
 )
 PHP_BASE = """<?php
+
+namespace Tests;
 
 use PHPUnit\\Framework\\TestCase;
 
@@ -286,8 +288,8 @@ CASES = [
         "tests/CalcTest.php",
         PHP_BASE,
         PHP_AFTER,
-        ("CalcTest > Adds negative",),
-        ("CalcTest > Adds small",),
+        ("Calc > Adds negative",),
+        ("Calc > Adds small",),
         check=("php", "-l", "{file}"),
         needs=("php", "phpunit"),
         run="phpunit --testdox --colors=never tests 2>&1",
@@ -301,8 +303,8 @@ CASES = [
         "tests/CalcTest.php",
         PHP_BASE,
         PHP_AFTER,
-        ("CalcTest#testAddsNegative",),
-        ("CalcTest#testAddsSmall",),
+        ("Tests.CalcTest#testAddsNegative",),
+        ("Tests.CalcTest#testAddsSmall",),
         check=("php", "-l", "{file}"),
         needs=("php", "phpunit"),
         run="phpunit --log-junit {tmp}/report.xml tests >/dev/null 2>&1; cat {tmp}/report.xml",
@@ -759,3 +761,66 @@ def test_fresh_runs_run_a_must_fail_canary_alone_with_the_runners_selection(tmp_
     canary = next(c for c in canaries if c.name == lone[0].test)
     assert canary.expect == "fail"
     assert lone[0].command.startswith(case.test_cmd)
+
+
+LONE = ["go", "go-verbose", "rust", "php", "rspec"]
+
+
+@pytest.mark.parametrize("case_id", LONE)
+def test_alone_a_must_fail_canary_fails_and_a_passing_test_passes_by_the_runners_rules(
+    tmp_path, case_id
+):
+    """The fresh run's commands, run by the real runner on the project with its canaries:
+    its exit status read by the runner's rules."""
+    case = BY_ID[case_id]
+    if reason := _missing(case):
+        pytest.skip(reason)
+    patch = patch_of(tmp_path, case)
+    canaries = draw(case, patch, seed=13)
+    text, _ = placed_file(case, canaries)
+    root = _project(tmp_path, case, text)
+    spec = _spec(case, patch)
+    runner = RUNNERS[get_parser(case.parser).runner or ""]
+    lone = lone_canary(runner, canaries, spec)
+    assert lone is not None
+    runs = [lone]
+    argument = runner.select(case.fail_to_pass[0])
+    if argument is not None:  # testdox's keys do not give the method back
+        runs.append(alone(spec.test_cmd, runner, case.fail_to_pass[0], argument))
+        # A selection that matches nothing reads as passed: never a disagreement.
+        runs.append(alone(spec.test_cmd, runner, "missing", runner.select(_missing_key(case))))
+    outcomes = []
+    for run in runs:
+        done = subprocess.run(
+            ["sh", "-c", run.command],
+            cwd=root,
+            env=_env(case, tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        outcomes.append(runner.outcome(done.returncode))
+    assert outcomes == ["failed", "passed", "passed"][: len(runs)], [r.command for r in runs]
+
+
+def _missing_key(case: Case) -> str:
+    key = case.fail_to_pass[0]
+    return re.sub(r"[Nn]egative", "Nowhere", key)
+
+
+def _spec(case: Case, patch: str):
+    sample = Sample(
+        instance_id=f"demo__{case.id}-1",
+        repo=f"demo/{case.id}",
+        base_commit="0" * 40,
+        test_patch=patch,
+        fail_to_pass=list(case.fail_to_pass),
+        pass_to_pass=list(case.pass_to_pass),
+        patch="",
+    )
+    repo = testspec.RepoSpec(
+        test_cmd=case.test_cmd, parser=case.parser, test_directives=case.directives
+    )
+    return testspec.compile_test_spec(
+        sample, repo, parser=case.parser, fail_only=False, protection=TestProtection()
+    )

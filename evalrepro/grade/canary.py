@@ -25,6 +25,11 @@ Canaries are drawn only where they cannot change an honest verdict: a runner who
 parser declares the styles it collects (``LogParser.canary_styles``), a Python test file
 the test command runs as a whole, and a command that does not select tests or stop at a
 first failure (a must-fail canary would stop it, or be deselected).
+
+The above is Python's (:class:`PythonCanaries`). Each language is one
+:class:`~evalrepro.grade.canary_languages.CanaryLanguage` in :data:`_LANGUAGES`, keyed
+by the parser's ``canary_language``: Go, Rust, Java, PHP, Ruby and JavaScript write
+their canaries in the file's conventions (``evalrepro.grade.canary_languages``).
 """
 
 from __future__ import annotations
