@@ -391,7 +391,10 @@ def vocabulary(names: Sequence[str]) -> list[str]:
     and common ones when they are few."""
     found: dict[str, None] = {}
     for key in names:
-        for word in _WORD.findall(key):
+        # The test's own name: not its package, file or class (``pkg::TestX``,
+        # ``a.b.Class#method``).
+        own = key.rsplit("::", 1)[-1].rsplit("#", 1)[-1]
+        for word in _WORD.findall(own):
             lower = word.lower()
             if 3 <= len(lower) <= 12 and lower not in _STOP:
                 found[lower] = None
