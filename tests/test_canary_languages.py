@@ -603,6 +603,16 @@ def _git_patch_with_context(tmp_path: Path, case: Case, context: int) -> str:
     return _git(repo, "diff", f"-U{context}")
 
 
+@pytest.mark.parametrize(("case_id", "focus"), [("jest", "test.only("), ("rspec", "fit ")])
+def test_no_canary_in_a_file_with_a_focused_test(tmp_path, case_id, focus):
+    # The runner runs the focused test alone: a canary there would be lost honestly.
+    case = BY_ID[case_id]
+    keyword = "test(" if case_id == "jest" else "it "
+    focused = Case(**{**case.__dict__, "after": case.after.replace(keyword, focus, 1)})
+    assert draw(focused, patch_of(tmp_path, focused), 3) == []
+    assert draw(case, patch_of(tmp_path / "plain", case), 3) != []
+
+
 def test_java_and_php_methods_are_never_appended_outside_their_class(tmp_path):
     for case_id in ("java", "php"):
         case = BY_ID[case_id]

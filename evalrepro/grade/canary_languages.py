@@ -56,6 +56,9 @@ _MAY_SKIP = re.compile(
     r"DataProvider|t\.Skip",
     re.IGNORECASE,
 )
+#: A focused test (``it.only``, ``fit``, ``fdescribe``, ``focus: true``) makes the runner
+#: run it alone: a canary in that file would be lost honestly.
+_FOCUSED = re.compile(r"\.only\(|\b(fit|fdescribe|fcontext|fspecify|fexample)\b|\bfocus: *true")
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 _COMMON = (
     "basic",
@@ -322,6 +325,8 @@ class BlockLanguage(CanaryLanguage):
         for path in chosen:
             hunks = images[path]
             shown = "".join(line for _, post, _ in hunks for line in post)
+            if _FOCUSED.search(shown):
+                continue  # a focused test: the runner runs only it, never a canary
             blocks = [
                 block
                 for start, post, end in hunks
