@@ -30,6 +30,7 @@ from evalrepro.config.protection import TestProtection
 from evalrepro.grade.canary import _LANGUAGES, check_canaries, draw_canaries
 from evalrepro.grade.fresh import RUNNERS, alone, draw_fresh_runs, lone_canary
 from evalrepro.grade.parsers import get_parser, parser_names
+from evalrepro.grade.rerun import plan_reruns, select_reruns
 from evalrepro.plan import testspec
 from evalrepro.records.canary import Canary
 from evalrepro.sample import Sample
@@ -867,3 +868,41 @@ def _spec(case: Case, patch: str):
     return testspec.compile_test_spec(
         sample, repo, parser=case.parser, fail_only=False, protection=TestProtection()
     )
+
+
+def test_a_failing_go_test_is_re_run_alone_with_gos_selection_beside_the_lone_canary(tmp_path):
+    """Re-runs pick the failing tests from the real run's log and select each as fresh
+    runs do; run by go, the failing test fails again and the canary fails alone."""
+    case = BY_ID["go"]
+    if reason := _missing(case):
+        pytest.skip(reason)
+    patch = patch_of(tmp_path, case)
+    canaries = draw(case, patch, seed=17)
+    text, _ = placed_file(case, canaries)
+    buggy = GO_SRC.replace("return a + b", "if a < 0 {\n\t\treturn 0\n\t}\n\treturn a + b")
+    root = _project(
+        tmp_path, Case(**{**case.__dict__, "project": {**case.project, "calc.go": buggy}}), text
+    )
+    env = _env(case, tmp_path)
+    log = subprocess.run(
+        ["sh", "-c", "go test -json ./... 2>&1"], cwd=root, env=env, capture_output=True, text=True
+    ).stdout
+    spec = _spec(case, patch)
+    sample = Sample(
+        instance_id="demo__go-1",
+        repo="demo/go",
+        base_commit="0" * 40,
+        test_patch=patch,
+        fail_to_pass=list(case.fail_to_pass),
+        pass_to_pass=list(case.pass_to_pass),
+        patch="",
+    )
+    plan, note = plan_reruns(spec, get_parser(case.parser), sample, canaries, times=2)
+    assert plan is not None, note
+    runs = select_reruns(plan, canaries, log, random.Random(1))
+    assert sorted(r.test for r in runs if r.expect == "pass") == list(case.fail_to_pass)
+    outcomes = {}
+    for run in runs:
+        code = subprocess.run(["sh", "-c", run.command], cwd=root, env=env, capture_output=True)
+        outcomes[run.expect] = RUNNERS[run.runner].outcome(code.returncode)
+    assert outcomes == {"pass": "failed", "fail": "failed"}
