@@ -16,6 +16,7 @@ installs them).
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -26,13 +27,16 @@ from pathlib import Path
 
 import pytest
 
+from evalrepro.config.environment import Limits
 from evalrepro.config.protection import TestProtection
 from evalrepro.grade.canary import _LANGUAGES, check_canaries, draw_canaries
 from evalrepro.grade.fresh import RUNNERS, alone, draw_fresh_runs, lone_canary
 from evalrepro.grade.parsers import get_parser, parser_names
 from evalrepro.grade.rerun import plan_reruns, select_reruns
 from evalrepro.plan import testspec
+from evalrepro.records.base import parse_record
 from evalrepro.records.canary import Canary
+from evalrepro.records.supervision import TrialProgram
 from evalrepro.sample import Sample
 from evalrepro.sandbox.writes import with_canaries
 
@@ -906,3 +910,18 @@ def test_a_failing_go_test_is_re_run_alone_with_gos_selection_beside_the_lone_ca
         code = subprocess.run(["sh", "-c", run.command], cwd=root, env=env, capture_output=True)
         outcomes[run.expect] = RUNNERS[run.runner].outcome(code.returncode)
     assert outcomes == {"pass": "failed", "fail": "failed"}
+
+
+def test_a_program_of_schema_1_reads_and_one_of_schema_2_carries_every_languages_canaries(
+    tmp_path,
+):
+    case = BY_ID["rspec"]
+    canaries = draw(case, patch_of(tmp_path, case), seed=2)
+    script = _spec(case, patch_of(tmp_path / "again", case)).eval_script
+    program = TrialProgram.of(script, Limits(), 60, canaries=canaries)
+    raw = json.loads(program.model_dump_json())
+    assert raw["schema_version"] == 2
+    assert parse_record(raw, TrialProgram, where="p").canaries == canaries
+    # A program an older evalrepro wrote (Python's canaries only) reads as it is.
+    older = {**raw, "schema_version": 1, "canaries": []}
+    assert parse_record(older, TrialProgram, where="p").schema_version == 2
