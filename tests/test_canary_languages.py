@@ -221,7 +221,7 @@ CASES = [
         run="go vet ./... && go test -json ./... 2>&1",
         forge=(r'"Action":"fail"', '"Action":"pass"'),
         styles=frozenset({"go_test"}),
-        env={"GOFLAGS": "-mod=mod", "GOCACHE": "{tmp}/gocache", "GOPATH": "{tmp}/gopath"},
+        env={"GOFLAGS": "-mod=mod", "GOCACHE": "{base}/gocache", "GOPATH": "{base}/gopath"},
         directives=[],
     ),
     Case(
@@ -239,7 +239,7 @@ CASES = [
         run="go test -v ./... 2>&1",
         forge=(r"--- FAIL", "--- PASS"),
         styles=frozenset({"go_test"}),
-        env={"GOCACHE": "{tmp}/gocache", "GOPATH": "{tmp}/gopath"},
+        env={"GOCACHE": "{base}/gocache", "GOPATH": "{base}/gopath"},
         directives=[],
     ),
     Case(
@@ -479,9 +479,14 @@ def _project(tmp_path: Path, case: Case, text: str) -> Path:
 
 
 def _env(case: Case, tmp_path: Path) -> dict[str, str]:
+    """The case's environment: ``{tmp}`` the test's folder, ``{base}`` the session's (Go's
+    build cache, shared by the tests: a cold one costs seconds per test)."""
     return {
         **os.environ,
-        **{k: v.replace("{tmp}", str(tmp_path)) for k, v in case.env.items()},
+        **{
+            k: v.replace("{tmp}", str(tmp_path)).replace("{base}", str(tmp_path.parent))
+            for k, v in case.env.items()
+        },
     }
 
 
