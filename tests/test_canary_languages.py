@@ -640,6 +640,7 @@ def test_java_and_php_methods_are_never_appended_outside_their_class(tmp_path):
         ("rust", "cargo test --no-fail-fast adds"),  # a filter
         ("rust", "cargo test --no-fail-fast -- --exact tests::adds_small"),
         ("java", "mvn -o test"),  # a failing module stops the reactor
+        ("java", "mvn -o test -Dmaven.test.failure.ignore=false"),
         ("java", "mvn -o test -Dtest=CalcTest -Dmaven.test.failure.ignore=true"),
         ("php", "phpunit --testdox --stop-on-failure tests"),
         ("php", "phpunit --testdox --filter testAdds tests"),

@@ -220,7 +220,7 @@ class BlockLanguage(CanaryLanguage):
 
     #: Options of the test command that select tests or stop at a first failure.
     selecting: ClassVar[tuple[str, ...]] = ()
-    #: Options one of which the command must hold (cargo stops after the first test
+    #: Words one of which the command must hold, exactly (cargo stops after the first test
     #: binary that fails unless told ``--no-fail-fast``): none, no canary.
     required: ClassVar[tuple[str, ...]] = ()
 
@@ -259,9 +259,7 @@ class BlockLanguage(CanaryLanguage):
         for token in tokens:
             if any(token == o or token.startswith(f"{o}=") for o in self.selecting):
                 return True
-        if self.required and not any(
-            token == r or token.startswith(f"{r}=") for token in tokens for r in self.required
-        ):
+        if self.required and not any(token in self.required for token in tokens):
             return True
         return False
 
