@@ -273,7 +273,7 @@ CASES = [
     Case(
         "rust-json",
         "cargo_json",
-        "cargo test --no-fail-fast -- -Z unstable-options --format json",
+        "cargo test --no-fail-fast -- -Z unstable-options --format json 2>&1",
         "src/lib.rs",
         RUST_BASE,
         RUST_AFTER,
@@ -708,8 +708,12 @@ def test_the_real_runner_reports_each_canary_as_the_grader_expects(tmp_path, cas
 @pytest.mark.parametrize(
     ("runner", "key", "command"),
     [
-        ("go", "example.com/calc::TestAdd/sub_case", "go test ./... -run '^TestAdd$/^sub_case$'"),
-        ("go", "TestAdd", "go test ./... -run '^TestAdd$'"),
+        (
+            "go",
+            "example.com/calc::TestAdd/sub_case",
+            "go test -json example.com/calc -run '^TestAdd$/^sub_case$'",
+        ),
+        ("go", "TestAdd", "go test -json ./... -run '^TestAdd$'"),
         ("cargo", "tests::adds_small", "cargo test --no-fail-fast -- --exact tests::adds_small"),
         (
             "cargo",
@@ -740,7 +744,7 @@ def test_the_real_runner_reports_each_canary_as_the_grader_expects(tmp_path, cas
 )
 def test_each_runner_selects_one_test_alone(runner, key, command):
     base = command.split(" -", 1)[0] if runner != "vitest" else "vitest run"
-    base = {"cargo": "cargo test --no-fail-fast", "go": "go test ./..."}.get(runner, base)
+    base = {"cargo": "cargo test --no-fail-fast", "go": "go test -json"}.get(runner, base)
     chosen = RUNNERS[runner]
     argument = chosen.select(key)
     assert argument is not None

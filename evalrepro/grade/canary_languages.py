@@ -618,12 +618,12 @@ class RustCanaries(BlockLanguage):
                 for word in rest:
                     if skip:
                         skip = False
+                    elif word in {"&&", "||", ";", "|"} or re.match(r"\d*[<>]", word):
+                        break  # the command's end, a redirection (``2>&1``)
                     elif word in valued:
                         skip = True
                     elif not word.startswith("-"):
                         return True
-                    elif word in {"&&", "||", ";", "|"}:
-                        break
         return False
 
     def test_file(self, path: str) -> bool:

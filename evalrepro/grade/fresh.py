@@ -150,26 +150,32 @@ class PlainRunner(Runner):
 
 
 class GoRunner(Runner):
-    """``go test -run '^TestX$'`` (a subtest: ``'^TestX$/^sub$'``), appended to the
-    command, whose packages stay as they are (``gotest_json`` keys ``pkg::TestX``: the
-    name part). go test exits 0 when every selected test passed and also when nothing
-    matched (``[no tests to run]``): a FAIL_TO_PASS test the selection misses reads as
-    passed, which never makes a verdict; a canary is named exactly in a package the
-    command tests, so it is matched. 1: a test failed; 2: a build or usage error."""
+    """``go test <package> -run '^TestX$'`` (a subtest: ``'^TestX$/^sub$'``): the package
+    a ``gotest_json`` key names (its import path), a canary's file's folder, or, for a key
+    without its package (``gotest``), every package (``./...``). go test exits 0 when
+    every selected test passed and also when nothing matched (``[no tests to run]``): a
+    FAIL_TO_PASS test the selection misses reads as passed, which never makes a verdict;
+    a canary is named exactly in its own package, so it is matched. 1: a test failed; 2:
+    a build or usage error."""
 
     name: ClassVar[str] = "go"
 
     def select(self, test: str) -> str | None:
-        name = test.rsplit("::", 1)[-1]
-        if not re.fullmatch(r"Test\w*(/\S+)*", name):
+        package, _, name = test.rpartition("::")
+        if not re.fullmatch(r"Test\w*(/\S+)*", name) or not re.fullmatch(r"[\w./~-]*", package):
             return None
-        return "/".join(f"^{re.escape(part)}$" for part in name.split("/"))
+        pattern = "/".join(f"^{re.escape(part)}$" for part in name.split("/"))
+        return f"{package or './...'}::{pattern}"
 
     def canary(self, canary: Canary, directives: Sequence[str]) -> str | None:
-        return f"^{canary.name}$" if canary.style == "go_test" else None
+        if canary.style != "go_test":
+            return None
+        folder = canary.file.rpartition("/")[0]
+        return f"./{folder}::^{canary.name}$" if folder else f".::^{canary.name}$"
 
     def command(self, test_command: str, argument: str, expect: str = "pass") -> str:
-        return f"{test_command} -run {shlex.quote(argument)}"
+        package, _, pattern = argument.partition("::")
+        return f"{test_command} {shlex.quote(package)} -run {shlex.quote(pattern)}"
 
 
 class CargoRunner(Runner):
