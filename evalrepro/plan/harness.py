@@ -27,6 +27,7 @@ from evalrepro.records.sessions import HarnessSource
 #: The modules (files, or packages taken whole) whose code can change a trial's result.
 RESULT_CODE = (
     "grade/canary.py",
+    "grade/canary_languages.py",
     "grade/foreign.py",
     "grade/fresh.py",
     "grade/grading.py",

@@ -103,6 +103,7 @@ class DjangoParser(LogParser):
     ecosystems: ClassVar[tuple[str, ...]] = ("python",)
     runner: ClassVar[str | None] = "django"
     canary_styles: ClassVar[tuple[str, ...]] = ("method",)
+    canary_language: ClassVar[str | None] = "python"
     family: ClassVar[Family] = Family.SWEBENCH
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_django",)
     description: ClassVar[str] = (

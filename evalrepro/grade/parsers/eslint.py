@@ -50,6 +50,7 @@ class EslintCompatParser(LogParser):
     name: ClassVar[str] = "eslint"
     ecosystems: ClassVar[tuple[str, ...]] = ("javascript",)
     family: ClassVar[Family] = Family.SWEBENCH
+    runner: ClassVar[str | None] = "mocha"
     fail_only: ClassVar[bool] = True
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_eslint",)
     description: ClassVar[str] = (

@@ -128,6 +128,7 @@ class JUnitXmlParser(LogParser):
     name: ClassVar[str] = "junit_xml"
     ecosystems: ClassVar[tuple[str, ...]] = ("maven", "gradle")
     family: ClassVar[Family] = Family.NATIVE
+    canary_language: ClassVar[str | None] = "junit"
     description: ClassVar[str] = (
         "JUnit XML reports printed into the log (Maven Surefire, Gradle, ctest, PHPUnit...)"
     )

@@ -26,6 +26,7 @@ class SwebenchMatplotlibParser(LogParser):
     ecosystems: ClassVar[tuple[str, ...]] = ("python",)
     runner: ClassVar[str | None] = "pytest"
     canary_styles: ClassVar[tuple[str, ...]] = ("function", "method")
+    canary_language: ClassVar[str | None] = "python"
     family: ClassVar[Family] = Family.SWEBENCH
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_matplotlib",)
     description: ClassVar[str] = (

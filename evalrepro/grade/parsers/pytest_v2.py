@@ -51,6 +51,7 @@ class SwebenchPytestV2Parser(LogParser):
     ecosystems: ClassVar[tuple[str, ...]] = ("python",)
     runner: ClassVar[str | None] = "pytest"
     canary_styles: ClassVar[tuple[str, ...]] = ("function", "method")
+    canary_language: ClassVar[str | None] = "python"
     family: ClassVar[Family] = Family.SWEBENCH
     # swebench binds these per-repo names to this very function.
     aliases: ClassVar[tuple[str, ...]] = (

@@ -55,6 +55,8 @@ class RspecJsonParser(LogParser):
     name: ClassVar[str] = "rspec_json"
     ecosystems: ClassVar[tuple[str, ...]] = ("ruby",)
     family: ClassVar[Family] = Family.NATIVE
+    canary_language: ClassVar[str | None] = "ruby"
+    runner: ClassVar[str | None] = "rspec"
     description: ClassVar[str] = "rspec --format json: ids <file>::<full description>"
 
     def parse(self, text: str) -> ParsedLog:

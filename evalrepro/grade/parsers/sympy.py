@@ -65,6 +65,7 @@ class SympyParser(LogParser):
     name: ClassVar[str] = "sympy"
     ecosystems: ClassVar[tuple[str, ...]] = ("python",)
     canary_styles: ClassVar[tuple[str, ...]] = ("function",)
+    canary_language: ClassVar[str | None] = "python"
     family: ClassVar[Family] = Family.SWEBENCH
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_sympy",)
     description: ClassVar[str] = (

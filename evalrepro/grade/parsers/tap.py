@@ -40,6 +40,7 @@ class TapCompatParser(LogParser):
     name: ClassVar[str] = "tap"
     ecosystems: ClassVar[tuple[str, ...]] = ("javascript",)
     family: ClassVar[Family] = Family.SWEBENCH
+    canary_language: ClassVar[str | None] = "javascript"
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_tap",)
     description: ClassVar[str] = (
         "SWE-bench's TAP parser: keys are the text after the test number, nesting ignored"

@@ -441,6 +441,7 @@ class UnittestParser(LogParser):
     ecosystems: ClassVar[tuple[str, ...]] = ("python",)
     runner: ClassVar[str | None] = "unittest"
     canary_styles: ClassVar[tuple[str, ...]] = ("method",)
+    canary_language: ClassVar[str | None] = "python"
     family: ClassVar[Family] = Family.NATIVE
     description: ClassVar[str] = "python -m unittest -v (TextTestRunner at verbosity 2)"
 
