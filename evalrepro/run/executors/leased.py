@@ -263,14 +263,15 @@ class LeasedExecutor(Executor):
         :meth:`start_cluster`: ``self.started.join()``, stopped by its :class:`ClusterStart`)."""
 
     def run(self, jobs: list[TrialJob], events: Events) -> list[TrialResult]:
-        if not jobs:
-            return []
-        with self.connect() as cluster:
-            results = LeasedSession(self, cluster, jobs, events).run()
-        if isinstance(self.started, ClusterStart):
-            # Every attempt is recorded: the cluster stops while the report is written.
-            self.started.stop()
-        return results
+        try:
+            if not jobs:
+                return []
+            with self.connect() as cluster:
+                return LeasedSession(self, cluster, jobs, events).run()
+        finally:
+            if isinstance(self.started, ClusterStart):
+                # Every attempt is recorded: the cluster stops while the report is written.
+                self.started.stop()
 
 
 class ClusterStart:
