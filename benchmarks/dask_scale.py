@@ -10,12 +10,14 @@ environment (no sandbox: every cost measured is the harness's own), with the loc
 executor and with ``executor=dask`` (a LocalCluster of ``--workers`` processes),
 alternating run by run ``--repeat`` times (a loaded machine loads both alike); the
 medians are reported. Reported: the run's wall time per trial, the submitting process's
-CPU time per trial (with a LocalCluster its scheduler runs in that process too), and its
+CPU time per trial (with a LocalCluster its scheduler runs in that process too; user and
+system apart: the system part is the kernel's, creating and fsync'ing files), and its
 peak RSS. ``--profile DIR``: each run also sampled by py-spy (the ``profile`` extra;
 every thread of the submitting process), a speedscope file per run in DIR. ``--before
-DIR``: also the evalrepro package in DIR (``git archive REV evalrepro | tar -x -C DIR``),
-in the same rounds, so that a change is measured against what it changed under the same
-load. Results go in docs/performance.md.
+DIR``: also the evalrepro package in DIR (``git archive REV evalrepro conf pyproject.toml
+| tar -x -C DIR``: the package, its built-in configs and its kinds), in the same rounds,
+so that a change is measured against what it changed under the same load. Results go in
+docs/performance.md.
 """
 
 from __future__ import annotations
@@ -51,9 +53,11 @@ def main():
     wall = time.perf_counter() - started
     trials = outcome.results.trials
     after = resource.getrusage(resource.RUSAGE_SELF)
-    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    user = after.ru_utime - before.ru_utime
+    system = after.ru_stime - before.ru_stime
     peak = after.ru_maxrss
-    print(json.dumps({"trials": len(trials), "wall": wall, "cpu": cpu, "peak_kib": peak}))
+    print(json.dumps({"trials": len(trials), "wall": wall, "cpu": user + system,
+                      "user": user, "system": system, "peak_kib": peak}))
 
 if __name__ == "__main__":
     main()
@@ -135,10 +139,16 @@ def main() -> None:
 
 def _line(facts: dict) -> str:
     per = facts["wall"] / facts["trials"] * 1000
+    split = ""
+    if "system" in facts:  # the kernel's share: file creation, fsync, the sockets
+        split = (
+            f": user {facts['user'] / facts['trials'] * 1000:.2f}, system "
+            f"{facts['system'] / facts['trials'] * 1000:.2f}"
+        )
     return (
         f"{facts['trials']:6.0f} trials: {facts['wall']:.1f} s ({per:.2f} ms per trial, whole "
-        f"run; submitter CPU {facts['cpu'] / facts['trials'] * 1000:.2f} ms per trial), peak "
-        f"RSS {facts['peak_kib'] / 1024:.0f} MiB"
+        f"run; submitter CPU {facts['cpu'] / facts['trials'] * 1000:.2f} ms per trial{split}), "
+        f"peak RSS {facts['peak_kib'] / 1024:.0f} MiB"
     )
 
 

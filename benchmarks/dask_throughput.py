@@ -9,9 +9,10 @@ each first), its wall time as a user sees it, the two executors alternating run 
 LocalCluster started by the run, inside the measured time). Test-bound: every test
 command first computes ``sum(i*i for i in range(N))`` (as benchmarks/worker_scaling.py
 does). Throughput ratio = median wall(local) / median wall(dask); the goal is at least
-0.95. ``--before DIR``: also the evalrepro package in DIR (``git archive REV evalrepro |
-tar -x -C DIR``) in the same rounds, a change measured against what it changed under the
-same load. Run it as the user who runs evalrepro; results go in docs/performance.md.
+0.95. ``--before DIR``: also the evalrepro package in DIR (``git archive REV evalrepro
+conf pyproject.toml | tar -x -C DIR``: the package, its built-in configs and its kinds)
+in the same rounds, a change measured against what it changed under the same load. Run
+it as the user who runs evalrepro; results go in docs/performance.md.
 
 Beside each wall time, the run's CPU time (user and system): of the ``evalrepro`` process
 and everything it started, the sandboxes included. This process is their subreaper, so
