@@ -11,8 +11,9 @@ executor and with ``executor=dask`` (a LocalCluster of ``--workers`` processes),
 alternating run by run ``--repeat`` times (a loaded machine loads both alike); the
 medians are reported. Reported: the run's wall time per trial, the submitting process's
 CPU time per trial (with a LocalCluster its scheduler runs in that process too; user and
-system apart: the system part is the kernel's, creating and fsync'ing files), and its
-peak RSS. ``--profile DIR``: each run also sampled by py-spy (the ``profile`` extra;
+system apart: the system part is the kernel's, creating and fsync'ing files; and by
+thread, from /proc: the main thread's recording, Dask's IO loop, the rest), and its peak
+RSS. ``--profile DIR``: each run also sampled by py-spy (the ``profile`` extra;
 every thread of the submitting process), a speedscope file per run in DIR. ``--before
 DIR``: also the evalrepro package in DIR (``git archive REV evalrepro conf pyproject.toml
 | tar -x -C DIR``: the package, its built-in configs and its kinds), in the same rounds,
@@ -33,11 +34,37 @@ import tempfile
 from pathlib import Path
 
 CHILD = """
-import io, json, resource, sys, time
+import io, json, os, resource, sys, threading, time
 from pathlib import Path
 from rich.console import Console
 from evalrepro.config.experiment import compose
 from evalrepro.pipeline import run_experiment
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+def thread_cpu(seen, names, stop):
+    # Each thread's CPU time by its name, from /proc every 0.5 s (a thread that ended
+    # keeps its last figure): where the submitter's CPU goes, the main thread's recording
+    # against Dask's IO loop (its scheduler, client and nannies) and the rest.
+    while True:
+        for thread in threading.enumerate():
+            names[thread.native_id] = thread.name
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                fields = open(f"/proc/self/task/{tid}/stat").read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            seen[int(tid)] = (int(fields[11]) + int(fields[12])) / TICK
+        if stop.wait(0.5):
+            return
+
+def by_name(seen, names):
+    found = {}
+    for tid, cpu in seen.items():
+        name = names.get(tid, "other")
+        name = name.split("-")[0] if name.startswith("ThreadPoolExecutor") else name
+        found[name] = found.get(name, 0.0) + cpu
+    return dict(sorted(found.items(), key=lambda item: -item[1]))
 
 def main():
     predictions, samples, executor, workers, run_dir = sys.argv[1:6]
@@ -46,6 +73,12 @@ def main():
                  "target.name=scale", f"executor={executor}"]
     overrides.append(f"executor.{'workers' if executor == 'dask' else 'max_workers'}={workers}")
     config = compose(overrides)
+    seen, names, stop, once = {}, {}, threading.Event(), threading.Event()
+    once.set()
+    thread_cpu(seen, names, once)
+    baseline = dict(seen)
+    watcher = threading.Thread(target=thread_cpu, args=(seen, names, stop), name="watcher")
+    watcher.start()
     before = resource.getrusage(resource.RUSAGE_SELF)
     started = time.perf_counter()
     outcome = run_experiment(config, Console(file=io.StringIO()), run_dir=Path(run_dir),
@@ -53,11 +86,15 @@ def main():
     wall = time.perf_counter() - started
     trials = outcome.results.trials
     after = resource.getrusage(resource.RUSAGE_SELF)
-    user = after.ru_utime - before.ru_utime
+    stop.set()
+    watcher.join()
+    threads = by_name({t: c - baseline.get(t, 0.0) for t, c in seen.items()}, names)
+    # Less the watcher's own (all of it user time, reading /proc).
+    user = after.ru_utime - before.ru_utime - threads.pop("watcher", 0.0)
     system = after.ru_stime - before.ru_stime
     peak = after.ru_maxrss
     print(json.dumps({"trials": len(trials), "wall": wall, "cpu": user + system,
-                      "user": user, "system": system, "peak_kib": peak}))
+                      "user": user, "system": system, "peak_kib": peak, "threads": threads}))
 
 if __name__ == "__main__":
     main()
@@ -129,12 +166,23 @@ def main() -> None:
                     shutil.rmtree(run_dir, ignore_errors=True)
                     runs[label].append(facts)
                     print(f"  round {round_ + 1} {label}: {_line(facts)}", flush=True)
+                    print(f"    by thread: {_threads(facts)}", flush=True)
             cpu = {}
             for label, facts in runs.items():
-                median = {k: statistics.median(f[k] for f in facts) for k in facts[0]}
+                median = {
+                    k: statistics.median(f[k] for f in facts) for k in facts[0] if k != "threads"
+                }
                 cpu[label] = median["cpu"] / median["trials"]
                 print(f"{label:11} median of {len(facts)}: {_line(median)}")
             print(f"dask submitter CPU {cpu['dask'] / cpu['local']:.2f}x local's", flush=True)
+
+
+def _threads(facts: dict) -> str:
+    """The submitter's CPU per trial by thread (ms), the largest first."""
+    trials = facts["trials"]
+    return ", ".join(
+        f"{name} {cpu / trials * 1000:.2f}" for name, cpu in facts.get("threads", {}).items()
+    )
 
 
 def _line(facts: dict) -> str:
