@@ -15,9 +15,11 @@ calls (:class:`DaskCluster`):
   short, each one Dask task whose argument is the specs pickled once: the scheduler,
   which runs in this process for a LocalCluster, passes bytes on instead of unpickling
   and pickling every spec.
-- **A LocalCluster** started here forks its workers from one server that imported their
-  modules once, and runs without Dask's profiler and work stealing
-  (:data:`LOCAL_CLUSTER_SETTINGS`): CPU the plan, made meanwhile, keeps.
+- **A LocalCluster** started here (beside the plan, by the base's ``ClusterStart``; it
+  stops while the report is written) forks its workers from one server that imported
+  their modules once, and runs without Dask's profiler and work stealing and with its
+  self-monitoring less often (:data:`LOCAL_CLUSTER_SETTINGS`): CPU the plan, made
+  meanwhile, and the submitter keep.
 - **Ctrl-C** also stops the cluster this process started.
 """
 
