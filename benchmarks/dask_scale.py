@@ -15,10 +15,10 @@ system apart: the system part is the kernel's, creating and fsync'ing files; and
 thread, from /proc: the main thread's recording, Dask's IO loop, the rest), and its peak
 RSS. ``--profile DIR``: each run also sampled by py-spy (the ``profile`` extra;
 every thread of the submitting process), a speedscope file per run in DIR. ``--before
-DIR``: also the evalrepro package in DIR (``git archive REV evalrepro conf pyproject.toml
-| tar -x -C DIR``: the package, its built-in configs and its kinds), in the same rounds,
-so that a change is measured against what it changed under the same load. Results go in
-docs/performance.md.
+DIR``: also the evalrepro package in DIR (``git archive REV evalrepro conf backends
+pyproject.toml | tar -x -C DIR``: the package, its configs, files and kinds), in the same
+rounds, so that a change is measured against what it changed under the same load.
+Results go in docs/performance.md.
 """
 
 from __future__ import annotations

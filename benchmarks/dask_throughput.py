@@ -10,7 +10,7 @@ LocalCluster started by the run, inside the measured time). Test-bound: every te
 command first computes ``sum(i*i for i in range(N))`` (as benchmarks/worker_scaling.py
 does). Throughput ratio = median wall(local) / median wall(dask); the goal is at least
 0.95. ``--before DIR``: also the evalrepro package in DIR (``git archive REV evalrepro
-conf pyproject.toml | tar -x -C DIR``: the package, its built-in configs and its kinds)
+conf backends pyproject.toml | tar -x -C DIR``: the package, its configs, files and kinds)
 in the same rounds, a change measured against what it changed under the same load. Run
 it as the user who runs evalrepro; results go in docs/performance.md.
 
