@@ -147,10 +147,15 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--profile", type=Path, default=None)
     parser.add_argument("--before", type=Path, default=None)
+    parser.add_argument(
+        "--only", nargs="+", default=None, help='the runs to make, e.g. "dask before"'
+    )
     args = parser.parse_args()
     codes: dict[str, Path | None] = {"local": None, "dask": None}
     if args.before is not None:
         codes.update({"local before": args.before, "dask before": args.before})
+    if args.only is not None:
+        codes = {label: code for label, code in codes.items() if label in args.only}
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         child = root / "child.py"
@@ -174,7 +179,8 @@ def main() -> None:
                 }
                 cpu[label] = median["cpu"] / median["trials"]
                 print(f"{label:11} median of {len(facts)}: {_line(median)}")
-            print(f"dask submitter CPU {cpu['dask'] / cpu['local']:.2f}x local's", flush=True)
+            if "dask" in cpu and "local" in cpu:
+                print(f"dask submitter CPU {cpu['dask'] / cpu['local']:.2f}x local's", flush=True)
 
 
 def _threads(facts: dict) -> str:
