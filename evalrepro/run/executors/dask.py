@@ -142,6 +142,8 @@ LOCAL_CLUSTER_SETTINGS = {
     # balance every 2 s.
     "distributed.scheduler.active-memory-manager.start": False,
 }
+
+
 def _preload_fork_server() -> None:
     """Have the fork server import :data:`WORKER_MODULES` before it forks a worker.
 
