@@ -187,7 +187,7 @@ class NixBuilder(Builder):
     ) -> dict[str, ImageChain | BuildFailure]:
         self._locked = list(locked or [])
         bases: dict[str, Layer] = {}
-        envs: dict[tuple[str, tuple[str, ...]], Layer] = {}
+        envs: dict[tuple[str, tuple[str, ...], tuple[str, ...]], Layer] = {}
         layers: dict[str, Layer] = {}  # instance id -> its instance layer
         for spec in specs:
             suite = PYTHON_SUITES[spec.python] if spec.python else self.config.base.suite
@@ -195,7 +195,7 @@ class NixBuilder(Builder):
             if suite not in bases:
                 bases[suite] = self._guard("base", None, partial(self._base, suite))
             # One env per (base, requirements): resolving wheels asks the index each time.
-            wanted = (suite, tuple(spec.packages))
+            wanted = (suite, tuple(spec.packages), tuple(spec.npm))
             if wanted not in envs:
                 envs[wanted] = self._guard("env", bases[suite], partial(self._env, spec, suite))
             env = envs[wanted]
@@ -375,6 +375,11 @@ class NixBuilder(Builder):
     # --- env: the wheels
 
     def _env(self, spec: TestSpec, suite: str, base: Layer) -> Layer:
+        if spec.npm:
+            raise UserError(
+                f"the nix builder cannot install npm packages ({spec.repo} {spec.version} asks "
+                f"for {', '.join(spec.npm)}): build it with environment.builder=containerfile"
+            )
         python = next((v for v, s in PYTHON_SUITES.items() if s == suite), None)
         if python is None:
             raise UserError(f"environment.base.suite: no Python known for Debian suite {suite!r}")

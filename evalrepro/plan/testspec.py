@@ -120,6 +120,7 @@ def compile_test_spec(
         base_commit=sample.base_commit,
         python=spec.python,
         packages=spec.packages,
+        npm=spec.npm,
         install=spec.install,
         test_cmd=spec.test_cmd,
         test_directives=directives,

@@ -64,9 +64,10 @@ class TestSpec(Record):
     __test__ = False  # not a pytest test class
     record: Literal["TestSpec"] = "TestSpec"
     #: 2: ``outside_files`` and ``outside_left`` (the test files the command runs outside
-    #: the test patch, where the trial's canaries go too).
-    schema_version: int = 2
-    migrations = {1: unchanged}
+    #: the test patch, where the trial's canaries go too). 3: ``npm`` (the spec's npm
+    #: packages; none before).
+    schema_version: int = 3
+    migrations = {1: unchanged, 2: unchanged}
     instance_id: str
     repo: str
     version: str
@@ -74,6 +75,8 @@ class TestSpec(Record):
     #: None: the environment's base suite's own python3.
     python: str | None = None
     packages: list[str]
+    #: npm specifiers (``mocha@10.2.0``) or the repository path of a package-lock.json.
+    npm: list[str] = []
     install: str | None
     test_cmd: str
     test_directives: list[str]

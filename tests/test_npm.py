@@ -1,0 +1,253 @@
+"""npm packages pinned against the real npm registry, fetched again by hash, unpacked into
+a node_modules tree by the env layer's installer (evalrepro.build.npm,
+backends/podman/npm-install.py), and a spec's ``npm`` field."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from evalrepro.build import npm
+from evalrepro.build.inputs import KINDS
+from evalrepro.build.npm import NpmPin, fetch_tarballs, lockfile_pins, resolve_npm, tarball_path
+from evalrepro.config.spec import RepoSpec
+from evalrepro.errors import UserError, validation_message
+from evalrepro.records.image import PinnedInput
+from evalrepro.records.testspec import TestSpec
+
+INSTALLER = Path(__file__).resolve().parents[1] / "backends" / "podman" / "npm-install.py"
+SPRINTF = "sprintf-js@1.0.3"
+#: debug 4.3.4 depends on ms 2.1.2 (exactly one dependency, none below it).
+DEBUG = "debug@4.3.4"
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("npm-cache")
+
+
+@pytest.fixture(scope="module")
+def pins(cache: Path) -> list[NpmPin]:
+    return resolve_npm([DEBUG, SPRINTF, "mkdirp@1.0.4"], cache_dir=cache)
+
+
+# --- the spec ------------------------------------------------------------------------------
+
+
+def _spec(npm_value: object) -> RepoSpec:
+    return RepoSpec.model_validate({"test_cmd": "true", "parser": "eslint", "npm": npm_value})
+
+
+def test_a_spec_takes_exact_specifiers_or_a_lockfile() -> None:
+    assert _spec([SPRINTF, "@types/node@20.1.0"]).npm == [SPRINTF, "@types/node@20.1.0"]
+    assert _spec("lockfile").npm == ["package-lock.json"]
+    assert _spec("web/package-lock.json").npm == ["web/package-lock.json"]
+    assert _spec([]).npm == []
+    assert RepoSpec(test_cmd="true", parser="eslint").npm == []
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        (["mocha@^10.2.0"], "'mocha@^10.2.0' is not an exact npm specifier"),
+        (["mocha"], "'mocha' is not an exact npm specifier"),
+        (["mocha@latest"], "'mocha@latest' is not an exact npm specifier"),
+        (["mocha@10.2"], "'mocha@10.2' is not an exact npm specifier"),
+        (["mocha@10.2.0", "mocha@10.3.0"], "npm package mocha is listed twice"),
+        (["lockfile", SPRINTF], "list it alone"),
+        (["../package-lock.json"], "is not a path inside the repository"),
+    ],
+)
+def test_a_spec_refuses_what_is_not_exact_in_one_line(value: list[str], said: str) -> None:
+    with pytest.raises(ValidationError) as caught:
+        _spec(value)
+    message = validation_message(caught.value, model=RepoSpec)
+    assert said in message and "\n" not in message
+
+
+def test_test_spec_version_2_reads_as_3_without_npm() -> None:
+    # A TestSpec of the release before (schema 2) reads, with no npm packages.
+    fields = TestSpec.model_fields
+    assert TestSpec.pinned_version() == 3 and fields["npm"].default == []
+    assert 2 in TestSpec.migrations and TestSpec.migrations[2]({"a": 1}) == {"a": 1}
+
+
+# --- resolving ----------------------------------------------------------------------------
+
+
+def test_resolve_pins_the_closure_with_sha256_and_integrity(pins: list[NpmPin], cache: Path):
+    by_path = {pin.path: pin for pin in pins}
+    assert sorted(by_path) == ["debug", "mkdirp", "ms", "sprintf-js"]
+    assert (by_path["debug"].version, by_path["ms"].version) == ("4.3.4", "2.1.2")
+    assert by_path["sprintf-js"].url == "https://registry.npmjs.org/sprintf-js/-/sprintf-js-1.0.3.tgz"
+    for pin in pins:
+        data = tarball_path(cache, pin).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == pin.sha256
+        assert pin.integrity.startswith("sha512-") and npm.integrity_matches(data, pin.integrity)
+
+
+def test_a_resolve_is_kept_and_the_same(pins: list[NpmPin], cache: Path) -> None:
+    assert resolve_npm([SPRINTF, "mkdirp@1.0.4", DEBUG], cache_dir=cache) == pins
+
+
+@pytest.mark.parametrize(
+    ("specifier", "said"),
+    [
+        ("evalrepro-no-such-package-3f9c1@1.0.0", "evalrepro-no-such-package-3f9c1"),
+        ("sprintf-js@99.0.0", "sprintf-js@99.0.0"),
+    ],
+)
+def test_an_unknown_package_or_version_is_one_line_naming_it(
+    specifier: str, said: str, tmp_path: Path
+) -> None:
+    with pytest.raises(UserError) as caught:
+        resolve_npm([specifier], cache_dir=tmp_path)
+    message = str(caught.value)
+    assert message.startswith(f"npm cannot resolve {specifier} from https://registry.npmjs.org/")
+    assert said in message.split(": ", 1)[1] and "\n" not in message
+
+
+# --- a repository's lockfile --------------------------------------------------------------
+
+
+def _lock(pins: list[NpmPin], **extra: dict) -> bytes:
+    packages: dict[str, dict] = {"": {"name": "repo", "version": "1.0.0"}}
+    for pin in pins:
+        packages[f"node_modules/{pin.path}"] = {
+            "version": pin.version,
+            "resolved": pin.url,
+            "integrity": pin.integrity,
+            "dev": True,
+        }
+    packages.update(extra)
+    return json.dumps({"lockfileVersion": 3, "packages": packages}).encode()
+
+
+def test_a_lockfile_gives_its_closure_leaving_out_optional_packages_of_other_platforms(
+    pins: list[NpmPin], cache: Path
+) -> None:
+    sprintf = next(p for p in pins if p.path == "sprintf-js")
+    darwin = {
+        "version": "2.3.3",
+        "resolved": "https://registry.npmjs.org/fsevents/-/fsevents-2.3.3.tgz",
+        "integrity": "sha512-x",
+        "optional": True,
+        "os": ["darwin"],
+    }
+    lock = _lock([sprintf], **{"node_modules/fsevents": darwin})
+    assert lockfile_pins(lock, "repo's package-lock.json", cache_dir=cache) == [sprintf]
+    not_optional = {**darwin, "optional": False}
+    with pytest.raises(UserError, match=r"npm package fsevents is for os darwin, not the images'"):
+        lockfile_pins(_lock([], **{"node_modules/fsevents": not_optional}), "lock", cache_dir=cache)
+
+
+@pytest.mark.parametrize(
+    ("entry", "said"),
+    [
+        ({"version": "1.0.3", "resolved": "https://registry.npmjs.org/sprintf-js/-/sprintf-js-1.0.3.tgz"},
+         "lock: npm package sprintf-js 1.0.3 has no integrity"),
+        ({"version": "1.0.3", "resolved": "git+ssh://git@github.com/a/b.git#abc", "integrity": "sha512-x"},
+         "has no registry tarball URL (git+ssh://git@github.com/a/b.git#abc)"),
+        ({"version": "1.0.3", "resolved": "https://registry.npmjs.org/sprintf-js/-/sprintf-js-1.0.3.tgz",
+          "integrity": "sha512-" + "A" * 86 + "=="},
+         "does not match its integrity"),
+    ],
+)  # fmt: skip
+def test_a_lockfile_entry_that_pins_nothing_is_refused_naming_it(
+    entry: dict, said: str, tmp_path: Path
+) -> None:
+    lock = _lock([], **{"node_modules/sprintf-js": entry})
+    with pytest.raises(UserError) as caught:
+        lockfile_pins(lock, "lock", cache_dir=tmp_path)
+    assert said in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_workspace_links_and_old_lockfiles_are_refused(cache: Path) -> None:
+    link = {"node_modules/app": {"resolved": "packages/app", "link": True}}
+    with pytest.raises(UserError, match="node_modules/app is a workspace or linked package"):
+        lockfile_pins(_lock([], **link), "lock", cache_dir=cache)
+    old = json.dumps({"lockfileVersion": 1, "dependencies": {}}).encode()
+    with pytest.raises(UserError, match="lockfileVersion 1"):
+        lockfile_pins(old, "lock", cache_dir=cache)
+
+
+# --- fetching again -----------------------------------------------------------------------
+
+
+def test_fetch_checks_the_cache_and_refuses_other_bytes(pins: list[NpmPin], tmp_path: Path):
+    sprintf = next(p for p in pins if p.path == "sprintf-js")
+    (path,) = fetch_tarballs([sprintf], tmp_path)  # downloaded into an empty cache
+    assert path == tarball_path(tmp_path, sprintf)
+    path.write_bytes(b"not the tarball")  # a corrupt cache entry is fetched again
+    assert fetch_tarballs([sprintf], tmp_path)[0].read_bytes() != b"not the tarball"
+    edited = sprintf.model_copy(update={"sha256": "0" * 64})
+    with pytest.raises(UserError) as caught:
+        fetch_tarballs([edited], tmp_path)
+    assert str(caught.value) == (
+        f"npm package sprintf-js 1.0.3: the tarball at {sprintf.url} has sha256 "
+        f"{sprintf.sha256}, not the pinned {'0' * 64}"
+    )
+
+
+def test_a_bundle_finds_tarballs_where_the_builder_keeps_them(pins: list[NpmPin], cache: Path):
+    pin = pins[0]
+    pinned = PinnedInput(kind="npm", name=pin.path, version=pin.version, digest=pin.digest)
+    (place,) = KINDS[("containerfile", "npm")].places(pinned, cache.parent / "builder")
+    assert place == tarball_path(cache.parent / "builder" / "npm", pin)
+
+
+def test_inputs_without_integrity_are_written_and_digested_as_before() -> None:
+    deb = PinnedInput(kind="deb", name="bash", version="5.2", digest="sha256:" + "1" * 64)
+    assert "integrity" not in deb.model_dump_json() and "integrity" not in deb.identity()
+    tarball = deb.model_copy(update={"kind": "npm", "integrity": "sha512-abc"})
+    assert tarball.identity()["integrity"] == "sha512-abc"
+    assert PinnedInput.model_validate_json(tarball.model_dump_json()) == tarball
+
+
+# --- the installer ------------------------------------------------------------------------
+
+
+def test_the_installer_lays_out_the_tree_npm_would_with_bin_links(
+    pins: list[NpmPin], cache: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "npm"
+    folder.mkdir()
+    for pin in pins:
+        os.link(tarball_path(cache, pin), folder / f"{pin.sha256}.tgz")
+    (folder / "manifest.json").write_text(json.dumps(npm.install_manifest(pins)))
+    target = tmp_path / "root" / "node_modules"
+    subprocess.run(
+        [sys.executable, str(INSTALLER), str(folder), str(target)],
+        check=True,
+        env={**os.environ, "SOURCE_DATE_EPOCH": "1700000000"},
+    )
+    assert sorted(p.name for p in target.iterdir()) == [".bin", "debug", "mkdirp", "ms", "sprintf-js"]
+    link = target / ".bin" / "mkdirp"
+    assert os.readlink(link) == "../mkdirp/bin/cmd.js" and os.access(link, os.X_OK)
+    assert {p.stat().st_mtime for p in target.rglob("*") if not p.is_symlink()} == {1700000000}
+    # node finds them from a project below, as it finds a project's own node_modules
+    project = tmp_path / "root" / "testbed"
+    project.mkdir()
+    script = "console.log(require('debug')('x').namespace, require('sprintf-js').sprintf('%03d', 7))"
+    done = subprocess.run(
+        ["node", "-e", script], cwd=project, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["x", "007"]
+    # a tarball that is not the pinned one is refused
+    (folder / f"{pins[0].sha256}.tgz").unlink()
+    (folder / f"{pins[0].sha256}.tgz").write_bytes(b"other")
+    refused = subprocess.run(
+        [sys.executable, str(INSTALLER), str(folder), str(tmp_path / "again")],
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode == 1
+    assert re.fullmatch(r"npm-install: \S+\.tgz is not the pinned tarball of debug\n", refused.stderr)
