@@ -194,8 +194,11 @@ def _npm(args: list[str], *, cwd: Path) -> subprocess.CompletedProcess[str]:
             if k.lower().startswith("npm_config_") and k.lower()[11:] in _NPM_KEPT
         }
     )
-    env["npm_config_userconfig"] = os.devnull
-    env["npm_config_globalconfig"] = os.devnull
+    # Empty files of its own (npm refuses one file for both).
+    for scope in ("userconfig", "globalconfig"):
+        empty = cwd / f".{scope}"
+        empty.write_text("")
+        env[f"npm_config_{scope}"] = str(empty)
     npm = shutil.which("npm")
     if npm is None:
         raise UserError("npm is not installed (the lock step resolves npm packages with it)")
