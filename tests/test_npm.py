@@ -87,7 +87,9 @@ def test_resolve_pins_the_closure_with_sha256_and_integrity(pins: list[NpmPin], 
     by_path = {pin.path: pin for pin in pins}
     assert sorted(by_path) == ["debug", "mkdirp", "ms", "sprintf-js"]
     assert (by_path["debug"].version, by_path["ms"].version) == ("4.3.4", "2.1.2")
-    assert by_path["sprintf-js"].url == "https://registry.npmjs.org/sprintf-js/-/sprintf-js-1.0.3.tgz"
+    assert (
+        by_path["sprintf-js"].url == "https://registry.npmjs.org/sprintf-js/-/sprintf-js-1.0.3.tgz"
+    )
     for pin in pins:
         data = tarball_path(cache, pin).read_bytes()
         assert hashlib.sha256(data).hexdigest() == pin.sha256
@@ -149,18 +151,30 @@ def test_a_lockfile_gives_its_closure_leaving_out_optional_packages_of_other_pla
         lockfile_pins(_lock([], **{"node_modules/fsevents": not_optional}), "lock", cache_dir=cache)
 
 
+SPRINTF_URL = "https://registry.npmjs.org/sprintf-js/-/sprintf-js-1.0.3.tgz"
+
+
 @pytest.mark.parametrize(
     ("entry", "said"),
     [
-        ({"version": "1.0.3", "resolved": "https://registry.npmjs.org/sprintf-js/-/sprintf-js-1.0.3.tgz"},
-         "lock: npm package sprintf-js 1.0.3 has no integrity"),
-        ({"version": "1.0.3", "resolved": "git+ssh://git@github.com/a/b.git#abc", "integrity": "sha512-x"},
-         "has no registry tarball URL (git+ssh://git@github.com/a/b.git#abc)"),
-        ({"version": "1.0.3", "resolved": "https://registry.npmjs.org/sprintf-js/-/sprintf-js-1.0.3.tgz",
-          "integrity": "sha512-" + "A" * 86 + "=="},
-         "does not match its integrity"),
+        (
+            {"version": "1.0.3", "resolved": SPRINTF_URL},
+            "lock: npm package sprintf-js 1.0.3 has no integrity",
+        ),
+        (
+            {
+                "version": "1.0.3",
+                "resolved": "git+ssh://git@x.example/b.git#a",
+                "integrity": "sha512-x",
+            },
+            "has no registry tarball URL (git+ssh://git@x.example/b.git#a)",
+        ),
+        (
+            {"version": "1.0.3", "resolved": SPRINTF_URL, "integrity": f"sha512-{'A' * 86}=="},
+            "does not match its integrity",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_lockfile_entry_that_pins_nothing_is_refused_naming_it(
     entry: dict, said: str, tmp_path: Path
 ) -> None:
@@ -229,14 +243,22 @@ def test_the_installer_lays_out_the_tree_npm_would_with_bin_links(
         check=True,
         env={**os.environ, "SOURCE_DATE_EPOCH": "1700000000"},
     )
-    assert sorted(p.name for p in target.iterdir()) == [".bin", "debug", "mkdirp", "ms", "sprintf-js"]
+    assert sorted(p.name for p in target.iterdir()) == [
+        ".bin",
+        "debug",
+        "mkdirp",
+        "ms",
+        "sprintf-js",
+    ]
     link = target / ".bin" / "mkdirp"
     assert os.readlink(link) == "../mkdirp/bin/cmd.js" and os.access(link, os.X_OK)
     assert {p.stat().st_mtime for p in target.rglob("*") if not p.is_symlink()} == {1700000000}
     # node finds them from a project below, as it finds a project's own node_modules
     project = tmp_path / "root" / "testbed"
     project.mkdir()
-    script = "console.log(require('debug')('x').namespace, require('sprintf-js').sprintf('%03d', 7))"
+    script = (
+        "console.log(require('debug')('x').namespace, require('sprintf-js').sprintf('%03d', 7))"
+    )
     done = subprocess.run(
         ["node", "-e", script], cwd=project, capture_output=True, text=True, check=True
     )
@@ -250,4 +272,72 @@ def test_the_installer_lays_out_the_tree_npm_would_with_bin_links(
         text=True,
     )
     assert refused.returncode == 1
-    assert re.fullmatch(r"npm-install: \S+\.tgz is not the pinned tarball of debug\n", refused.stderr)
+    assert re.fullmatch(
+        r"npm-install: \S+\.tgz is not the pinned tarball of debug\n", refused.stderr
+    )
+
+
+# --- a spec's npm, as the builders take it ------------------------------------------------
+
+
+def _test_spec(npm_value: object, base_commit: str):
+    from evalrepro.config.protection import TestProtection
+    from evalrepro.plan.testspec import compile_test_spec
+    from tests.repo_support import sample
+
+    spec = RepoSpec.model_validate(
+        {"test_cmd": "/node_modules/.bin/mocha", "parser": "eslint", "npm": npm_value}
+    )
+    return compile_test_spec(
+        sample("me__js-1", "me/js", base_commit),
+        spec,
+        parser="eslint",
+        fail_only=True,
+        protection=TestProtection(),
+    )
+
+
+def test_npm_lockfile_takes_the_repository_lockfile_at_the_base_commit(
+    pins: list[NpmPin], cache: Path, tmp_path: Path
+) -> None:
+    from evalrepro.build.containerfile import _npm_request
+    from evalrepro.sources.checkout import LocalCheckout
+    from tests.repo_support import commit, make_repo
+
+    sprintf = next(p for p in pins if p.path == "sprintf-js")
+    repo = tmp_path / "js"
+    without = make_repo(repo, {"index.js": "module.exports = 1;\n"})
+    lock = _lock([sprintf]).decode()
+    with_lock = commit(repo, {"web/package-lock.json": lock + "\n"}, "lock")
+    checkout = LocalCheckout(name="local js", git_dir=repo / ".git", refs=())
+
+    spec = _test_spec("web/package-lock.json", with_lock)
+    assert spec.npm == ["web/package-lock.json"]
+    request = _npm_request(spec, checkout)
+    assert not isinstance(request, str) and request is not None
+    (asked,) = request.inputs
+    assert (asked.kind, asked.name, asked.source) == (
+        "npm-lockfile",
+        "web/package-lock.json",
+        "me/js",
+    )
+    assert request.lock is not None and json.loads(request.lock) == json.loads(lock)
+    assert lockfile_pins(request.lock, "me/js", cache_dir=cache) == [sprintf]
+
+    missing = _npm_request(_test_spec("web/package-lock.json", without), checkout)
+    assert missing == f"npm: me/js has no web/package-lock.json at its base commit {without[:12]}"
+    assert _npm_request(_test_spec([], with_lock), checkout) is None
+    (one,) = _npm_request(_test_spec([SPRINTF], with_lock), checkout).inputs
+    assert (one.kind, one.name) == ("npm-request", SPRINTF)
+
+
+def test_the_nix_builder_refuses_npm_packages_in_one_line() -> None:
+    from evalrepro.build.nix import NixBuilder
+
+    spec = _test_spec([SPRINTF], "a" * 40)
+    with pytest.raises(UserError) as caught:
+        NixBuilder._env(NixBuilder.__new__(NixBuilder), spec, "bookworm", None)  # type: ignore[arg-type]
+    assert str(caught.value) == (
+        "the nix builder cannot install npm packages (me/js asks for sprintf-js@1.0.3): "
+        "build it with environment.builder=containerfile"
+    )

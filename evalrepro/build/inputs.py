@@ -76,7 +76,16 @@ BUSYBOX_FOLDER = "evalrepro-busybox"
 #: Kinds that are not files: values in the lockfile, evalrepro's own recipe files, or
 #: an image (in the image archive).
 NOT_FILES = frozenset(
-    {"setting", "package", "requirement", "npm-request", "npm-lockfile", "commit", "recipe", "image"}
+    {
+        "setting",
+        "package",
+        "requirement",
+        "npm-request",
+        "npm-lockfile",
+        "commit",
+        "recipe",
+        "image",
+    }
 )
 
 

@@ -377,8 +377,9 @@ class NixBuilder(Builder):
     def _env(self, spec: TestSpec, suite: str, base: Layer) -> Layer:
         if spec.npm:
             raise UserError(
-                f"the nix builder cannot install npm packages ({spec.repo} {spec.version} asks "
-                f"for {', '.join(spec.npm)}): build it with environment.builder=containerfile"
+                f"the nix builder cannot install npm packages "
+                f"({' '.join(filter(None, (spec.repo, spec.version)))} asks for "
+                f"{', '.join(spec.npm)}): build it with environment.builder=containerfile"
             )
         python = next((v for v, s in PYTHON_SUITES.items() if s == suite), None)
         if python is None:

@@ -386,8 +386,10 @@ def _fetch_checked(
             known = None
     if known is not None and re.fullmatch(_SHA256, known):
         cached = cache_dir / "tarballs" / known[:2] / f"{known}.tgz"
-        if cached.is_file() and _sha256_file(cached) == known and integrity_matches(
-            cached, integrity
+        if (
+            cached.is_file()
+            and _sha256_file(cached) == known
+            and integrity_matches(cached, integrity)
         ):
             return cached
     data = _download(url, label)
@@ -404,7 +406,7 @@ def _fetch_checked(
 
 def _download(url: str, label: str) -> bytes:
     try:
-        with urllib.request.urlopen(url, timeout=_DOWNLOAD_TIMEOUT) as response:  # noqa: S310
+        with urllib.request.urlopen(url, timeout=_DOWNLOAD_TIMEOUT) as response:
             return response.read()
     except (urllib.error.URLError, OSError, ValueError) as error:
         reason = getattr(error, "reason", None) or error

@@ -19,7 +19,9 @@ PYTHON_SUITES = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
 #: An npm package name (scoped or not) as the registry accepts new ones, lower case.
 NPM_NAME = r"(?:@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]*"
 #: An exact semver version: ``10.2.0``, ``1.0.0-rc.1``, ``2.0.0+build.5``.
-NPM_VERSION = r"(?:0|[1-9]\d*)\.(?:0|[1-9]\d*)\.(?:0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?"
+NPM_VERSION = (
+    r"(?:0|[1-9]\d*)\.(?:0|[1-9]\d*)\.(?:0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?"
+)
 _NPM_SPECIFIER = re.compile(rf"^(?P<name>{NPM_NAME})@(?P<version>{NPM_VERSION})$")
 #: What ``npm: lockfile`` means: the repository's own lockfile at its top.
 NPM_LOCKFILE = "package-lock.json"
