@@ -16,6 +16,7 @@ import pytest
 from pydantic import ValidationError
 
 from evalrepro.build import npm
+from evalrepro.build.images import layer_key
 from evalrepro.build.inputs import KINDS
 from evalrepro.build.npm import NpmPin, fetch_tarballs, lockfile_pins, resolve_npm, tarball_path
 from evalrepro.config.spec import RepoSpec
@@ -224,6 +225,11 @@ def test_inputs_without_integrity_are_written_and_digested_as_before() -> None:
     tarball = deb.model_copy(update={"kind": "npm", "integrity": "sha512-abc"})
     assert tarball.identity()["integrity"] == "sha512-abc"
     assert PinnedInput.model_validate_json(tarball.model_dump_json()) == tarball
+    # an edited integrity is an edit of the layer (the key a lockfile's check recomputes)
+    edited = tarball.model_copy(update={"integrity": "sha512-abd"})
+    assert layer_key("containerfile", "env", [tarball], None) != layer_key(
+        "containerfile", "env", [edited], None
+    )
 
 
 # --- the installer ------------------------------------------------------------------------
