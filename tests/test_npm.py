@@ -347,3 +347,57 @@ def test_the_nix_builder_refuses_npm_packages_in_one_line() -> None:
         "the nix builder cannot install npm packages (me/js asks for sprintf-js@1.0.3): "
         "build it with environment.builder=containerfile"
     )
+
+
+def test_a_bundle_carries_the_tarballs_and_seeds_a_cache_the_builder_fetches_from(
+    pins: list[NpmPin], cache: Path, tmp_path: Path
+) -> None:
+    from evalrepro.build.containerfile import _npm_input, _npm_pin
+    from evalrepro.build.images import inputs_digest
+    from evalrepro.build.inputs import collect_inputs, seed_cache
+    from evalrepro.plan.lockfile import read_lockfile
+    from evalrepro.records.lockfile import LockedImage
+
+    # The committed demo lockfile, its layers replaced by one env layer of npm tarballs
+    # (no trials: no histories to export).
+    demo = read_lockfile(Path(__file__).parents[1] / "lockfiles" / "demo.lock.json", checked=False)
+    tarballs = [_npm_input(pin) for pin in pins]
+    env = LockedImage(
+        builder="containerfile",
+        layer="env",
+        key=layer_key("containerfile", "env", tarballs, None),
+        inputs_digest=inputs_digest(tarballs),
+        inputs=tarballs,
+        parent_key=None,
+        tag="localhost/evalrepro-env:npm",
+        image_digest="sha256:" + "2" * 64,
+    )
+    lock = demo.model_copy(
+        update={"environment": demo.environment.model_copy(update={"images": [env]}), "trials": []}
+    )
+    builder_cache = tmp_path / "author"
+    for pin in pins:  # where the author's builder kept them
+        (builder_cache / "npm" / "tarballs" / pin.sha256[:2]).mkdir(parents=True, exist_ok=True)
+        os.link(tarball_path(cache, pin), tarball_path(builder_cache / "npm", pin))
+    collected = collect_inputs(lock, builder_cache, tmp_path / "bundle")
+    assert sorted((c.kind, c.name, c.version) for c in collected) == sorted(
+        ("npm", pin.path, pin.version) for pin in pins
+    )
+    assert all(c.sha256 == c.digest.removeprefix("sha256:") for c in collected)
+    reviewer = tmp_path / "reviewer"
+    assert seed_cache(tmp_path / "bundle", lock, reviewer) == len(pins)
+    # The reviewer's build takes them from the seeded cache: their URLs are not asked.
+    offline = [
+        _npm_pin(t).model_copy(update={"url": "http://127.0.0.1:9/gone.tgz"}) for t in tarballs
+    ]
+    assert [p.read_bytes() for p in fetch_tarballs(offline, reviewer / "npm")] == [
+        tarball_path(cache, pin).read_bytes() for pin in pins
+    ]
+    # A bundled tarball whose bytes are not its pin's is refused, naming it.
+    first = tmp_path / "bundle" / pins[0].sha256
+    first.write_bytes(b"other bytes")
+    with pytest.raises(
+        UserError,
+        match=rf"npm {pins[0].path} {pins[0].version}: .* has \w{{12}}, the lockfile pins",
+    ):
+        seed_cache(tmp_path / "bundle", lock, tmp_path / "third")
