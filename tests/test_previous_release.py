@@ -159,7 +159,11 @@ def test_the_old_demo_lockfile_differs_from_a_new_lock_of_the_demo_in_the_harnes
         "environment.flaky_counts_as",
         "environment.rerun_failed",
     ]
-    assert len([d for d in found if d.kind == "test_spec"]) == len(new.dataset.instances)
+    specs = [d for d in found if d.kind == "test_spec"]
+    settings = [d.detail.split(":")[0] for d in specs if d.detail.startswith("setting ")]
+    assert len(specs) - len(settings) == len(new.dataset.instances)
+    # The specs gained settings since (npm packages: none), named beside those digests.
+    assert settings and all(setting.endswith(".npm") for setting in settings), settings
     assert all("recipe test spec" in d.detail for d in found if d.kind == "images")
     assert not [
         d
