@@ -91,7 +91,7 @@ def prepare(tmp_path: Path, monkeypatch, workers: int, builds: Builds):
     builder = ContainerfileBuilder(  # type: ignore[arg-type]
         config.environment, runtime, tmp_path, concurrency=config.executor.concurrency
     )
-    builder._base = lambda suite, locked: base_record()  # type: ignore[method-assign]
+    builder._base = lambda suite, debs, locked: base_record()  # type: ignore[method-assign]
     builder._build = builds  # type: ignore[method-assign]
     resolving = {"now": 0, "most": 0}
 
@@ -122,10 +122,10 @@ def test_each_layer_is_built_once_with_at_most_max_workers_builds_at_once(
     builds = Builds()
     specs, images, resolving = prepare(tmp_path, monkeypatch, workers, builds)
     assert len(builds.tags) == len(set(builds.tags))
-    # The demo: one env with pytest, one without; three repos; an instance layer per
-    # base commit (instances of one commit share it).
+    # The demo: one env with pytest (ledger's spec has no packages: no env layer); three
+    # repos; an instance layer per base commit (instances of one commit share it).
     commits = {(spec.repo, spec.base_commit, spec.install) for spec in specs}
-    assert layer_counts(builds.tags) == {"env": 2, "history": 3, "instance": len(commits)}
+    assert layer_counts(builds.tags) == {"env": 1, "history": 3, "instance": len(commits)}
     assert len(commits) > 3
     assert builds.most == workers if workers <= 2 else 2 <= builds.most <= workers
     assert resolving["most"] == 1  # pip resolutions one at a time

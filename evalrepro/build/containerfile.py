@@ -59,7 +59,7 @@ from evalrepro.build.base import Builder
 from evalrepro.build.images import ImageChain, inputs_digest, layer_key
 from evalrepro.build.images import setting_input as _setting
 from evalrepro.config.environment import PodmanEnvironment
-from evalrepro.config.spec import PYTHON_SUITES, npm_lockfile
+from evalrepro.config.spec import base_of, npm_lockfile
 from evalrepro.digest import sha256_bytes, sha256_json
 from evalrepro.errors import UserError
 from evalrepro.records.image import BuildFailure, ImageRecord, PinnedInput
@@ -94,6 +94,12 @@ CUSTOMIZE_HOOKS = (
     f"echo '{_USER['name']}:!::' >> \"$1/etc/gshadow\"",
     f'mkdir -p "$1{_USER["home"]}" && chown {_USER["uid"]}:{_USER["gid"]} "$1{_USER["home"]}"',
 )
+
+
+#: Run before any package of a base with a spec's own packages is unpacked: folders that
+#: the dpkg filters keep empty but some maintainer scripts need (OpenJDK's postinst
+#: registers its manual pages with update-alternatives, which fails without man1).
+SETUP_HOOKS = ('mkdir -p "$1/usr/share/man/man1"',)
 
 
 class BuildError(Exception):
@@ -147,16 +153,14 @@ class ContainerfileBuilder(Builder):
         self._locked_ids = {
             record.key: record.image_digest for record in locked if record.image_digest in held
         }
-        # A spec that names its Python gets the base of the Debian suite shipping it. The
-        # bases first, one at a time (a suite's rootfs is one mmdebstrap of its own).
-        suites = {
-            spec.instance_id: PYTHON_SUITES[spec.python] if spec.python else self.config.base.suite
-            for spec in specs
-        }
-        bases = {suite: self._base(suite, locked) for suite in dict.fromkeys(suites.values())}
+        # A spec that names its Python gets the base of the Debian suite shipping it, with
+        # its own Debian packages on top. The bases first, one at a time (each rootfs is
+        # one mmdebstrap of its own).
+        of = {spec.instance_id: base_of(spec, self.config.base.suite) for spec in specs}
+        bases = {wanted: self._base(*wanted, locked) for wanted in dict.fromkeys(of.values())}
 
         def chain(spec: TestSpec) -> ImageChain | BuildFailure:
-            base = bases[suites[spec.instance_id]]
+            base = bases[of[spec.instance_id]]
             return self._chain(spec, checkouts[spec.instance_id], base, locked)
 
         pool = ThreadPoolExecutor(max_workers=self.concurrency)
@@ -192,7 +196,13 @@ class ContainerfileBuilder(Builder):
             _setting("install", spec.install),
         ]
         steps: list[Callable[[ImageRecord], ImageRecord | BuildFailure]] = [
-            partial(self._env, spec.packages, locked, npm=_npm_request(spec, checkout)),
+            # A spec without Python or npm packages has no env layer (no empty venv): its
+            # history and instance sit on the base.
+            *(
+                [partial(self._env, spec.packages, locked, npm=_npm_request(spec, checkout))]
+                if spec.packages or spec.npm
+                else []
+            ),
             partial(self._layer, "history", history, stage=partial(_stage_history, checkout)),
             # The install command may download: this build alone has network.
             partial(
@@ -216,18 +226,27 @@ class ContainerfileBuilder(Builder):
 
     # --- pinned inputs ---------------------------------------------------------------
 
-    def _base(self, suite: str, locked: list[ImageRecord]) -> ImageRecord | BuildFailure:
-        """The base layer of ``suite``: its .debs pinned by the lockfile, else resolved."""
-        requests = self._base_requests(suite)
+    def _base(
+        self, suite: str, extra: tuple[str, ...], locked: list[ImageRecord]
+    ) -> ImageRecord | BuildFailure:
+        """The base layer of ``suite`` with the specs' ``extra`` Debian packages: its .debs
+        pinned by the lockfile, else resolved. A package apt cannot install fails this
+        base (so the trials of its specs alone), naming the package and apt's reason."""
+        requests = self._base_requests(suite, extra)
         debs = _locked_inputs(locked, "base", requests, "deb")
         if debs is None:
             base = self.config.base
             try:
                 pins = debian.resolve(
-                    suite, base.mirror, list(base.packages), cache_dir=self.cache_dir / "debian"
+                    suite,
+                    base.mirror,
+                    [*base.packages, *extra],
+                    cache_dir=self.cache_dir / "debian",
                 )
             except debian.MirrorError as error:
                 return self._failure("base", requests, None, f"cannot resolve packages: {error}")
+            except UserError as error:
+                return self._failure("base", requests, None, str(error))
             debs = [_deb_input(pin, base.mirror) for pin in pins]
         stage = partial(self._stage_base, suite, requests, debs)
         return self._layer("base", [*requests, *debs], None, stage=stage)
@@ -478,8 +497,10 @@ class ContainerfileBuilder(Builder):
             return []
         return [(bundle, "/etc/ssl/certs/ca-certificates.crt")]
 
-    def _base_requests(self, suite: str) -> list[PinnedInput]:
-        """What the config asks of the base layer (its pins come on top)."""
+    def _base_requests(self, suite: str, extra: tuple[str, ...] = ()) -> list[PinnedInput]:
+        """What the config asks of the base layer (its pins come on top): a base without
+        a spec's ``extra`` packages asks exactly what it asked before there were any (the
+        same key, the same image)."""
         base = self.config.base
         return [
             _setting("suite", suite),
@@ -487,11 +508,13 @@ class ContainerfileBuilder(Builder):
             _setting("variant", "minbase"),
             _setting("source_date_epoch", base.source_date_epoch),
             _setting("dpkg_filters", list(DPKG_FILTERS)),
+            *([_setting("setup_hooks", list(SETUP_HOOKS))] if extra else []),
             _setting("customize_hooks", [*CUSTOMIZE_HOOKS, _sources_hook(base.mirror, suite)]),
             *(
                 PinnedInput(kind="package", name=name, digest=sha256_json(name))
                 for name in sorted(base.packages)
             ),
+            *([_setting("debs", list(extra))] if extra else []),
         ]
 
     def _stage_base(
@@ -527,10 +550,14 @@ class ContainerfileBuilder(Builder):
                 list(files.values()), public / "repo", suite=suite, pins=pins
             )
             partial_tar = scratch / "rootfs.tar"
+            extra = any(i.kind == "setting" and i.name == "debs" for i in requests)
             returncode = run_tethered(
-                self._mmdebstrap_command(partial_tar, suite, source, pins),
+                self._mmdebstrap_command(partial_tar, suite, source, pins, setup=extra),
                 stdout=out,
                 env={**os.environ, "SOURCE_DATE_EPOCH": str(base.source_date_epoch)},
+                # Its own user namespace cannot enter a rootless user's private folders:
+                # started elsewhere (a 0700 home), mmdebstrap fails before it builds.
+                cwd="/",
             )
             if returncode != 0:
                 raise BuildError(
@@ -540,12 +567,20 @@ class ContainerfileBuilder(Builder):
         return rootfs
 
     def _mmdebstrap_command(
-        self, output: Path, suite: str, source: str, pins: list[debian.DebPin]
+        self,
+        output: Path,
+        suite: str,
+        source: str,
+        pins: list[debian.DebPin],
+        *,
+        setup: bool = False,
     ) -> list[str]:
+        """``setup``: the base of a spec's packages, with :data:`SETUP_HOOKS`."""
         base = self.config.base
         hooks = [*CUSTOMIZE_HOOKS, _sources_hook(base.mirror, suite)]
         return [
             "mmdebstrap",
+            *(f"--setup-hook={hook}" for hook in (SETUP_HOOKS if setup else ())),
             # The pins are the minbase set already resolved; each is named, since a local
             # repository has the .debs' own priorities, not the archive's (adduser's
             # differ), and minbase's Priority:required set would not be the same.

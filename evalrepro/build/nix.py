@@ -50,7 +50,7 @@ from evalrepro.build.images import ImageChain, inputs_digest, layer_key
 from evalrepro.build.nixstore import NixError
 from evalrepro.config.builders import NixBuilderConfig
 from evalrepro.config.environment import PodmanEnvironment
-from evalrepro.config.spec import PYTHON_SUITES
+from evalrepro.config.spec import PYTHON_SUITES, base_of
 from evalrepro.digest import sha256_bytes, sha256_json
 from evalrepro.errors import UserError
 from evalrepro.records.image import BuildFailure, ImageRecord, PinnedInput
@@ -61,6 +61,11 @@ from evalrepro.sources.git import RepoError
 
 #: The Debian binary every derivation starts from (busybox-static's): a shell, dpkg-deb.
 BUSYBOX = Path("/bin/busybox")
+#: Why a spec with Debian packages of its own gets no image from this builder.
+DEBS_REFUSED = (
+    "the Nix builder does not install a spec's own Debian packages (debs); build it with "
+    "environment.builder=containerfile"
+)
 #: Nix allows these characters in a store path name.
 _UNSAFE = re.compile(r"[^A-Za-z0-9+._?=-]")
 #: Files of the recipe: a change to either is a change to every layer.
@@ -190,8 +195,15 @@ class NixBuilder(Builder):
         envs: dict[tuple[str, tuple[str, ...], tuple[str, ...]], Layer] = {}
         layers: dict[str, Layer] = {}  # instance id -> its instance layer
         for spec in specs:
-            suite = PYTHON_SUITES[spec.python] if spec.python else self.config.base.suite
+            suite, debs = base_of(spec, self.config.base.suite)
             checkout = checkouts[spec.instance_id]
+            if debs:
+                # The base's .debs are unpacked here without their maintainer scripts, which
+                # a toolchain needs (alternatives, generated files): not the same package.
+                refused = f"instance {spec.instance_id}: {DEBS_REFUSED} ({' '.join(debs)})"
+                asked = [setting("debs", list(debs))]
+                layers[spec.instance_id] = Layer("base", asked, None, failure=refused)
+                continue
             if suite not in bases:
                 bases[suite] = self._guard("base", None, partial(self._base, suite))
             # One env per (base, requirements): resolving wheels asks the index each time.

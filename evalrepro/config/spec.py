@@ -8,13 +8,15 @@ the TestSpec a trial runs.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 #: The Python each Debian suite ships as ``python3``: a spec that names its Python gets
 #: the base image of that suite (SWE-bench's specs pin 3.5 to 3.11; others are refused).
 PYTHON_SUITES = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
+#: A Debian package name (Debian policy 5.6.1): what ``debs`` may hold.
+DEB_NAME = re.compile(r"[a-z0-9][a-z0-9+.-]+")
 
 #: An npm package name (scoped or not) as the registry accepts new ones, lower case.
 NPM_NAME = r"(?:@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]*"
@@ -46,6 +48,10 @@ class RepoSpec(BaseModel):
     python: str | None = None
     #: pip requirement specifiers of the env layer, pinned (``pkg==1.2``).
     packages: list[str] = Field(default_factory=list)
+    #: Debian packages of the spec's toolchain (``golang-go``, ``default-jdk-headless``):
+    #: installed, with their dependencies, into its base layer, one base per (suite, set of
+    #: packages), each .deb pinned in the lockfile as the base's own are.
+    debs: list[str] = Field(default_factory=list)
     #: npm packages of the env layer, unpacked into ``/node_modules`` (node comes from the
     #: base): exact registry specifiers (``mocha@10.2.0``), their closure resolved by npm
     #: and pinned at lock time; or ``lockfile`` (the repository's ``package-lock.json`` at
@@ -74,6 +80,14 @@ class RepoSpec(BaseModel):
                 f"from; known: {known}"
             )
         return version
+
+    @field_validator("debs")
+    @classmethod
+    def _deb_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not DEB_NAME.fullmatch(name):
+                raise ValueError(f"not a Debian package name: {name!r}")
+        return value
 
     @field_validator("npm", mode="before")
     @classmethod
@@ -109,3 +123,18 @@ class RepoSpec(BaseModel):
     def suite(self, default: str) -> str:
         """The Debian suite of this spec's base image."""
         return PYTHON_SUITES[self.python] if self.python else default
+
+
+class _SpecOfBase(Protocol):
+    @property
+    def python(self) -> str | None: ...
+    @property
+    def debs(self) -> list[str]: ...
+
+
+def base_of(spec: _SpecOfBase, default_suite: str) -> tuple[str, tuple[str, ...]]:
+    """The base image a spec (a RepoSpec or the TestSpec compiled from it) runs on: its
+    Debian suite and the sorted set of its extra packages. Specs of one base share it; a
+    spec without ``debs`` has the environment's plain base of its suite."""
+    suite = PYTHON_SUITES[spec.python] if spec.python else default_suite
+    return suite, tuple(sorted(set(spec.debs)))

@@ -79,6 +79,7 @@ RESULT_NEUTRAL = (
     "records/usage.py",
     "config/agents.py",
     "config/builders.py",
+    "config/ecosystems.py",
     "config/environment.py",
     "config/program.py",
     "config/protection.py",

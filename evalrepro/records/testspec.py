@@ -4,7 +4,7 @@ part of the trial id. Compiled by ``evalrepro.plan.testspec``.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -60,14 +60,19 @@ class OutsideFile(BaseModel):
     size: int
 
 
+def _no_debs(data: dict[str, Any]) -> dict[str, Any]:
+    """A TestSpec of version 2 ran on the environment's plain base: no ``debs``."""
+    return {**data, "debs": []}
+
+
 class TestSpec(Record):
     __test__ = False  # not a pytest test class
     record: Literal["TestSpec"] = "TestSpec"
     #: 2: ``outside_files`` and ``outside_left`` (the test files the command runs outside
-    #: the test patch, where the trial's canaries go too). 3: ``npm`` (the spec's npm
-    #: packages; none before).
+    #: the test patch, where the trial's canaries go too). 3: ``debs`` and ``npm`` (a spec
+    #: of version 2 had none).
     schema_version: int = 3
-    migrations = {1: unchanged, 2: unchanged}
+    migrations = {1: unchanged, 2: _no_debs}
     instance_id: str
     repo: str
     version: str
@@ -75,6 +80,8 @@ class TestSpec(Record):
     #: None: the environment's base suite's own python3.
     python: str | None = None
     packages: list[str]
+    #: The spec's Debian packages (its base layer's, beside the environment's own).
+    debs: list[str] = []
     #: npm specifiers (``mocha@10.2.0``) or the repository path of a package-lock.json.
     npm: list[str] = []
     install: str | None

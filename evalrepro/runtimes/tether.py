@@ -56,8 +56,9 @@ def stop_all() -> None:
         _running.clear()
 
 
-def run_tethered(argv: list[str], *, stdout, env: dict[str, str]) -> int:
-    """Run ``argv`` (stdout and stderr to ``stdout``) under a keeper; its exit code."""
+def run_tethered(argv: list[str], *, stdout, env: dict[str, str], cwd: str | None = None) -> int:
+    """Run ``argv`` (stdout and stderr to ``stdout``) under a keeper, in ``cwd`` (None:
+    this process's); its exit code."""
     read_end, write_end = os.pipe()
     token = object()
     with _running_lock:
@@ -69,6 +70,7 @@ def run_tethered(argv: list[str], *, stdout, env: dict[str, str]) -> int:
             stdout=stdout,
             stderr=subprocess.STDOUT,
             env=env,
+            cwd=cwd,
             pass_fds=(read_end,),
             # Not in evalrepro's process group: a signal to the group (Ctrl-C) stops
             # evalrepro, whose exit then stops the command through the pipe.

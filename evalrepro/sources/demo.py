@@ -28,25 +28,28 @@ class DemoRepo(BaseModel):
 def open_demo(source: DemoRepo, cache_dir: Path) -> GitDir:
     """The demo repo, built once per state of its sources and found again by their digest
     (building it takes dozens of git processes; its commits are the same every time)."""
-    from evalrepro.sources.demo_repos import build_repo, repo_names, source_digest
+    from evalrepro.sources.demo_repos import build_repo, polyglot_names, repo_names, source_digest
 
-    if source.name not in repo_names():
-        raise UserError(f"no demo repo '{source.name}' (known: {repo_names()})")
+    known_names = [*repo_names(), *polyglot_names()]
+    if source.name not in known_names:
+        raise UserError(f"no demo repo '{source.name}' (known: {', '.join(known_names)})")
     parent = cache_dir / "repos"
     parent.mkdir(parents=True, exist_ok=True)
-    known = parent / f".demo-{source.name}-{source_digest(source.name)[7:23]}.built"
+    # ``polyglot/roman`` -> ``polyglot-roman``: one folder of the cache per repo.
+    flat = source.name.replace("/", "-")
+    known = parent / f".demo-{flat}-{source_digest(source.name)[7:23]}.built"
     try:
         name = known.read_text()
     except OSError:
         name = ""
-    if re.fullmatch(f"demo-{re.escape(source.name)}-[0-9a-f]{{16}}", name) and (
+    if re.fullmatch(f"demo-{re.escape(flat)}-[0-9a-f]{{16}}", name) and (
         (parent / name / ".git").is_dir()
     ):
         return GitDir(f"demo {source.name}", parent / name / ".git")
-    staging = Path(tempfile.mkdtemp(dir=parent, prefix=f".demo-{source.name}-"))
+    staging = Path(tempfile.mkdtemp(dir=parent, prefix=f".demo-{flat}-"))
     try:
         commits = build_repo(source.name, staging / "repo")
-        dest = parent / f"demo-{source.name}-{commits[list(commits)[-1]][:16]}"
+        dest = parent / f"demo-{flat}-{commits[list(commits)[-1]][:16]}"
         if not dest.exists():
             try:
                 os.replace(staging / "repo", dest)

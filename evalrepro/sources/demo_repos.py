@@ -24,6 +24,7 @@ Test ids in ``instances.jsonl`` use the native parser family's format:
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,6 +34,7 @@ from evalrepro.sources import commits
 from evalrepro.sources.commits import Signature, commit_directory, init_repository
 
 REPOS_DIR = DEMO_DIR / "repos"
+POLYGLOT_DIR = REPOS_DIR / "polyglot"
 AUTHOR_NAME = "evalrepro demo"
 AUTHOR_EMAIL = "demo@evalrepro.invalid"
 #: 2024-01-01T00:00:00Z; commit N is dated N-1 days later.
@@ -40,16 +42,29 @@ FIRST_COMMIT_EPOCH = 1_704_067_200
 _DAY = 86_400
 
 
+_COMMIT_DIR = re.compile(r"[0-9]{2}-[a-z0-9-]+")
+
+
+def _is_repo(path: Path) -> bool:
+    return path.is_dir() and any(_COMMIT_DIR.fullmatch(p.name) for p in path.iterdir())
+
+
 def repo_names() -> list[str]:
-    """The names of the demo repos (``calc``, ``ledger``, ``textkit``)."""
-    return sorted(path.name for path in REPOS_DIR.iterdir() if path.is_dir())
+    """The names of the Python demo's repos (``calc``, ``ledger``, ``textkit``)."""
+    return sorted(path.name for path in REPOS_DIR.iterdir() if _is_repo(path))
+
+
+def polyglot_names() -> list[str]:
+    """The names of ``demo_polyglot``'s repos, one per language (``polyglot/roman``...)."""
+    return sorted(f"polyglot/{path.name}" for path in POLYGLOT_DIR.iterdir() if _is_repo(path))
 
 
 def commit_dirs(name: str) -> list[Path]:
     """The commit directories of repo ``name``, oldest first."""
     root = REPOS_DIR / name
-    if not root.is_dir():
-        raise ValueError(f"unknown demo repo {name!r}; known: {', '.join(repo_names())}")
+    if name not in (*repo_names(), *polyglot_names()):
+        known = ", ".join((*repo_names(), *polyglot_names()))
+        raise ValueError(f"unknown demo repo {name!r}; known: {known}")
     return sorted(path for path in root.iterdir() if path.is_dir())
 
 

@@ -73,6 +73,11 @@ class LogParser(ABC):
     #: How this runner selects one test and what its exit status says, for fresh runs
     #: (a key of ``evalrepro.grade.fresh.RUNNERS``); None for a runner without that.
     runner: ClassVar[str | None] = None
+    #: The language ecosystems whose projects this runner tests (names of
+    #: ``evalrepro.config.ecosystems.ECOSYSTEMS``): under ``protection.ecosystems: auto``
+    #: their test infrastructure is protected in the instances it reads. None: the
+    #: dataset's ``patterns`` alone, unless the dataset names its ecosystems.
+    ecosystems: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def parse(self, text: str) -> ParsedLog:

@@ -33,6 +33,7 @@ _STATUS = {"ok": Status.PASSED, "FAILED": Status.FAILED}
 @register
 class CargoCompatParser(LogParser):
     name: ClassVar[str] = "cargo"
+    ecosystems: ClassVar[tuple[str, ...]] = ("rust",)
     family: ClassVar[Family] = Family.SWEBENCH
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_cargo",)
     description: ClassVar[str] = (

@@ -130,6 +130,7 @@ class _Reader:
 @register
 class CargoJsonParser(LogParser):
     name: ClassVar[str] = "cargo_json"
+    ecosystems: ClassVar[tuple[str, ...]] = ("rust",)
     family: ClassVar[Family] = Family.NATIVE
     description: ClassVar[str] = (
         "cargo test with libtest's --format json: ids <binary>:<source>::<name>, ignored skipped"

@@ -100,6 +100,7 @@ def django_status_map(log: str) -> dict[str, Status]:
 @register
 class DjangoParser(LogParser):
     name: ClassVar[str] = "django"
+    ecosystems: ClassVar[tuple[str, ...]] = ("python",)
     runner: ClassVar[str | None] = "django"
     canary_styles: ClassVar[tuple[str, ...]] = ("method",)
     family: ClassVar[Family] = Family.SWEBENCH

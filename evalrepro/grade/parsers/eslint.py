@@ -48,6 +48,7 @@ _PASSING = re.compile(r"[1-9]\d* passing")
 @register
 class EslintCompatParser(LogParser):
     name: ClassVar[str] = "eslint"
+    ecosystems: ClassVar[tuple[str, ...]] = ("javascript",)
     family: ClassVar[Family] = Family.SWEBENCH
     fail_only: ClassVar[bool] = True
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_eslint",)

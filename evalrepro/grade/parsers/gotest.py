@@ -35,6 +35,7 @@ _STATUS = {"PASS": Status.PASSED, "FAIL": Status.FAILED, "SKIP": Status.SKIPPED}
 @register
 class GoTestCompatParser(LogParser):
     name: ClassVar[str] = "gotest"
+    ecosystems: ClassVar[tuple[str, ...]] = ("go",)
     family: ClassVar[Family] = Family.SWEBENCH
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_gotest",)
     description: ClassVar[str] = (

@@ -128,6 +128,7 @@ class _Reader:
 @register
 class GoTestJsonParser(LogParser):
     name: ClassVar[str] = "gotest_json"
+    ecosystems: ClassVar[tuple[str, ...]] = ("go",)
     family: ClassVar[Family] = Family.NATIVE
     description: ClassVar[str] = (
         "go test -json: every test keyed <package>::<name>, package failures as errors"

@@ -36,6 +36,7 @@ _TOTALS = re.compile(r"Tests:\s+[1-9]\d*|Test Suites:\s+(?:\d+ \w+, )*[1-9]\d* t
 @register
 class JestCompatParser(LogParser):
     name: ClassVar[str] = "jest"
+    ecosystems: ClassVar[tuple[str, ...]] = ("javascript",)
     family: ClassVar[Family] = Family.SWEBENCH
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_jest",)
     description: ClassVar[str] = (

@@ -23,6 +23,7 @@ _MOUSE_BUTTONS = {"MouseButton.LEFT": "1", "MouseButton.RIGHT": "3"}
 @register
 class SwebenchMatplotlibParser(LogParser):
     name: ClassVar[str] = "matplotlib"
+    ecosystems: ClassVar[tuple[str, ...]] = ("python",)
     runner: ClassVar[str | None] = "pytest"
     canary_styles: ClassVar[tuple[str, ...]] = ("function", "method")
     family: ClassVar[Family] = Family.SWEBENCH

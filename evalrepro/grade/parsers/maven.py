@@ -38,6 +38,7 @@ _STATUS = {"SUCCESS": Status.PASSED, "FAILURE": Status.FAILED}
 @register
 class MavenCompatParser(LogParser):
     name: ClassVar[str] = "maven"
+    ecosystems: ClassVar[tuple[str, ...]] = ("maven", "gradle")
     family: ClassVar[Family] = Family.SWEBENCH
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_maven",)
     description: ClassVar[str] = (

@@ -37,6 +37,7 @@ _TOTALS = re.compile(r"Tests:\s+[1-9]\d*")
 @register
 class PhpUnitCompatParser(LogParser):
     name: ClassVar[str] = "phpunit"
+    ecosystems: ClassVar[tuple[str, ...]] = ("php",)
     family: ClassVar[Family] = Family.SWEBENCH
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_phpunit",)
     description: ClassVar[str] = (

@@ -87,6 +87,7 @@ def status_tokens(log: str, *, rewrite: dict[str, str] | None = None) -> Iterato
 @register
 class SwebenchPytestParser(LogParser):
     name: ClassVar[str] = "pytest"
+    ecosystems: ClassVar[tuple[str, ...]] = ("python",)
     runner: ClassVar[str | None] = "pytest"
     canary_styles: ClassVar[tuple[str, ...]] = ("function", "method")
     family: ClassVar[Family] = Family.SWEBENCH

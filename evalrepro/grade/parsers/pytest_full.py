@@ -61,6 +61,7 @@ _WORST_FIRST = (
 @register
 class PytestFullParser(LogParser):
     name: ClassVar[str] = "pytest_full"
+    ecosystems: ClassVar[tuple[str, ...]] = ("python",)
     runner: ClassVar[str | None] = "pytest"
     canary_styles: ClassVar[tuple[str, ...]] = ("function", "method")
     family: ClassVar[Family] = Family.NATIVE

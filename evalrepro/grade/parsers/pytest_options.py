@@ -40,6 +40,7 @@ def _shorten_parameter(name: str) -> str:
 @register
 class SwebenchPytestOptionsParser(LogParser):
     name: ClassVar[str] = "pytest_options"
+    ecosystems: ClassVar[tuple[str, ...]] = ("python",)
     runner: ClassVar[str | None] = "pytest"
     canary_styles: ClassVar[tuple[str, ...]] = ("function", "method")
     family: ClassVar[Family] = Family.SWEBENCH

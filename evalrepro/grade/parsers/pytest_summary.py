@@ -57,6 +57,7 @@ FOLDED: dict[Status, Status] = {
 @register
 class PytestSummaryParser(LogParser):
     name: ClassVar[str] = "pytest_summary"
+    ecosystems: ClassVar[tuple[str, ...]] = ("python",)
     runner: ClassVar[str | None] = "pytest"
     canary_styles: ClassVar[tuple[str, ...]] = ("function", "method")
     family: ClassVar[Family] = Family.NATIVE

@@ -48,6 +48,7 @@ _DELETE_CONTROL = str.maketrans("", "", "".join(chr(code) for code in range(1, 3
 @register
 class SwebenchPytestV2Parser(LogParser):
     name: ClassVar[str] = "pytest_v2"
+    ecosystems: ClassVar[tuple[str, ...]] = ("python",)
     runner: ClassVar[str | None] = "pytest"
     canary_styles: ClassVar[tuple[str, ...]] = ("function", "method")
     family: ClassVar[Family] = Family.SWEBENCH

@@ -33,6 +33,7 @@ _STATUS = {"passed": Status.PASSED, "failed": Status.FAILED}
 @register
 class RspecCompatParser(LogParser):
     name: ClassVar[str] = "rspec_transformed_json"
+    ecosystems: ClassVar[tuple[str, ...]] = ("ruby",)
     family: ClassVar[Family] = Family.SWEBENCH
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_rspec_transformed_json",)
     description: ClassVar[str] = (

@@ -53,6 +53,7 @@ def _reports(text: str) -> list[tuple[int, dict[str, Any]]]:
 @register
 class RspecJsonParser(LogParser):
     name: ClassVar[str] = "rspec_json"
+    ecosystems: ClassVar[tuple[str, ...]] = ("ruby",)
     family: ClassVar[Family] = Family.NATIVE
     description: ClassVar[str] = "rspec --format json: ids <file>::<full description>"
 

@@ -29,6 +29,7 @@ from evalrepro.grade.parsers.registry import register
 @register
 class SwebenchSeabornParser(LogParser):
     name: ClassVar[str] = "seaborn"
+    ecosystems: ClassVar[tuple[str, ...]] = ("python",)
     runner: ClassVar[str | None] = "pytest"
     canary_styles: ClassVar[tuple[str, ...]] = ("function", "method")
     family: ClassVar[Family] = Family.SWEBENCH

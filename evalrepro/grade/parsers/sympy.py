@@ -63,6 +63,7 @@ def sympy_status_map(log: str) -> dict[str, Status]:
 @register
 class SympyParser(LogParser):
     name: ClassVar[str] = "sympy"
+    ecosystems: ClassVar[tuple[str, ...]] = ("python",)
     canary_styles: ClassVar[tuple[str, ...]] = ("function",)
     family: ClassVar[Family] = Family.SWEBENCH
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_sympy",)

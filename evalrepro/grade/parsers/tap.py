@@ -38,6 +38,7 @@ _TESTS_TOTAL = re.compile(r"^# tests [1-9]\d*", re.M)
 @register
 class TapCompatParser(LogParser):
     name: ClassVar[str] = "tap"
+    ecosystems: ClassVar[tuple[str, ...]] = ("javascript",)
     family: ClassVar[Family] = Family.SWEBENCH
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_tap",)
     description: ClassVar[str] = (

@@ -438,6 +438,7 @@ def _result_counts(text: str) -> dict[Status, int]:
 @register
 class UnittestParser(LogParser):
     name: ClassVar[str] = "unittest"
+    ecosystems: ClassVar[tuple[str, ...]] = ("python",)
     runner: ClassVar[str | None] = "unittest"
     canary_styles: ClassVar[tuple[str, ...]] = ("method",)
     family: ClassVar[Family] = Family.NATIVE

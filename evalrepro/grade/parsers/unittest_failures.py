@@ -29,6 +29,7 @@ from evalrepro.grade.parsers.unittest import TextRunnerLog
 @register
 class UnittestFailuresParser(LogParser):
     name: ClassVar[str] = "unittest_failures"
+    ecosystems: ClassVar[tuple[str, ...]] = ("python",)
     canary_styles: ClassVar[tuple[str, ...]] = ("method",)
     family: ClassVar[Family] = Family.NATIVE
     fail_only: ClassVar[bool] = True

@@ -33,6 +33,7 @@ _STATUS = {"✓": Status.PASSED, FAILED_MARK: Status.FAILED, "↓": Status.SKIPP
 @register
 class VitestCompatParser(LogParser):
     name: ClassVar[str] = "vitest"
+    ecosystems: ClassVar[tuple[str, ...]] = ("javascript",)
     family: ClassVar[Family] = Family.SWEBENCH
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_vitest",)
     description: ClassVar[str] = (
