@@ -163,14 +163,17 @@ def test_the_old_demo_lockfile_differs_from_a_new_lock_of_the_demo_in_the_harnes
     ]
     specs = [d for d in found if d.kind == "test_spec" and not d.detail.startswith("setting ")]
     assert len(specs) == len(new.dataset.instances)
-    # The spec settings that changed since: each spec's debs (none) are new, and the
+    # The spec settings that changed since: each spec's debs and npm (none) are new, and the
     # ledger's test command is python3's (it has no env layer, so no venv's python).
     assert sorted(d.detail for d in found if d.kind == "test_spec" and d not in specs) == [
         "setting dataset.specs.demo/calc.1.0.debs: unset vs []",
+        "setting dataset.specs.demo/calc.1.0.npm: unset vs []",
         "setting dataset.specs.demo/ledger.1.0.debs: unset vs []",
+        "setting dataset.specs.demo/ledger.1.0.npm: unset vs []",
         'setting dataset.specs.demo/ledger.1.0.test_cmd: "python -m unittest -v" vs '
         '"python3 -m unittest -v"',
         "setting dataset.specs.demo/textkit.1.0.debs: unset vs []",
+        "setting dataset.specs.demo/textkit.1.0.npm: unset vs []",
     ]
     assert all("recipe test spec" in d.detail for d in found if d.kind == "images")
     assert not [

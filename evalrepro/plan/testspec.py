@@ -148,6 +148,7 @@ def compile_test_spec(
         python=spec.python,
         packages=spec.packages,
         debs=sorted(set(spec.debs)),
+        npm=spec.npm,
         install=spec.install,
         test_cmd=spec.test_cmd,
         test_directives=directives,
