@@ -9,15 +9,24 @@ each first), its wall time as a user sees it, the two executors alternating run 
 LocalCluster started by the run, inside the measured time). Test-bound: every test
 command first computes ``sum(i*i for i in range(N))`` (as benchmarks/worker_scaling.py
 does). Throughput ratio = median wall(local) / median wall(dask); the goal is at least
-0.95. ``--before DIR``: also the evalrepro package in DIR (``git archive REV evalrepro |
-tar -x -C DIR``) in the same rounds, a change measured against what it changed under the
-same load. Run it as the user who runs evalrepro; results go in docs/performance.md.
+0.95. ``--before DIR``: also the evalrepro package in DIR (``git archive REV evalrepro
+conf backends pyproject.toml | tar -x -C DIR``: the package, its configs, files and kinds)
+in the same rounds, a change measured against what it changed under the same load. Run
+it as the user who runs evalrepro; results go in docs/performance.md.
+
+Beside each wall time, the run's CPU time (user and system): of the ``evalrepro`` process
+and everything it started, the sandboxes included. This process is their subreaper, so
+that what leaves its parent (Dask's fork server and its workers, podman's conmon) is
+still waited for, and counted, here. Load changes CPU time much less than wall time: on
+a shared machine it is the figure to compare. The load average at each run is printed.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -47,13 +56,42 @@ def overrides(test_work: int) -> list[str]:
     ]
 
 
-def one_run(executor: str, test_work: int, root: Path, code: Path | None = None) -> float:
+def one_run(
+    executor: str, test_work: int, root: Path, code: Path | None = None
+) -> tuple[float, float]:
+    """The run's wall time and CPU time (its process tree's, sandboxes included)."""
     run_dir = Path(tempfile.mkdtemp(dir=root)) / "run"
     command = [EVALREPRO, "run", *overrides(test_work), *EXECUTORS[executor]]
     env = {**os.environ, "PYTHONPATH": str(code)} if code is not None else None
+    before = _children_cpu()
     started = time.perf_counter()
     subprocess.run([*command, "--run-dir", str(run_dir)], check=True, capture_output=True, env=env)
-    return time.perf_counter() - started
+    wall = time.perf_counter() - started
+    _reap_orphans()
+    return wall, _children_cpu() - before
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _reap_orphans(within: float = 10.0) -> None:
+    """Wait for the run's orphans (ours as subreaper) to end, for at most ``within`` s (a
+    process that lives on, as rootless podman's pause process, is left)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.05)
+
+
+def _become_subreaper() -> None:
+    PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
 def main() -> None:
@@ -65,23 +103,31 @@ def main() -> None:
     runs: dict[str, tuple[str, Path | None]] = {name: (name, None) for name in EXECUTORS}
     if args.before is not None:
         runs.update({f"{name} before": (name, args.before) for name in EXECUTORS})
+    _become_subreaper()
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         for work in args.test_work:
             for executor in EXECUTORS:
                 one_run(executor, work, root)  # warm: images for this test spec
             walls: dict[str, list[float]] = {label: [] for label in runs}
+            cpus: dict[str, list[float]] = {label: [] for label in runs}
             for _ in range(args.repeat):
                 for label, (executor, code) in runs.items():
-                    walls[label].append(one_run(executor, work, root, code))
-                    print(f"  {label}: {walls[label][-1]:.1f} s", flush=True)
-            medians = {label: statistics.median(found) for label, found in walls.items()}
+                    load = os.getloadavg()[0]
+                    wall, cpu = one_run(executor, work, root, code)
+                    walls[label].append(wall)
+                    cpus[label].append(cpu)
+                    print(f"  {label}: {wall:.1f} s, CPU {cpu:.1f} s (load {load:.1f})", flush=True)
+            wall = {label: statistics.median(found) for label, found in walls.items()}
+            cpu = {label: statistics.median(found) for label, found in cpus.items()}
             what = f"test work {work}" if work else "demo as is"
             for suffix in ("", " before") if args.before is not None else ("",):
-                local, dask = medians[f"local{suffix}"], medians[f"dask{suffix}"]
+                local, dask = f"local{suffix}", f"dask{suffix}"
                 print(
-                    f"{what}{suffix}: local {local:.1f} s, dask {dask:.1f} s (medians of "
-                    f"{args.repeat}); dask throughput {local / dask:.2f} of local",
+                    f"{what}{suffix}: local {wall[local]:.1f} s (CPU {cpu[local]:.1f} s), dask "
+                    f"{wall[dask]:.1f} s (CPU {cpu[dask]:.1f} s), medians of {args.repeat}; "
+                    f"dask throughput {wall[local] / wall[dask]:.2f} of local, CPU "
+                    f"{cpu[dask] / cpu[local]:.2f}x local's",
                     flush=True,
                 )
 

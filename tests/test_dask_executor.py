@@ -163,6 +163,70 @@ def test_short_attempts_go_to_the_workers_in_leases_of_several(tmp_path):
     assert check_run(tmp_path / "run").ok
 
 
+#: A submitter that starts a LocalCluster as a run does, in a process of its own (what it
+#: imports is the point): what it imported, and what its cluster's servers run how often.
+SUBMITTER = """
+import json, sys
+
+def callbacks(dask_worker):
+    return {name: pc.callback_time for name, pc in dask_worker.periodic_callbacks.items()}
+
+def worker(dask_worker):
+    return {**callbacks(dask_worker), "podman": "evalrepro.runtimes.podman" in sys.modules}
+
+def main():
+    from evalrepro.config.experiment import compose
+    from evalrepro.run.executors.dask import _started
+
+    config = compose(["+experiment=demo", "environment=fake", "executor=dask",
+                      "executor.workers=1"])
+    with _started(config.executor, config.environment) as client:
+        (workers,) = client.run(worker).values()
+        (nanny,) = client.run(callbacks, nanny=True).values()
+        scheduler = client.run_on_scheduler(callbacks)
+    heavy = sorted(m for m in ("pandas", "pyarrow", "lz4") if m in sys.modules)
+    print(json.dumps({"heavy": heavy, "worker": workers, "nanny": nanny,
+                      "scheduler": scheduler}))
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_local_clusters_submitter_imports_no_pandas_and_its_servers_watch_themselves_less(
+    tmp_path,
+):
+    """The submitter imports what it uses (distributed's own fork-server preload would
+    import numpy, pandas and lz4 to see which exist); the workers fork from a server
+    that imported the attempt's modules (the podman runtime, though this run's is the
+    fake one); Dask's self-monitoring (the event loop's health every 20 ms, a psutil
+    sample every 500 ms, the nanny's memory every 100 ms) runs less often."""
+    import json
+    import subprocess
+    import sys
+
+    script = tmp_path / "submitter.py"
+    script.write_text(SUBMITTER)
+    root = str(Path(__file__).resolve().parents[1])
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": root},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    facts = json.loads(done.stdout.splitlines()[-1])
+    assert facts["heavy"] == []
+    assert facts["worker"]["podman"], "the worker's modules were imported before its fork"
+    for server in ("worker", "nanny", "scheduler"):
+        assert facts[server]["tick"] == 500, server
+        assert facts[server]["monitor"] == 5000, server
+    for server in ("worker", "nanny"):
+        assert facts[server]["memory_monitor"] == 1000, server
+
+
 def test_without_the_dask_extra_the_run_is_one_line(tmp_path, monkeypatch):
     import sys
 

@@ -18,6 +18,8 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+import pytest
+
 from evalrepro.config.executor import LeasedExecutorConfig
 from evalrepro.config.experiment import compose
 from evalrepro.plan.plan import build_plan
@@ -286,3 +288,100 @@ def test_short_attempts_go_out_in_leases_and_a_lost_lease_costs_one_attempt(tmp_
     assert attempt.trial_id == killed_trial
     assert {str(r.score.outcome) for r in on_disk} == {"resolved"}
     assert sorted(len(r.attempts) for r in on_disk) == [1] * (len(planned) - 1) + [2]
+
+
+# --- a cluster started beside the plan ---------------------------------------------------
+
+#: What the started pools saw: (event, detail).
+STARTED: list[tuple[str, object]] = []
+PLAN_BEGAN = threading.Event()
+REPORT_BEGAN = threading.Event()
+
+
+@contextlib.contextmanager
+def started_pools(config: Any, environment: Any) -> Iterator[PoolCluster]:
+    """The pools, started (and stopped) by the base's ClusterStart: each says in which
+    thread it ran and whether the plan (the report) was under way meanwhile."""
+    STARTED.append(("start", threading.current_thread().name))
+    STARTED.append(("the plan began while the cluster started", PLAN_BEGAN.wait(timeout=30)))
+    cluster = PoolCluster(environment, config.workers, config.marker)
+    try:
+        yield cluster
+    finally:
+        STARTED.append(("stop", threading.current_thread().name))
+        STARTED.append(("the report began while the cluster stopped", REPORT_BEGAN.wait(30)))
+        cluster.close()
+        STARTED.append(("stopped", True))
+
+
+class StartedPoolExecutor(PoolExecutor):
+    kind: ClassVar[str] = "started-pool"
+
+    @classmethod
+    def start_cluster(cls, config: Any, environment: Any) -> Any:
+        return lambda: started_pools(config, environment)
+
+    @contextlib.contextmanager
+    def connect(self) -> Iterator[Cluster]:
+        STARTED.append(("joined", "the run's first submission"))
+        yield self.started.join()
+
+
+class StartedPoolExecutorConfig(PoolExecutorConfig):
+    kind: Literal["started-pool"] = "started-pool"  # type: ignore[assignment]
+    implementation: ClassVar[str] = "tests.test_leased_executor:StartedPoolExecutor"
+
+
+# The config's executor union was made before this kind was declared: its dump says so.
+@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")
+def test_a_kinds_cluster_starts_beside_the_plan_and_stops_while_the_report_is_written(
+    tmp_path, monkeypatch
+):
+    import io
+
+    from rich.console import Console
+
+    from evalrepro import pipeline, plugins
+    from evalrepro.report import run_report
+
+    def plan(*args: Any, **kwargs: Any) -> Any:
+        PLAN_BEGAN.set()
+        return real_plan(*args, **kwargs)
+
+    def report(*args: Any, **kwargs: Any) -> Any:
+        STARTED.append(("report", threading.current_thread().name))
+        REPORT_BEGAN.set()
+        return real_report(*args, **kwargs)
+
+    real_plan, real_report = pipeline.build_plan, run_report.build_run_report
+    # The kind, declared as another package's entry point would declare it.
+    declared = plugins.declared
+
+    def with_started_pool(group: Any) -> dict[str, str]:
+        found = declared(group)
+        if group == "executors":
+            found = {**found, "started-pool": f"{__name__}:StartedPoolExecutorConfig"}
+        return found
+
+    monkeypatch.setattr(plugins, "declared", with_started_pool)
+    monkeypatch.setattr(pipeline, "build_plan", plan)
+    monkeypatch.setattr(run_report, "build_run_report", report)
+    (tmp_path / "no-kill").touch()  # no worker dies here
+    config = compose(["+experiment=demo", "environment=fake"])
+    config = config.model_copy(
+        update={"executor": StartedPoolExecutorConfig(marker=str(tmp_path / "no-kill"))}
+    )
+    outcome = pipeline.run_experiment(
+        config, Console(file=io.StringIO()), run_dir=tmp_path / "run", cache_dir=tmp_path / "c"
+    )
+    assert {str(t.outcome) for t in outcome.results.trials} == {"resolved"}
+    assert len(outcome.results.trials) == 12
+    assert STARTED == [
+        ("start", "evalrepro-cluster"),
+        ("the plan began while the cluster started", True),
+        ("joined", "the run's first submission"),
+        ("stop", "evalrepro-cluster-stop"),
+        ("report", "MainThread"),
+        ("the report began while the cluster stopped", True),
+        ("stopped", True),
+    ]

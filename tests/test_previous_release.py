@@ -141,7 +141,8 @@ def test_the_old_demo_lockfile_differs_from_a_new_lock_of_the_demo_in_the_harnes
     found = differences(old, new)
     # The code that grades changed; the version did not. The test specs changed with the
     # protection they hold (canary tests, declared framework sources, fresh runs, the
-    # second runner, site hooks, whether the tests may read git), and with them the
+    # second runner, site hooks, whether the tests may read git, the ecosystems whose
+    # test infrastructure is protected too: Python's, the same patterns), and with them the
     # instance layers whose recipe holds the test spec; the environment gained the
     # re-runs of failing tests.
     # Nothing else of the config differs: not the executor's settings (0.2's
@@ -151,6 +152,7 @@ def test_the_old_demo_lockfile_differs_from_a_new_lock_of_the_demo_in_the_harnes
     assert old.harness.version == new.harness.version
     assert sorted(d.detail.split(":")[0] for d in found if d.kind == "config") == [
         "dataset.protection.canaries",
+        "dataset.protection.ecosystems",
         "dataset.protection.framework_sources",
         "dataset.protection.fresh_runs",
         "dataset.protection.second_runner",
@@ -161,14 +163,17 @@ def test_the_old_demo_lockfile_differs_from_a_new_lock_of_the_demo_in_the_harnes
     ]
     specs = [d for d in found if d.kind == "test_spec" and not d.detail.startswith("setting ")]
     assert len(specs) == len(new.dataset.instances)
-    # The spec settings that changed since: each spec's debs (none) are new, and the
+    # The spec settings that changed since: each spec's debs and npm (none) are new, and the
     # ledger's test command is python3's (it has no env layer, so no venv's python).
     assert sorted(d.detail for d in found if d.kind == "test_spec" and d not in specs) == [
         "setting dataset.specs.demo/calc.1.0.debs: unset vs []",
+        "setting dataset.specs.demo/calc.1.0.npm: unset vs []",
         "setting dataset.specs.demo/ledger.1.0.debs: unset vs []",
+        "setting dataset.specs.demo/ledger.1.0.npm: unset vs []",
         'setting dataset.specs.demo/ledger.1.0.test_cmd: "python -m unittest -v" vs '
         '"python3 -m unittest -v"',
         "setting dataset.specs.demo/textkit.1.0.debs: unset vs []",
+        "setting dataset.specs.demo/textkit.1.0.npm: unset vs []",
     ]
     assert all("recipe test spec" in d.detail for d in found if d.kind == "images")
     assert not [

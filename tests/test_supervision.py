@@ -64,6 +64,7 @@ from evalrepro.sandbox.protocol import (
     KIND_LOG,
     KIND_OUTPUT,
     MAX_PAYLOAD,
+    PROGRAM,
     PROTOCOL,
 )
 from evalrepro.sandbox.supervisor import load_program
@@ -703,5 +704,5 @@ def test_the_supervisor_loads_the_program_the_host_writes(demo_script, tmp_path)
     path.write_text(program.model_dump_json(indent=2))
     loaded = load_program(str(path))
     assert loaded["limits"] == program.limits
-    assert loaded["schema_version"] == PROTOCOL
+    assert loaded["schema_version"] == PROGRAM
     assert loaded["testbed"] == "/testbed"

@@ -12,7 +12,10 @@ rebuilt):
 * ``env``: a venv with a spec's packages. Its inputs pin every wheel
   (``evalrepro.build.wheels``: resolved for the base's Python and glibc); pip installs
   exactly those from a wheelhouse mounted into the build (``--no-index
-  --require-hashes``), without network;
+  --require-hashes``), without network. A spec with npm packages gets
+  ``Containerfile.env-npm`` instead: the venv only if it has wheels, then every pinned
+  npm tarball (``evalrepro.build.npm``) unpacked into ``/node_modules`` by the base's
+  python3 (``npm-install.py``), also from a mounted folder, without network;
 * ``history``: a repo's whole git history as a bare repo, shared by its instances;
 * ``instance``: the tree at the base commit, whose ``.git`` borrows the history's
   objects; then the spec's install command.
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -41,6 +45,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import cached_property, partial
 from pathlib import Path
 from typing import ClassVar
@@ -49,12 +54,12 @@ from urllib.parse import unquote, urlsplit
 from pydantic import ValidationError
 
 from evalrepro import atomic
-from evalrepro.build import debian, layertar, wheels
+from evalrepro.build import debian, layertar, npm, wheels
 from evalrepro.build.base import Builder
 from evalrepro.build.images import ImageChain, inputs_digest, layer_key
 from evalrepro.build.images import setting_input as _setting
 from evalrepro.config.environment import PodmanEnvironment
-from evalrepro.config.spec import base_of
+from evalrepro.config.spec import base_of, npm_lockfile
 from evalrepro.digest import sha256_bytes, sha256_json
 from evalrepro.errors import UserError
 from evalrepro.records.image import BuildFailure, ImageRecord, PinnedInput
@@ -191,9 +196,13 @@ class ContainerfileBuilder(Builder):
             _setting("install", spec.install),
         ]
         steps: list[Callable[[ImageRecord], ImageRecord | BuildFailure]] = [
-            # A spec without Python packages has no env layer (no empty venv): its
+            # A spec without Python or npm packages has no env layer (no empty venv): its
             # history and instance sit on the base.
-            *([partial(self._env, spec.packages, locked)] if spec.packages else []),
+            *(
+                [partial(self._env, spec.packages, locked, npm=_npm_request(spec, checkout))]
+                if spec.packages or spec.npm
+                else []
+            ),
             partial(self._layer, "history", history, stage=partial(_stage_history, checkout)),
             # The install command may download: this build alone has network.
             partial(
@@ -243,12 +252,22 @@ class ContainerfileBuilder(Builder):
         return self._layer("base", [*requests, *debs], None, stage=stage)
 
     def _env(
-        self, packages: Sequence[str], locked: list[ImageRecord], base: ImageRecord
+        self,
+        packages: Sequence[str],
+        locked: list[ImageRecord],
+        base: ImageRecord,
+        *,
+        npm: NpmRequest | str | None = None,
     ) -> ImageRecord | BuildFailure:
-        """The env layer of ``packages`` on ``base``: its wheels pinned, else resolved."""
+        """The env layer of ``packages`` (and ``npm``'s: see :func:`_npm_request`) on
+        ``base``: its wheels and npm tarballs pinned, else resolved."""
         python, glibc = _base_python(base)
         requests = [_setting("python", python), *_requirement_inputs(packages)]
-        found = _locked_inputs(locked, "env", requests, "wheel")
+        if isinstance(npm, str):
+            return self._failure("env", requests, base, npm)
+        requests += npm.inputs if npm else []
+        locked_found = _locked_inputs(locked, "env", requests, ("wheel", "npm"))
+        found = None if locked_found is None else [i for i in locked_found if i.kind == "wheel"]
         if found is None and not packages:
             found = []
         if found is None:
@@ -269,8 +288,52 @@ class ContainerfileBuilder(Builder):
             if isinstance(resolved, str):
                 return self._failure("env", requests, base, resolved)
             found = resolved
-        stage = partial(self._stage_env, found)
-        return self._layer("env", [*requests, *found], base, stage=stage)
+        if not npm:
+            stage = partial(self._stage_env, found)
+            return self._layer("env", [*requests, *found], base, stage=stage)
+        tarballs = None if locked_found is None else [i for i in locked_found if i.kind == "npm"]
+        if tarballs is None:
+            tarballs = self._resolve_npm(npm)
+            if isinstance(tarballs, str):
+                return self._failure("env", requests, base, tarballs)
+        installer = self.files / NPM_INSTALLER
+        recipe = PinnedInput(
+            kind="recipe", name=NPM_INSTALLER, digest=sha256_bytes(installer.read_bytes())
+        )
+        return self._layer(
+            "env",
+            [recipe, *requests, *found, *tarballs],
+            base,
+            stage=partial(self._stage_env_npm, found, tarballs),
+            recipe="Containerfile.env-npm",
+        )
+
+    def _resolve_npm(self, request: NpmRequest) -> list[PinnedInput] | str:
+        """The npm tarballs ``request`` pins (once a run): their inputs, or the error."""
+        asked = ("npm", tuple((i.kind, i.name, i.digest) for i in request.inputs))
+        cache = self.cache_dir / "npm"
+        with self._resolving:
+            if asked not in self._resolved:
+                try:
+                    if request.lock is not None:
+                        lockfile = request.inputs[0]
+                        pins = npm.lockfile_pins(
+                            request.lock,
+                            f"{lockfile.source}'s {lockfile.name}",
+                            cache_dir=cache,
+                            architecture=debian.ARCHITECTURE,
+                        )
+                    else:
+                        pins = npm.resolve_npm(
+                            [i.name for i in request.inputs],
+                            cache_dir=cache,
+                            registry=self.config.build.npm_registry,
+                            architecture=debian.ARCHITECTURE,
+                        )
+                    self._resolved[asked] = [_npm_input(pin) for pin in pins]
+                except UserError as error:
+                    self._resolved[asked] = str(error)
+            return self._resolved[asked]
 
     def _failure(
         self, layer: str, inputs: list[PinnedInput], parent: ImageRecord | None, reason: str
@@ -288,10 +351,12 @@ class ContainerfileBuilder(Builder):
         *,
         stage: Stage,
         network: bool = False,
+        recipe: str | None = None,
     ) -> ImageRecord | BuildFailure:
-        """The layer with these inputs: found by its key's tag, else built, once a run."""
-        containerfile = self.files / f"Containerfile.{layer}"
-        recipe = PinnedInput(
+        """The layer with these inputs: found by its key's tag, else built, once a run;
+        from ``Containerfile.<layer>`` or the ``recipe`` named."""
+        containerfile = self.files / (recipe or f"Containerfile.{layer}")
+        recipe_input = PinnedInput(
             kind="recipe",
             name=containerfile.name,
             digest=sha256_bytes(containerfile.read_bytes()),
@@ -306,7 +371,7 @@ class ContainerfileBuilder(Builder):
             )
         ]
         rules = rules if parent else []
-        inputs = [recipe, *rules, *inputs]
+        inputs = [recipe_input, *rules, *inputs]
         key = layer_key(self.kind, layer, inputs, parent.key if parent else None)
         with self._layers_lock:
             future = self._layers.get(key)
@@ -538,6 +603,25 @@ class ContainerfileBuilder(Builder):
         os.replace(context / "wheels" / "requirements.txt", context / "requirements.txt")
         return {}
 
+    def _stage_env_npm(
+        self, found: list[PinnedInput], tarballs: list[PinnedInput], context: Path
+    ) -> dict[str, str]:
+        """The wheelhouse, and ``npm/``: the pinned tarballs (checked), their manifest and
+        the installer."""
+        self._stage_env(found, context)
+        pins = [_npm_pin(tarball) for tarball in tarballs]
+        files = npm.fetch_tarballs(pins, self.cache_dir / "npm")
+        folder = context / "npm"
+        folder.mkdir()
+        for file in files:
+            try:
+                os.link(file, folder / file.name)
+            except OSError:
+                shutil.copyfile(file, folder / file.name)
+        (folder / "manifest.json").write_text(json.dumps(npm.install_manifest(pins), indent=1))
+        shutil.copyfile(self.files / NPM_INSTALLER, folder / NPM_INSTALLER)
+        return {}
+
     # --- staging ---------------------------------------------------------------------
 
     @contextmanager
@@ -644,16 +728,81 @@ def _sources_hook(mirror: str, suite: str) -> str:
 
 
 def _locked_inputs(
-    locked: list[ImageRecord], layer: str, requests: list[PinnedInput], kind: str
+    locked: list[ImageRecord], layer: str, requests: list[PinnedInput], kind: str | tuple[str, ...]
 ) -> list[PinnedInput] | None:
     """The pins (inputs of ``kind``) of a locked ``layer`` that asked for ``requests``."""
+    kinds = (kind,) if isinstance(kind, str) else kind
     for record in locked:
         if record.layer != layer:
             continue
-        asked = [i for i in record.inputs if i.kind not in (kind, "recipe")]
+        asked = [i for i in record.inputs if i.kind not in (*kinds, "recipe")]
         if asked == requests:
-            return [i for i in record.inputs if i.kind == kind]
+            return [i for i in record.inputs if i.kind in kinds]
     return None
+
+
+#: The env layer's npm installer, run by the base's python3 (``backends/podman/``).
+NPM_INSTALLER = "npm-install.py"
+
+
+@dataclass(frozen=True)
+class NpmRequest:
+    """What a spec's ``npm`` asks of the env layer, as inputs: each registry specifier
+    (``npm-request``), or the repository's lockfile by the sha256 of its bytes
+    (``npm-lockfile``) and those bytes, whose closure is taken."""
+
+    inputs: list[PinnedInput]
+    lock: bytes | None = None
+
+
+def _npm_request(spec: TestSpec, checkout: LocalCheckout) -> NpmRequest | str | None:
+    """The spec's npm request (None: it has none); a lockfile missing at the base commit
+    is the reason its env layer fails."""
+    if not spec.npm:
+        return None
+    path = npm_lockfile(spec.npm)
+    if path is None:
+        return NpmRequest(
+            [
+                PinnedInput(kind="npm-request", name=entry, digest=sha256_json(entry))
+                for entry in spec.npm
+            ]
+        )
+    data = checkout.read_file(spec.base_commit, path)
+    if data is None:
+        return f"npm: {spec.repo} has no {path} at its base commit {spec.base_commit[:12]}"
+    lockfile = PinnedInput(
+        kind="npm-lockfile", name=path, digest=sha256_bytes(data), source=spec.repo
+    )
+    return NpmRequest([lockfile], data)
+
+
+def _npm_input(pin: npm.NpmPin) -> PinnedInput:
+    return PinnedInput(
+        kind="npm",
+        name=pin.path,
+        version=pin.version,
+        digest=pin.digest,
+        source=pin.url,
+        integrity=pin.integrity,
+    )
+
+
+def _npm_pin(tarball: PinnedInput) -> npm.NpmPin:
+    """The pin an ``npm`` input (of a lockfile, perhaps edited) stands for."""
+    try:
+        return npm.NpmPin(
+            path=tarball.name,
+            version=tarball.version,
+            url=tarball.source,
+            integrity=tarball.integrity or "",
+            sha256=tarball.digest.removeprefix("sha256:"),
+        )
+    except ValidationError as error:
+        raise UserError(
+            f"the pin of npm package {tarball.name} {tarball.version} is not valid: "
+            f"{error.errors()[0]['loc'][0]}: {error.errors()[0]['msg']} ({tarball.source})"
+        ) from error
 
 
 def _deb_input(pin: debian.DebPin, mirror: str) -> PinnedInput:

@@ -18,6 +18,9 @@ What each kind of input is, where the builders keep it (under the evalrepro cach
 * ``wheel``, by sha256: ``wheels.fetch_wheels``' content cache, containerfile
   ``wheels/wheels/<hex[:2]>/<hex>/<file>``, nix ``wheels/<hex[:2]>/<hex>/<file>`` (each
   seeded there), or ``nix/wheels/<store name>`` or the Nix store.
+* ``npm``, an npm tarball pinned by its sha256 (its integrity string beside):
+  containerfile ``npm/tarballs/<hex[:2]>/<hex>.tgz``, ``npm.fetch_tarballs``' content
+  cache (seeded there). The Nix builder refuses npm packages.
 * ``tree`` (nix), the tar of the tree at a base commit, by sha256:
   ``nix/trees/<commit>.tree.tar`` (seeded there; the builder checks it against the pin)
   or the Nix store.
@@ -31,8 +34,9 @@ What each kind of input is, where the builders keep it (under the evalrepro cach
   :func:`offline_config` names each tar as its repo's ``archive`` source (a bare repo at
   an archive's top is one), which gives the same refs, so the same history digest.
 
-The other kinds are not files: ``setting``, ``package``, ``requirement`` and ``commit``
-are values the lockfile holds; ``recipe`` is evalrepro's own Containerfiles and Nix
+The other kinds are not files: ``setting``, ``package``, ``requirement``,
+``npm-request``, ``npm-lockfile`` (a repository's lockfile: its history carries it) and
+``commit`` are values the lockfile holds; ``recipe`` is evalrepro's own Containerfiles and Nix
 files (its version pins them); ``image`` (a prebuilt image) travels in the image archive
 (``image_archive.py``).
 """
@@ -71,7 +75,18 @@ from evalrepro.sources.resolve import materialize, resolve_sources
 BUSYBOX_FOLDER = "evalrepro-busybox"
 #: Kinds that are not files: values in the lockfile, evalrepro's own recipe files, or
 #: an image (in the image archive).
-NOT_FILES = frozenset({"setting", "package", "requirement", "commit", "recipe", "image"})
+NOT_FILES = frozenset(
+    {
+        "setting",
+        "package",
+        "requirement",
+        "npm-request",
+        "npm-lockfile",
+        "commit",
+        "recipe",
+        "image",
+    }
+)
 
 
 class CollectedInput(BaseModel):
@@ -172,6 +187,11 @@ KINDS: dict[tuple[str, str], InputKind] = {
     ("containerfile", "wheel"): InputKind(
         lambda pin, cache: [
             _wheel_dir(cache / "wheels" / "wheels", pin) / _containerfile_wheel(pin)
+        ]
+    ),
+    ("containerfile", "npm"): InputKind(
+        lambda pin, cache: [
+            cache / "npm" / "tarballs" / _hex(pin.digest)[:2] / f"{_hex(pin.digest)}.tgz"
         ]
     ),
     ("nix", "deb"): InputKind(

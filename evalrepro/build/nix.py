@@ -192,7 +192,7 @@ class NixBuilder(Builder):
     ) -> dict[str, ImageChain | BuildFailure]:
         self._locked = list(locked or [])
         bases: dict[str, Layer] = {}
-        envs: dict[tuple[str, tuple[str, ...]], Layer] = {}
+        envs: dict[tuple[str, tuple[str, ...], tuple[str, ...]], Layer] = {}
         layers: dict[str, Layer] = {}  # instance id -> its instance layer
         for spec in specs:
             suite, debs = base_of(spec, self.config.base.suite)
@@ -207,7 +207,7 @@ class NixBuilder(Builder):
             if suite not in bases:
                 bases[suite] = self._guard("base", None, partial(self._base, suite))
             # One env per (base, requirements): resolving wheels asks the index each time.
-            wanted = (suite, tuple(spec.packages))
+            wanted = (suite, tuple(spec.packages), tuple(spec.npm))
             if wanted not in envs:
                 envs[wanted] = self._guard("env", bases[suite], partial(self._env, spec, suite))
             env = envs[wanted]
@@ -387,6 +387,12 @@ class NixBuilder(Builder):
     # --- env: the wheels
 
     def _env(self, spec: TestSpec, suite: str, base: Layer) -> Layer:
+        if spec.npm:
+            raise UserError(
+                f"the nix builder cannot install npm packages "
+                f"({' '.join(filter(None, (spec.repo, spec.version)))} asks for "
+                f"{', '.join(spec.npm)}): build it with environment.builder=containerfile"
+            )
         python = next((v for v, s in PYTHON_SUITES.items() if s == suite), None)
         if python is None:
             raise UserError(f"environment.base.suite: no Python known for Debian suite {suite!r}")

@@ -113,6 +113,9 @@ class BuildSettings(BaseModel):
     #: The host's CA bundle, mounted into builds that download (pip): TLS from inside a
     #: build works only with it here. Never baked into an image. null: mount nothing.
     ca_bundle: str | None = "/etc/ssl/certs/ca-certificates.crt"
+    #: The npm registry a spec's npm specifiers are resolved against at lock time (its
+    #: tarballs are pinned by sha256 and integrity, wherever they came from).
+    npm_registry: str = Field(default="https://registry.npmjs.org/", pattern=r"^https?://\S+$")
 
 
 BuilderConfig = config_union("builders")

@@ -9,26 +9,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-#: Matched against a file's name, or against its whole path when the pattern has a "/".
-DEFAULT_PATTERNS: tuple[str, ...] = (
-    "conftest.py",
-    "pytest.ini",
-    ".pytest.ini",
-    "pytest.toml",
-    ".pytest.toml",
-    "tox.ini",
-    "noxfile.py",
-    "sitecustomize.py",
-    "usercustomize.py",
-    "*.pth",
-    "runtests.py",
-    "jest.config.*",
-    "vitest.config.*",
-    ".mocharc*",
-    "karma.conf.*",
-)
+from evalrepro.config.ecosystems import ECOSYSTEMS, PYTHON_PATTERNS
+
+#: The default of ``patterns``: Python's test infrastructure, the patterns of every dataset
+#: before ecosystems existed (``ECOSYSTEMS["python"]``'s, the same tuple).
+DEFAULT_PATTERNS: tuple[str, ...] = PYTHON_PATTERNS
 
 
 class TestProtection(BaseModel):
@@ -46,6 +33,12 @@ class TestProtection(BaseModel):
     #: Test infrastructure files, by name (or by whole path when the pattern has a "/"), anywhere in
     #: the repo.
     patterns: list[str] = Field(default_factory=lambda: list(DEFAULT_PATTERNS))
+    #: Whose test infrastructure is protected too: ``auto``, the ecosystems of each
+    #: instance's parser (``go test``: ``go``; pytest: ``python``), or a list of names
+    #: (``evalrepro/config/ecosystems.py``: go, rust, maven, gradle, javascript, cmake,
+    #: ruby, php, python). Their patterns are added to ``patterns`` for each instance;
+    #: ``[]``: ``patterns`` alone.
+    ecosystems: Literal["auto"] | list[str] = "auto"
     #: ``auto``: for each file of an instance's test patch, its nearest ancestor folder
     #: named like a test folder (``tests``, ``test``, ``testing``, ``t``, ``spec``,
     #: ``__tests__``). Or an explicit list of folders, relative to the repo root.
@@ -79,3 +72,14 @@ class TestProtection(BaseModel):
     #: added, so the supervisor locks it (and the harness's history) away before the tests.
     #: On, both stay readable, and each trial records it (``tests_started.git``).
     tests_read_git: bool = False
+
+    @field_validator("ecosystems")
+    @classmethod
+    def _known_ecosystems(cls, value: Literal["auto"] | list[str]) -> Literal["auto"] | list[str]:
+        if value != "auto":
+            unknown = [name for name in value if name not in ECOSYSTEMS]
+            if unknown:
+                raise ValueError(
+                    f"unknown ecosystem {unknown[0]!r}; known: {', '.join(sorted(ECOSYSTEMS))}"
+                )
+        return value

@@ -18,6 +18,28 @@ PYTHON_SUITES = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
 #: A Debian package name (Debian policy 5.6.1): what ``debs`` may hold.
 DEB_NAME = re.compile(r"[a-z0-9][a-z0-9+.-]+")
 
+#: An npm package name (scoped or not) as the registry accepts new ones, lower case.
+NPM_NAME = r"(?:@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]*"
+#: An exact semver version: ``10.2.0``, ``1.0.0-rc.1``, ``2.0.0+build.5``.
+NPM_VERSION = (
+    r"(?:0|[1-9]\d*)\.(?:0|[1-9]\d*)\.(?:0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?"
+)
+_NPM_SPECIFIER = re.compile(rf"^(?P<name>{NPM_NAME})@(?P<version>{NPM_VERSION})$")
+#: What ``npm: lockfile`` means: the repository's own lockfile at its top.
+NPM_LOCKFILE = "package-lock.json"
+_NPM_LOCKFILE_NAMES = ("package-lock.json", "npm-shrinkwrap.json")
+
+
+def npm_specifier(text: str) -> tuple[str, str] | None:
+    """``mocha@10.2.0`` -> ("mocha", "10.2.0"); None: not an exact registry specifier."""
+    match = _NPM_SPECIFIER.match(text)
+    return (match["name"], match["version"]) if match else None
+
+
+def npm_lockfile(npm: list[str]) -> str | None:
+    """The repository path of the lockfile a spec's ``npm`` names, or None (specifiers)."""
+    return npm[0] if len(npm) == 1 and npm[0].endswith(_NPM_LOCKFILE_NAMES) else None
+
 
 class RepoSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -30,6 +52,11 @@ class RepoSpec(BaseModel):
     #: installed, with their dependencies, into its base layer, one base per (suite, set of
     #: packages), each .deb pinned in the lockfile as the base's own are.
     debs: list[str] = Field(default_factory=list)
+    #: npm packages of the env layer, unpacked into ``/node_modules`` (node comes from the
+    #: base): exact registry specifiers (``mocha@10.2.0``), their closure resolved by npm
+    #: and pinned at lock time; or ``lockfile`` (the repository's ``package-lock.json`` at
+    #: the base commit) or the path of one in the repository, whose closure is taken.
+    npm: list[str] = Field(default_factory=list)
     #: Run in the instance layer after checkout (e.g. ``pip install -e .``).
     install: str | None = None
     #: The test command; test directives (files) are appended to it.
@@ -61,6 +88,37 @@ class RepoSpec(BaseModel):
             if not DEB_NAME.fullmatch(name):
                 raise ValueError(f"not a Debian package name: {name!r}")
         return value
+
+    @field_validator("npm", mode="before")
+    @classmethod
+    def _npm_entries(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            return value  # pydantic names the type error
+        entries = [NPM_LOCKFILE if v == "lockfile" else v for v in value]
+        lockfiles = [v for v in entries if v.endswith(_NPM_LOCKFILE_NAMES)]
+        if lockfiles:
+            if len(entries) > 1:
+                raise ValueError(
+                    f"a lockfile ({lockfiles[0]}) gives the whole closure: list it alone"
+                )
+            path = lockfiles[0]
+            if path.startswith("/") or ".." in path.split("/") or "\\" in path:
+                raise ValueError(f"{path!r} is not a path inside the repository")
+            return entries
+        seen: set[str] = set()
+        for entry in entries:
+            parsed = npm_specifier(entry)
+            if parsed is None:
+                raise ValueError(
+                    f"{entry!r} is not an exact npm specifier (name@1.2.3: no ranges, tags "
+                    "or URLs), nor 'lockfile' or the path of a package-lock.json"
+                )
+            if parsed[0] in seen:
+                raise ValueError(f"npm package {parsed[0]} is listed twice")
+            seen.add(parsed[0])
+        return entries
 
     def suite(self, default: str) -> str:
         """The Debian suite of this spec's base image."""

@@ -25,6 +25,11 @@ Canaries are drawn only where they cannot change an honest verdict: a runner who
 parser declares the styles it collects (``LogParser.canary_styles``), a Python test file
 the test command runs as a whole, and a command that does not select tests or stop at a
 first failure (a must-fail canary would stop it, or be deselected).
+
+The above is Python's (:class:`PythonCanaries`). Each language is one
+:class:`~evalrepro.grade.canary_languages.CanaryLanguage` in :data:`_LANGUAGES`, keyed
+by the parser's ``canary_language``: Go, Rust, Java, PHP, Ruby and JavaScript write
+their canaries in the file's conventions (``evalrepro.grade.canary_languages``).
 """
 
 from __future__ import annotations
@@ -36,7 +41,9 @@ import re
 import secrets
 import shlex
 from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
+from evalrepro.grade.canary_languages import LANGUAGES, CanaryLanguage
 from evalrepro.grade.parsers import LogParser
 from evalrepro.grade.twins import make_canaries
 from evalrepro.records.canary import PASSING, Canary, CanaryCheck, TwinPair
@@ -90,6 +97,68 @@ _COMMON = (
 _WORD = re.compile(r"[a-z][a-z0-9]{2,11}")
 
 
+class PythonCanaries(CanaryLanguage):
+    """Python's runners (pytest, unittest, Django, SymPy): canaries shaped like a
+    neighbour with twins beside them (``evalrepro.grade.twins``), in the styles the
+    parser declares (``LogParser.canary_styles``), else appended to the test patch's file
+    that holds most FAIL_TO_PASS tests."""
+
+    name: ClassVar[str] = "python"
+    placement: ClassVar[str] = "shaped"
+
+    def selects(self, command: str) -> bool:
+        return _selects_tests(command)
+
+    def draw(
+        self,
+        spec: TestSpec,
+        parser: LogParser,
+        sample: Sample,
+        rng: random.Random,
+        outside: Mapping[str, bytes] | None,
+    ) -> list[Canary]:
+        if not parser.canary_styles:
+            return []
+        target = _target_file(spec, sample)
+        if target is None:
+            return []
+        words = _vocabulary([*sample.fail_to_pass, *sample.pass_to_pass])
+        # Twins of the run's own tests, and canaries shaped like them, in every test file
+        # of the test patch the command runs.
+        files = [
+            p
+            for p in spec.eval_script.test_files
+            if _test_module(p) and _runs(p, spec.test_directives)
+        ]
+        # And in a few of the files the command runs outside the test patch, drawn per
+        # trial (a file the trial's tests never name gives no canary: none is kept of it).
+        others = sorted(p for p in outside or {} if _test_module(p) and p not in files)
+        others = rng.sample(others, min(OUTSIDE_PER_TRIAL, len(others)))
+        twins, shaped = make_canaries(
+            files,
+            sample.test_patch,
+            sample.fail_to_pass,
+            sample.pass_to_pass,
+            parser.canary_styles,
+            rng,
+            outside={p: (outside or {})[p] for p in others},
+        )
+        canaries = shaped or _appended(target, parser.canary_styles, words, rng)
+        rng.shuffle(canaries)
+        return canaries + twins
+
+
+#: Each language's canaries, by ``LogParser.canary_language``.
+_LANGUAGES: dict[str, CanaryLanguage] = {
+    language.name: language for language in (PythonCanaries(), *LANGUAGES)
+}
+
+
+def canary_language(name: str | None) -> CanaryLanguage | None:
+    """The registered language ``name`` (a parser's ``canary_language``), or None."""
+    return _LANGUAGES.get(name or "")
+
+
 def draw_canaries(
     spec: TestSpec,
     parser: LogParser,
@@ -100,42 +169,19 @@ def draw_canaries(
     """The canaries of one trial, or none where they could change an honest verdict.
 
     ``outside``: the bytes at the base of test files the command runs outside the test
-    patch (``TestSpec.outside_files``); canaries and twins go into a few of them, drawn
-    per trial (``OUTSIDE_PER_TRIAL``), as into the test patch's files."""
-    if not spec.eval_script.protection.canaries or not parser.canary_styles:
+    patch (``TestSpec.outside_files``); Python's canaries and twins go into a few of them,
+    drawn per trial (``OUTSIDE_PER_TRIAL``), as into the test patch's files."""
+    language = canary_language(parser.canary_language)
+    if not spec.eval_script.protection.canaries or language is None:
         return []
-    if _selects_tests(spec.eval_script.test_command):
+    if language.selects(spec.eval_script.test_command):
         return []
-    target = _target_file(spec, sample)
-    if target is None:
-        return []
-    rng = rng or random.SystemRandom(secrets.randbits(64))
-    words = _vocabulary([*sample.fail_to_pass, *sample.pass_to_pass])
     if parser.fail_only or sample.fail_only:
         # A failures-only log never names a passing test: it cannot show that a runner
         # which ran the file lost a canary.
         return []
-    # Twins of the run's own tests, and canaries shaped like them, in every test file of
-    # the test patch the command runs.
-    files = [
-        p for p in spec.eval_script.test_files if _test_module(p) and _runs(p, spec.test_directives)
-    ]
-    # And in a few of the files the command runs outside the test patch, drawn per trial
-    # (a file the trial's tests never name gives no canary: none is kept of it).
-    others = sorted(p for p in outside or {} if _test_module(p) and p not in files)
-    others = rng.sample(others, min(OUTSIDE_PER_TRIAL, len(others)))
-    twins, shaped = make_canaries(
-        files,
-        sample.test_patch,
-        sample.fail_to_pass,
-        sample.pass_to_pass,
-        parser.canary_styles,
-        rng,
-        outside={p: (outside or {})[p] for p in others},
-    )
-    canaries = shaped or _appended(target, parser.canary_styles, words, rng)
-    rng.shuffle(canaries)
-    return canaries + twins
+    rng = rng or random.SystemRandom(secrets.randbits(64))
+    return language.draw(spec, parser, sample, rng, outside)
 
 
 def _appended(
@@ -284,8 +330,7 @@ def check_canaries(
     found: dict[str, dict[str, str]] = {}
     for canary in canaries:
         if canary.name in placed:
-            pattern = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(canary.name)}(?![A-Za-z0-9_])")
-            found[canary.name] = {key: s for key, s in statuses.items() if pattern.search(key)}
+            found[canary.name] = {key: s for key, s in statuses.items() if _names(canary, key)}
             for key in found[canary.name]:
                 remaining.pop(key, None)
     reported_styles = {c.style for c in canaries if found.get(c.name) and c.twin_of is None}
@@ -313,6 +358,15 @@ def check_canaries(
             )
         )
     return checks, remaining
+
+
+def _names(canary: Canary, key: str) -> bool:
+    """A status-map key names the canary: its name as a word of the key, or (a runner that
+    names tests by a title) the key is its title or ends with it after a separator."""
+    if canary.title is not None:
+        title = canary.title
+        return key == title or any(key.endswith(f"{sep}{title}") for sep in (" ", ">", ":"))
+    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(canary.name)}(?![A-Za-z0-9_])", key) is not None
 
 
 def _parametrised(canary: Canary, reported: Mapping[str, str]) -> str:

@@ -60,6 +60,12 @@ class Runner(ABC):
         """What the exit status says; ``runner_exit``: the exit guard's word on the end."""
         return "passed" if exit_code == 0 else "failed"
 
+    def command(self, test_command: str, argument: str, expect: str = "pass") -> str:
+        """The test command with only the test ``argument`` names selected (``expect``:
+        "fail" for the lone canary, which some runners select more strictly: a selection
+        that matches nothing must not read as a canary that passed)."""
+        return f"{test_command} {shlex.quote(argument)}"
+
 
 class PytestRunner(Runner):
     """Node ids (``path::name``, ``path::Class::name[param]``); pytest's exit codes: 0 all
@@ -143,6 +149,221 @@ class PlainRunner(Runner):
         return "passed" if exit_code == 0 else "failed"
 
 
+class GoRunner(Runner):
+    """``go test <package> -run '^TestX$'`` (a subtest: ``'^TestX$/^sub$'``): the package
+    a ``gotest_json`` key names (its import path), a canary's file's folder, or, for a key
+    without its package (``gotest``), every package (``./...``). go test exits 0 when
+    every selected test passed and also when nothing matched (``[no tests to run]``): a
+    FAIL_TO_PASS test the selection misses reads as passed, which never makes a verdict;
+    a canary is named exactly in its own package, so it is matched. 1: a test failed; 2:
+    a build or usage error."""
+
+    name: ClassVar[str] = "go"
+
+    def select(self, test: str) -> str | None:
+        package, _, name = test.rpartition("::")
+        if not re.fullmatch(r"Test\w*(/\S+)*", name) or not re.fullmatch(r"[\w./~-]*", package):
+            return None
+        pattern = "/".join(f"^{re.escape(part)}$" for part in name.split("/"))
+        return f"{package or './...'}::{pattern}"
+
+    def canary(self, canary: Canary, directives: Sequence[str]) -> str | None:
+        if canary.style != "go_test":
+            return None
+        folder = canary.file.rpartition("/")[0]
+        return f"./{folder}::^{canary.name}$" if folder else f".::^{canary.name}$"
+
+    def command(self, test_command: str, argument: str, expect: str = "pass") -> str:
+        package, _, pattern = argument.partition("::")
+        return f"{test_command} {shlex.quote(package)} -run {shlex.quote(pattern)}"
+
+
+class CargoRunner(Runner):
+    """``cargo test ... -- --exact <path>`` (libtest's full name: ``tests::adds``;
+    ``cargo_json`` keys lose their target, ``demo:src/lib.rs::``); a canary, whose name is
+    drawn per trial and unique, by that name alone (its module path is not known to the
+    host). 0: the selected tests passed, or none matched (``0 passed``: a miss reads as
+    passed, which never makes a verdict); 101: a test failed; other: a build error."""
+
+    name: ClassVar[str] = "cargo"
+
+    def select(self, test: str) -> str | None:
+        parts = test.split("::")
+        if ":" in parts[0] and len(parts) > 1:
+            parts = parts[1:]  # cargo_json's target, "binary:source"
+        name = "::".join(parts)
+        return name if re.fullmatch(r"[A-Za-z_][\w]*(::[A-Za-z_]\w*)*", name) else None
+
+    def canary(self, canary: Canary, directives: Sequence[str]) -> str | None:
+        return canary.name if canary.style == "rust_test" else None
+
+    def command(self, test_command: str, argument: str, expect: str = "pass") -> str:
+        try:
+            tokens = shlex.split(test_command)
+        except ValueError:
+            tokens = []
+        separator = "" if "--" in tokens else " --"
+        exact = " --exact" if expect == "pass" else ""
+        return f"{test_command}{separator}{exact} {shlex.quote(argument)}"
+
+
+class MavenRunner(Runner):
+    """``mvn ... -Dtest=Class#method`` (keys ``Class#method`` or JUnit XML's
+    ``pkg.Class#method``), with ``-Dmaven.test.failure.ignore=false`` after the command's
+    own options (canaries need it true in the run; alone, a failure must fail the build).
+    A FAIL_TO_PASS test alone also gets ``-Dsurefire.failIfNoSpecifiedTests=false`` (a
+    module without it must not fail the build: a miss reads as passed); a canary does
+    not (a miss fails, as a must-fail canary should). 0: BUILD SUCCESS; 1: BUILD
+    FAILURE (a test failed, or no test matched, or the build failed)."""
+
+    name: ClassVar[str] = "maven"
+
+    def select(self, test: str) -> str | None:
+        cls, hash_, method = test.partition("#")
+        method = method.split("(", 1)[0]
+        cls = cls.rsplit(".", 1)[-1]
+        if not hash_ or not re.fullmatch(r"[A-Za-z_$][\w$]*", cls):
+            return None
+        return f"{cls}#{method}" if re.fullmatch(r"[A-Za-z_]\w*", method) else None
+
+    def canary(self, canary: Canary, directives: Sequence[str]) -> str | None:
+        if canary.style != "junit_method" or canary.test_class is None:
+            return None
+        return f"{canary.test_class}#{canary.name}"
+
+    def command(self, test_command: str, argument: str, expect: str = "pass") -> str:
+        lenient = " -Dsurefire.failIfNoSpecifiedTests=false" if expect == "pass" else ""
+        return (
+            f"{test_command} -Dtest={shlex.quote(argument)}"
+            f" -Dmaven.test.failure.ignore=false{lenient}"
+        )
+
+
+class RspecRunner(Runner):
+    """``rspec ... -e '<description>'`` (``rspec_json`` keys ``file::description`` also
+    name their file). ``-e`` selects every example whose full description contains the
+    text: a FAIL_TO_PASS test whose description is inside another's runs with it (its
+    failure then reads as this one's). A canary's title is drawn per trial: it is
+    selected alone. 0: all selected passed, or none matched ("0 examples": a miss reads
+    as passed, which never makes a verdict); 1: a failure."""
+
+    name: ClassVar[str] = "rspec"
+
+    def select(self, test: str) -> str | None:
+        description = test.split("::", 1)[-1] if "::" in test else test
+        return description if description.strip() else None
+
+    def canary(self, canary: Canary, directives: Sequence[str]) -> str | None:
+        return canary.title if canary.style == "rspec_it" else None
+
+    def command(self, test_command: str, argument: str, expect: str = "pass") -> str:
+        return f"{test_command} -e {shlex.quote(argument)}"
+
+
+class PhpUnitRunner(Runner):
+    """``phpunit ... --filter '/\\bClass::method( with data set .*)?$/'`` (JUnit XML keys
+    ``Ns.Class#method``; testdox keys, ``Class > Words of the name``, do not give the
+    method back: not selected). 0: the selected passed, or none matched ("No tests
+    executed!": a miss reads as passed, which never makes a verdict); 1: a failure; 2:
+    an error."""
+
+    name: ClassVar[str] = "phpunit"
+
+    def select(self, test: str) -> str | None:
+        cls, hash_, method = test.partition("#")
+        cls = re.split(r"[.\\]", cls)[-1]
+        if not hash_ or not re.fullmatch(r"\w+", cls):
+            return None
+        method = method.split(" ", 1)[0]
+        return f"{cls}::{method}" if re.fullmatch(r"\w+", method) else None
+
+    def canary(self, canary: Canary, directives: Sequence[str]) -> str | None:
+        if canary.style != "phpunit_method" or canary.test_class is None:
+            return None
+        return f"{canary.test_class}::{canary.name}"
+
+    def command(self, test_command: str, argument: str, expect: str = "pass") -> str:
+        pattern = f"/\\b{argument}( with data set .*)?$/"
+        return f"{test_command} --filter {shlex.quote(pattern)}"
+
+
+class JestRunner(Runner):
+    """``jest ... --testNamePattern '(^| )<title>$'`` (a ``jest_json`` key's ``describe >
+    title`` path joined by spaces, as jest matches names; its file is passed too). jest
+    exits 1 when nothing ran: a FAIL_TO_PASS test alone gets ``--passWithNoTests`` (a
+    miss reads as passed, which never makes a verdict), a canary does not. 0: the
+    selected passed; 1: a failure."""
+
+    name: ClassVar[str] = "jest"
+
+    def select(self, test: str) -> str | None:
+        path, sep, names = test.partition("::")
+        title = (names if sep else path).replace(" > ", " ")
+        title = re.sub(r" \[#\d+\]$", "", title)
+        return title if title.strip() else None
+
+    def canary(self, canary: Canary, directives: Sequence[str]) -> str | None:
+        return canary.title if canary.style in {"js_it", "js_test"} else None
+
+    def command(self, test_command: str, argument: str, expect: str = "pass") -> str:
+        pattern = f"(^| ){re.escape(argument)}$"
+        lenient = " --passWithNoTests" if expect == "pass" else ""
+        return f"{test_command} --testNamePattern {shlex.quote(pattern)}{lenient}"
+
+
+class VitestRunner(JestRunner):
+    """``vitest run ... -t '(^| )<title>$'`` (keys ``file > describe > title``). vitest
+    skips what does not match and exits 0 when nothing failed: a miss reads as passed,
+    which never makes a verdict. 0: passed; 1: a failure."""
+
+    name: ClassVar[str] = "vitest"
+
+    def select(self, test: str) -> str | None:
+        parts = test.split(" > ")
+        return " ".join(parts[1:] if len(parts) > 1 else parts).strip() or None
+
+    def command(self, test_command: str, argument: str, expect: str = "pass") -> str:
+        return f"{test_command} -t {shlex.quote(f'(^| ){re.escape(argument)}$')}"
+
+
+class MochaRunner(Runner):
+    """``mocha ... --grep '(^| )<title>$'`` (mocha matches the full title, its suites'
+    titles and its own joined by spaces; eslint's keys end with ``:``). mocha exits with
+    the number of failures (0: passed, or nothing matched: a miss reads as passed, which
+    never makes a verdict)."""
+
+    name: ClassVar[str] = "mocha"
+
+    def select(self, test: str) -> str | None:
+        title = test.removesuffix(":").strip()
+        return title or None
+
+    def canary(self, canary: Canary, directives: Sequence[str]) -> str | None:
+        return canary.title if canary.style in {"js_it", "js_test"} else None
+
+    def command(self, test_command: str, argument: str, expect: str = "pass") -> str:
+        return f"{test_command} --grep {shlex.quote(f'(^| ){re.escape(argument)}$')}"
+
+
+class CtestRunner(Runner):
+    """``ctest ... -R '^<name>$'`` (GoogleTest's ``Suite.Test``, as
+    ``gtest_discover_tests`` registers it). ctest exits 0 when nothing matched unless
+    told ``--no-tests=error``: a FAIL_TO_PASS test alone reads a miss as passed (which
+    never makes a verdict); a canary gets ``--no-tests=error``. 0: passed; 8: a failure."""
+
+    name: ClassVar[str] = "ctest"
+
+    def select(self, test: str) -> str | None:
+        return test if re.fullmatch(r"[\w./-]+", test) else None
+
+    def canary(self, canary: Canary, directives: Sequence[str]) -> str | None:
+        return None  # no C or C++ canaries yet
+
+    def command(self, test_command: str, argument: str, expect: str = "pass") -> str:
+        strict = "" if expect == "pass" else " --no-tests=error"
+        return f"{test_command} -R {shlex.quote(f'^{re.escape(argument)}$')}{strict}"
+
+
 def _class_of(canary: Canary) -> str | None:
     """The class of a method canary: its neighbour's, or the one it defines."""
     if canary.test_class is not None:
@@ -151,7 +372,22 @@ def _class_of(canary: Canary) -> str | None:
 
 
 RUNNERS: dict[str, Runner] = {
-    r.name: r for r in (PytestRunner(), UnittestRunner(), DjangoRunner(), PlainRunner())
+    r.name: r
+    for r in (
+        PytestRunner(),
+        UnittestRunner(),
+        DjangoRunner(),
+        PlainRunner(),
+        GoRunner(),
+        CargoRunner(),
+        MavenRunner(),
+        RspecRunner(),
+        PhpUnitRunner(),
+        JestRunner(),
+        VitestRunner(),
+        MochaRunner(),
+        CtestRunner(),
+    )
 }
 
 
@@ -202,7 +438,7 @@ def alone(
     return FreshRun(
         test=test,
         expect=expect,  # type: ignore[arg-type]
-        command=f"{test_command} {shlex.quote(argument)}",
+        command=runner.command(test_command, argument, expect),
         runner=runner.name,
     )
 

@@ -27,6 +27,7 @@ from evalrepro.records.sessions import HarnessSource
 #: The modules (files, or packages taken whole) whose code can change a trial's result.
 RESULT_CODE = (
     "grade/canary.py",
+    "grade/canary_languages.py",
     "grade/foreign.py",
     "grade/fresh.py",
     "grade/grading.py",
@@ -79,6 +80,7 @@ RESULT_NEUTRAL = (
     "records/usage.py",
     "config/agents.py",
     "config/builders.py",
+    "config/ecosystems.py",
     "config/environment.py",
     "config/program.py",
     "config/protection.py",

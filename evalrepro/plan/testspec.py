@@ -12,9 +12,12 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from evalrepro.config.ecosystems import ECOSYSTEMS, ecosystem_patterns
 from evalrepro.config.protection import TestProtection
 from evalrepro.config.spec import RepoSpec
 from evalrepro.digest import sha256_bytes
+from evalrepro.errors import UserError
+from evalrepro.grade.parsers import LogParser, get_parser
 from evalrepro.records.testspec import ResolvedProtection, TestSpec
 from evalrepro.rules.evalscript import compile_eval_script
 from evalrepro.rules.patchcheck import patch_bytes
@@ -78,8 +81,12 @@ def files_touched(patch: str) -> TouchedFiles:
     return TouchedFiles(at_base=list(at_base), created=list(created))
 
 
-def resolve_protection(protection: TestProtection, test_files: list[str]) -> ResolvedProtection:
-    """The dataset's policy for one instance: its test folders found (``auto``) or taken."""
+def resolve_protection(
+    protection: TestProtection, test_files: list[str], parser: LogParser | None = None
+) -> ResolvedProtection:
+    """The dataset's policy for one instance: its test folders found (``auto``) or taken,
+    its patterns the dataset's own and then its ecosystems' (``auto``: ``parser``'s;
+    without a parser, none), each once, in that order."""
     if protection.test_dirs == "auto":
         folders = sorted({f for f in map(test_folder, test_files) if f is not None})
     else:
@@ -87,7 +94,9 @@ def resolve_protection(protection: TestProtection, test_files: list[str]) -> Res
     return ResolvedProtection(
         policy=protection.policy,
         suspect=protection.suspect,
-        patterns=protection.patterns,
+        patterns=list(
+            dict.fromkeys([*protection.patterns, *instance_ecosystem_patterns(protection, parser)])
+        ),
         test_dirs=folders,
         canaries=protection.canaries,
         framework_sources=protection.framework_sources,
@@ -96,6 +105,24 @@ def resolve_protection(protection: TestProtection, test_files: list[str]) -> Res
         second_runner=protection.second_runner,
         tests_read_git=protection.tests_read_git,
     )
+
+
+def instance_ecosystem_patterns(protection: TestProtection, parser: LogParser | None) -> list[str]:
+    """The patterns of the ecosystems an instance has: the dataset's list, or (``auto``)
+    its parser's. A parser that names an ecosystem evalrepro does not know (another
+    package's) is a user error, named."""
+    if protection.ecosystems != "auto":
+        return ecosystem_patterns(protection.ecosystems)
+    if parser is None:
+        return []
+    unknown = [name for name in parser.ecosystems if name not in ECOSYSTEMS]
+    if unknown:
+        raise UserError(
+            f"log parser {parser.name!r} names ecosystem {unknown[0]!r}, which is not one of "
+            f"{', '.join(sorted(ECOSYSTEMS))}: name the dataset's ecosystems in "
+            "protection.ecosystems"
+        )
+    return ecosystem_patterns(parser.ecosystems)
 
 
 def compile_test_spec(
@@ -121,6 +148,7 @@ def compile_test_spec(
         python=spec.python,
         packages=spec.packages,
         debs=sorted(set(spec.debs)),
+        npm=spec.npm,
         install=spec.install,
         test_cmd=spec.test_cmd,
         test_directives=directives,
@@ -134,7 +162,7 @@ def compile_test_spec(
             test_command=test_command,
             test_files=touched.all,
             test_patch_empty=not sample.test_patch.strip(),
-            protection=resolve_protection(protection, touched.all),
+            protection=resolve_protection(protection, touched.all, get_parser(parser)),
             model_patch=model_patch,
         ),
     )

@@ -13,6 +13,20 @@ from pydantic import BaseModel, ConfigDict
 PASSING = frozenset({"PASSED", "XFAIL", "XPASS"})
 
 
+CanaryStyle = Literal[
+    "function",
+    "method",
+    "go_test",
+    "rust_test",
+    "junit_method",
+    "phpunit_method",
+    "rspec_it",
+    "minitest_method",
+    "js_it",
+    "js_test",
+]
+
+
 class Canary(BaseModel):
     """One canary as the program carries it to the supervisor."""
 
@@ -26,8 +40,13 @@ class Canary(BaseModel):
     #: A test file the test command runs (relative to the repo): one of the test patch, or
     #: one it does not touch that the plan found at the base (``TestSpec.outside_files``).
     file: str
-    #: "function": a module-level test function; "method": a unittest.TestCase method.
-    style: Literal["function", "method"]
+    #: How it is written (``evalrepro.grade.canary_languages``). Python: "function", a
+    #: module-level test function; "method", a unittest.TestCase method. "go_test": a
+    #: ``func TestX(t *testing.T)``; "rust_test": a ``#[test] fn``; "junit_method": an
+    #: ``@Test void`` method; "phpunit_method": a ``testX`` method of a PHPUnit class;
+    #: "rspec_it": an RSpec ``it`` block; "minitest_method": a minitest ``test_`` method;
+    #: "js_it" / "js_test": a mocha/jest/vitest ``it(...)`` / ``test(...)`` call.
+    style: CanaryStyle
     #: Its code: inserted after ``after_line`` (a twin, a canary shaped like its
     #: neighbour), else appended to the file (before a top-level ``if __name__`` block).
     source: str
@@ -56,6 +75,11 @@ class Canary(BaseModel):
     #: it: a must-fail canary, which a forgery sparing a file's last tests would otherwise
     #: find after a FAIL_TO_PASS test the test patch appended at the end.
     at_line: int | None = None
+    #: What the parser's status map calls it where that is not its name: the title of an
+    #: RSpec or JavaScript test, PHPUnit's testdox words of a method's name. A key names
+    #: the canary when it is the title or ends with it after a separator; None: a key
+    #: names it when its name is a word of the key.
+    title: str | None = None
 
 
 class TwinPair(BaseModel):

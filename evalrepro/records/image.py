@@ -5,7 +5,9 @@ lockfile holds them.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 
 class PinnedInput(BaseModel):
@@ -21,6 +23,18 @@ class PinnedInput(BaseModel):
     digest: str
     #: Where a machine with internet fetches it (a URL), if anywhere.
     source: str = ""
+    #: The registry's Subresource Integrity string of the file (an npm tarball's
+    #: ``sha512-<base64>``), checked beside the digest; None (and not written) for the
+    #: kinds that have none.
+    integrity: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent_integrity(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # Inputs without one are written (and digested) as before the field existed.
+        data = handler(self)
+        if isinstance(data, dict) and data.get("integrity", "") is None:
+            del data["integrity"]
+        return data
 
     def identity(self) -> dict[str, str]:
         """What the input is, without where it came from: the same bytes from another

@@ -16,7 +16,7 @@ from evalrepro.records.fresh import FreshResult, FreshRun
 from evalrepro.records.rerun import RerunPlan
 from evalrepro.records.testspec import EvalScript
 from evalrepro.sandbox import GIT_DIR, GUARD_PATH, PATCH_PATH, TEST_PATCH_PATH, TESTBED
-from evalrepro.sandbox.protocol import PROTOCOL
+from evalrepro.sandbox.protocol import PROGRAM
 
 #: The unprivileged user the code under test runs as (created in the base image).
 TEST_USER = {"uid": 1000, "gid": 1000, "name": "tester", "home": "/home/tester"}
@@ -231,7 +231,9 @@ class TrialProgram(Record):
     """What one attempt asks of the supervisor (``program.json``)."""
 
     record: Literal["TrialProgram"] = "TrialProgram"
-    schema_version: int = PROTOCOL
+    #: 2: canaries of every language (``Canary.style``'s new values, ``Canary.title``).
+    schema_version: int = PROGRAM
+    migrations = {1: unchanged}
     testbed: str = TESTBED
     git_dir: str = GIT_DIR
     patch: str = PATCH_PATH

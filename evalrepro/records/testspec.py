@@ -69,8 +69,8 @@ class TestSpec(Record):
     __test__ = False  # not a pytest test class
     record: Literal["TestSpec"] = "TestSpec"
     #: 2: ``outside_files`` and ``outside_left`` (the test files the command runs outside
-    #: the test patch, where the trial's canaries go too). 3: ``debs`` (a spec of version 2
-    #: had none).
+    #: the test patch, where the trial's canaries go too). 3: ``debs`` and ``npm`` (a spec
+    #: of version 2 had none).
     schema_version: int = 3
     migrations = {1: unchanged, 2: _no_debs}
     instance_id: str
@@ -82,6 +82,8 @@ class TestSpec(Record):
     packages: list[str]
     #: The spec's Debian packages (its base layer's, beside the environment's own).
     debs: list[str] = []
+    #: npm specifiers (``mocha@10.2.0``) or the repository path of a package-lock.json.
+    npm: list[str] = []
     install: str | None
     test_cmd: str
     test_directives: list[str]

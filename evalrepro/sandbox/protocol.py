@@ -16,8 +16,11 @@ import json
 import os
 import struct
 
-#: Version of the stream protocol and of the program this supervisor reads.
+#: Version of the stream protocol.
 PROTOCOL = 1
+#: Version of the program this supervisor reads (``TrialProgram``'s schema): 2, canaries
+#: of every language (their styles, their titles).
+PROGRAM = 2
 #: A frame: kind (one byte), payload length (big-endian), then the payload.
 FRAME = struct.Struct(">cI")
 KIND_EVENT = b"E"  # a JSON object with an "event" key

@@ -37,7 +37,7 @@ import subprocess
 import sys
 
 from .phases import Stop, Trial
-from .protocol import PROTOCOL, HarnessError, Stream
+from .protocol import PROGRAM, PROTOCOL, HarnessError, Stream
 
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -45,9 +45,9 @@ _PR_SET_CHILD_SUBREAPER = 36
 def load_program(path: str) -> dict:
     with open(path, "rb") as handle:
         program = json.loads(handle.read(1 << 24))
-    if program.get("record") != "TrialProgram" or program.get("schema_version") != PROTOCOL:
+    if program.get("record") != "TrialProgram" or program.get("schema_version") != PROGRAM:
         raise HarnessError(
-            f"{path} is not a TrialProgram of schema {PROTOCOL} (a harness version mismatch)"
+            f"{path} is not a TrialProgram of schema {PROGRAM} (a harness version mismatch)"
         )
     return program
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalrepro.digest import sha256_json
-from evalrepro.sources.git import git, present, tips, unreachable
+from evalrepro.sources.git import RepoError, git, present, tips, unreachable
 
 #: Where the history export keeps a base commit no branch or tag reaches.
 PIN_PREFIX = "refs/evalrepro/"
@@ -70,6 +70,18 @@ class LocalCheckout:
                 shutil.rmtree(target)
             else:
                 target.unlink(missing_ok=True)
+
+    def read_file(self, commit: str, path: str) -> bytes | None:
+        """The bytes of ``path`` in ``commit``'s tree; None: no such file there."""
+        try:
+            kind = git("cat-file", "-t", f"{commit}:{path}", git_dir=self.git_dir).strip()
+        except RepoError:
+            return None
+        if kind != "blob":
+            return None
+        # git() gives text without its last newline: the same text every time.
+        text = git("cat-file", "blob", f"{commit}:{path}", git_dir=self.git_dir)
+        return text.encode("utf-8", "surrogateescape")
 
     def export_tree(self, commit: str, dest: Path) -> None:
         """The files of ``commit`` at ``dest`` (no .git), independent of export-ignore."""

@@ -66,13 +66,23 @@ class LogParser(ABC):
     aliases: ClassVar[tuple[str, ...]] = ()
     #: One line for ``evalrepro parsers`` and the docs: the runner and invocation.
     description: ClassVar[str] = ""
+    #: The language of the canaries placed for this runner (a key of
+    #: ``evalrepro.grade.canary._LANGUAGES``: "python", "go", "rust", "java", "php",
+    #: "ruby", "javascript", "junit"); None: no canaries.
+    canary_language: ClassVar[str | None] = None
     #: The canary tests (``evalrepro.grade.canary``) this runner collects from a Python
     #: test file: "function" (module-level ``test_*``), "method" (``unittest.TestCase``);
     #: none for a runner that collects neither.
     canary_styles: ClassVar[tuple[str, ...]] = ()
+    canary_language: ClassVar[str | None] = "python"
     #: How this runner selects one test and what its exit status says, for fresh runs
     #: (a key of ``evalrepro.grade.fresh.RUNNERS``); None for a runner without that.
     runner: ClassVar[str | None] = None
+    #: The language ecosystems whose projects this runner tests (names of
+    #: ``evalrepro.config.ecosystems.ECOSYSTEMS``): under ``protection.ecosystems: auto``
+    #: their test infrastructure is protected in the instances it reads. None: the
+    #: dataset's ``patterns`` alone, unless the dataset names its ecosystems.
+    ecosystems: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def parse(self, text: str) -> ParsedLog:

@@ -33,7 +33,10 @@ _STATUS = {"ok": Status.PASSED, "FAILED": Status.FAILED}
 @register
 class CargoCompatParser(LogParser):
     name: ClassVar[str] = "cargo"
+    ecosystems: ClassVar[tuple[str, ...]] = ("rust",)
     family: ClassVar[Family] = Family.SWEBENCH
+    canary_language: ClassVar[str | None] = "rust"
+    runner: ClassVar[str | None] = "cargo"
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_cargo",)
     description: ClassVar[str] = (
         "SWE-bench's cargo test parser: one-word names, ignored and should_panic tests dropped"

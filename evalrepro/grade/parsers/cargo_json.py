@@ -130,7 +130,10 @@ class _Reader:
 @register
 class CargoJsonParser(LogParser):
     name: ClassVar[str] = "cargo_json"
+    ecosystems: ClassVar[tuple[str, ...]] = ("rust",)
     family: ClassVar[Family] = Family.NATIVE
+    canary_language: ClassVar[str | None] = "rust"
+    runner: ClassVar[str | None] = "cargo"
     description: ClassVar[str] = (
         "cargo test with libtest's --format json: ids <binary>:<source>::<name>, ignored skipped"
     )

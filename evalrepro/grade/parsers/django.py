@@ -100,8 +100,10 @@ def django_status_map(log: str) -> dict[str, Status]:
 @register
 class DjangoParser(LogParser):
     name: ClassVar[str] = "django"
+    ecosystems: ClassVar[tuple[str, ...]] = ("python",)
     runner: ClassVar[str | None] = "django"
     canary_styles: ClassVar[tuple[str, ...]] = ("method",)
+    canary_language: ClassVar[str | None] = "python"
     family: ClassVar[Family] = Family.SWEBENCH
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_django",)
     description: ClassVar[str] = (

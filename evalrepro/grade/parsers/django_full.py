@@ -26,5 +26,6 @@ from evalrepro.grade.parsers.unittest import UnittestParser
 @register
 class DjangoFullParser(UnittestParser):
     name: ClassVar[str] = "django_full"
+    ecosystems: ClassVar[tuple[str, ...]] = ("python",)
     runner: ClassVar[str | None] = "unittest"
     description: ClassVar[str] = "Django's test runner at --verbosity 2 (full ids, totals checked)"

@@ -48,7 +48,9 @@ _PASSING = re.compile(r"[1-9]\d* passing")
 @register
 class EslintCompatParser(LogParser):
     name: ClassVar[str] = "eslint"
+    ecosystems: ClassVar[tuple[str, ...]] = ("javascript",)
     family: ClassVar[Family] = Family.SWEBENCH
+    runner: ClassVar[str | None] = "mocha"
     fail_only: ClassVar[bool] = True
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_eslint",)
     description: ClassVar[str] = (

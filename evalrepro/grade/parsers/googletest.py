@@ -31,6 +31,7 @@ _STATUS = {"OK": Status.PASSED, "FAILED": Status.FAILED}
 @register
 class GoogleTestCompatParser(LogParser):
     name: ClassVar[str] = "googletest"
+    ecosystems: ClassVar[tuple[str, ...]] = ("cmake",)
     family: ClassVar[Family] = Family.SWEBENCH
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_googletest",)
     description: ClassVar[str] = (

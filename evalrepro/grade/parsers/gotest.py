@@ -35,7 +35,10 @@ _STATUS = {"PASS": Status.PASSED, "FAIL": Status.FAILED, "SKIP": Status.SKIPPED}
 @register
 class GoTestCompatParser(LogParser):
     name: ClassVar[str] = "gotest"
+    ecosystems: ClassVar[tuple[str, ...]] = ("go",)
     family: ClassVar[Family] = Family.SWEBENCH
+    canary_language: ClassVar[str | None] = "go"
+    runner: ClassVar[str | None] = "go"
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_gotest",)
     description: ClassVar[str] = (
         "SWE-bench's go test -v parser: --- PASS/FAIL/SKIP lines, keys without the package"

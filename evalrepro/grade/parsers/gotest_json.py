@@ -128,7 +128,10 @@ class _Reader:
 @register
 class GoTestJsonParser(LogParser):
     name: ClassVar[str] = "gotest_json"
+    ecosystems: ClassVar[tuple[str, ...]] = ("go",)
     family: ClassVar[Family] = Family.NATIVE
+    canary_language: ClassVar[str | None] = "go"
+    runner: ClassVar[str | None] = "go"
     description: ClassVar[str] = (
         "go test -json: every test keyed <package>::<name>, package failures as errors"
     )

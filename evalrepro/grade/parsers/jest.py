@@ -36,7 +36,10 @@ _TOTALS = re.compile(r"Tests:\s+[1-9]\d*|Test Suites:\s+(?:\d+ \w+, )*[1-9]\d* t
 @register
 class JestCompatParser(LogParser):
     name: ClassVar[str] = "jest"
+    ecosystems: ClassVar[tuple[str, ...]] = ("javascript",)
     family: ClassVar[Family] = Family.SWEBENCH
+    canary_language: ClassVar[str | None] = "javascript"
+    runner: ClassVar[str | None] = "jest"
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_jest",)
     description: ClassVar[str] = (
         "SWE-bench's jest --verbose parser: keys are bare test titles, skips renamed"

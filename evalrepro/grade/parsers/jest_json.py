@@ -69,7 +69,10 @@ def _reports(text: str) -> list[tuple[int, dict[str, Any]]]:
 @register
 class JestJsonParser(LogParser):
     name: ClassVar[str] = "jest_json"
+    ecosystems: ClassVar[tuple[str, ...]] = ("javascript",)
     family: ClassVar[Family] = Family.NATIVE
+    canary_language: ClassVar[str | None] = "javascript"
+    runner: ClassVar[str | None] = "jest"
     description: ClassVar[str] = (
         "jest --json or vitest --reporter=json: ids <file>::<describe> > <title>"
     )

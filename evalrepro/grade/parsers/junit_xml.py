@@ -126,7 +126,9 @@ def _count(value: str | None) -> int | None:
 @register
 class JUnitXmlParser(LogParser):
     name: ClassVar[str] = "junit_xml"
+    ecosystems: ClassVar[tuple[str, ...]] = ("maven", "gradle")
     family: ClassVar[Family] = Family.NATIVE
+    canary_language: ClassVar[str | None] = "junit"
     description: ClassVar[str] = (
         "JUnit XML reports printed into the log (Maven Surefire, Gradle, ctest, PHPUnit...)"
     )

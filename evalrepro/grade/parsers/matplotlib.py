@@ -23,8 +23,10 @@ _MOUSE_BUTTONS = {"MouseButton.LEFT": "1", "MouseButton.RIGHT": "3"}
 @register
 class SwebenchMatplotlibParser(LogParser):
     name: ClassVar[str] = "matplotlib"
+    ecosystems: ClassVar[tuple[str, ...]] = ("python",)
     runner: ClassVar[str | None] = "pytest"
     canary_styles: ClassVar[tuple[str, ...]] = ("function", "method")
+    canary_language: ClassVar[str | None] = "python"
     family: ClassVar[Family] = Family.SWEBENCH
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_matplotlib",)
     description: ClassVar[str] = (

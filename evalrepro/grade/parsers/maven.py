@@ -38,7 +38,10 @@ _STATUS = {"SUCCESS": Status.PASSED, "FAILURE": Status.FAILED}
 @register
 class MavenCompatParser(LogParser):
     name: ClassVar[str] = "maven"
+    ecosystems: ClassVar[tuple[str, ...]] = ("maven", "gradle")
     family: ClassVar[Family] = Family.SWEBENCH
+    canary_language: ClassVar[str | None] = "java"
+    runner: ClassVar[str | None] = "maven"
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_maven",)
     description: ClassVar[str] = (
         "SWE-bench's Maven parser: one mvn -Dtest=X per test, status from BUILD SUCCESS/FAILURE"

@@ -87,8 +87,10 @@ def status_tokens(log: str, *, rewrite: dict[str, str] | None = None) -> Iterato
 @register
 class SwebenchPytestParser(LogParser):
     name: ClassVar[str] = "pytest"
+    ecosystems: ClassVar[tuple[str, ...]] = ("python",)
     runner: ClassVar[str | None] = "pytest"
     canary_styles: ClassVar[tuple[str, ...]] = ("function", "method")
+    canary_language: ClassVar[str | None] = "python"
     family: ClassVar[Family] = Family.SWEBENCH
     # swebench binds these per-repo names to this very function.
     aliases: ClassVar[tuple[str, ...]] = (

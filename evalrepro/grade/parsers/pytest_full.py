@@ -61,8 +61,10 @@ _WORST_FIRST = (
 @register
 class PytestFullParser(LogParser):
     name: ClassVar[str] = "pytest_full"
+    ecosystems: ClassVar[tuple[str, ...]] = ("python",)
     runner: ClassVar[str | None] = "pytest"
     canary_styles: ClassVar[tuple[str, ...]] = ("function", "method")
+    canary_language: ClassVar[str | None] = "python"
     family: ClassVar[Family] = Family.NATIVE
     description: ClassVar[str] = (
         "pytest -rA -v: full node ids from the short test summary, skips from -v lines, "

@@ -40,8 +40,10 @@ def _shorten_parameter(name: str) -> str:
 @register
 class SwebenchPytestOptionsParser(LogParser):
     name: ClassVar[str] = "pytest_options"
+    ecosystems: ClassVar[tuple[str, ...]] = ("python",)
     runner: ClassVar[str | None] = "pytest"
     canary_styles: ClassVar[tuple[str, ...]] = ("function", "method")
+    canary_language: ClassVar[str | None] = "python"
     family: ClassVar[Family] = Family.SWEBENCH
     # swebench binds these per-repo names to this very function.
     aliases: ClassVar[tuple[str, ...]] = (

@@ -57,8 +57,10 @@ FOLDED: dict[Status, Status] = {
 @register
 class PytestSummaryParser(LogParser):
     name: ClassVar[str] = "pytest_summary"
+    ecosystems: ClassVar[tuple[str, ...]] = ("python",)
     runner: ClassVar[str | None] = "pytest"
     canary_styles: ClassVar[tuple[str, ...]] = ("function", "method")
+    canary_language: ClassVar[str | None] = "python"
     family: ClassVar[Family] = Family.NATIVE
     description: ClassVar[str] = (
         "pytest -rA, terminal-bench style: the short test summary only, "

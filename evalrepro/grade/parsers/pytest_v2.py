@@ -48,8 +48,10 @@ _DELETE_CONTROL = str.maketrans("", "", "".join(chr(code) for code in range(1, 3
 @register
 class SwebenchPytestV2Parser(LogParser):
     name: ClassVar[str] = "pytest_v2"
+    ecosystems: ClassVar[tuple[str, ...]] = ("python",)
     runner: ClassVar[str | None] = "pytest"
     canary_styles: ClassVar[tuple[str, ...]] = ("function", "method")
+    canary_language: ClassVar[str | None] = "python"
     family: ClassVar[Family] = Family.SWEBENCH
     # swebench binds these per-repo names to this very function.
     aliases: ClassVar[tuple[str, ...]] = (

@@ -33,7 +33,10 @@ _STATUS = {"passed": Status.PASSED, "failed": Status.FAILED}
 @register
 class RspecCompatParser(LogParser):
     name: ClassVar[str] = "rspec_transformed_json"
+    ecosystems: ClassVar[tuple[str, ...]] = ("ruby",)
     family: ClassVar[Family] = Family.SWEBENCH
+    canary_language: ClassVar[str | None] = "ruby"
+    runner: ClassVar[str | None] = "rspec"
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_rspec_transformed_json",)
     description: ClassVar[str] = (
         "SWE-bench's RSpec parser: jq-transformed '<full description> - <status>' lines"

@@ -53,7 +53,10 @@ def _reports(text: str) -> list[tuple[int, dict[str, Any]]]:
 @register
 class RspecJsonParser(LogParser):
     name: ClassVar[str] = "rspec_json"
+    ecosystems: ClassVar[tuple[str, ...]] = ("ruby",)
     family: ClassVar[Family] = Family.NATIVE
+    canary_language: ClassVar[str | None] = "ruby"
+    runner: ClassVar[str | None] = "rspec"
     description: ClassVar[str] = "rspec --format json: ids <file>::<full description>"
 
     def parse(self, text: str) -> ParsedLog:

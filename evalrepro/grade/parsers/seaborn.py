@@ -29,8 +29,10 @@ from evalrepro.grade.parsers.registry import register
 @register
 class SwebenchSeabornParser(LogParser):
     name: ClassVar[str] = "seaborn"
+    ecosystems: ClassVar[tuple[str, ...]] = ("python",)
     runner: ClassVar[str | None] = "pytest"
     canary_styles: ClassVar[tuple[str, ...]] = ("function", "method")
+    canary_language: ClassVar[str | None] = "python"
     family: ClassVar[Family] = Family.SWEBENCH
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_seaborn",)
     description: ClassVar[str] = (

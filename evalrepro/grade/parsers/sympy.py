@@ -63,7 +63,9 @@ def sympy_status_map(log: str) -> dict[str, Status]:
 @register
 class SympyParser(LogParser):
     name: ClassVar[str] = "sympy"
+    ecosystems: ClassVar[tuple[str, ...]] = ("python",)
     canary_styles: ClassVar[tuple[str, ...]] = ("function",)
+    canary_language: ClassVar[str | None] = "python"
     family: ClassVar[Family] = Family.SWEBENCH
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_sympy",)
     description: ClassVar[str] = (

@@ -38,7 +38,9 @@ _TESTS_TOTAL = re.compile(r"^# tests [1-9]\d*", re.M)
 @register
 class TapCompatParser(LogParser):
     name: ClassVar[str] = "tap"
+    ecosystems: ClassVar[tuple[str, ...]] = ("javascript",)
     family: ClassVar[Family] = Family.SWEBENCH
+    canary_language: ClassVar[str | None] = "javascript"
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_tap",)
     description: ClassVar[str] = (
         "SWE-bench's TAP parser: keys are the text after the test number, nesting ignored"

@@ -275,7 +275,9 @@ def _check_node_totals(reader: _TapReader, tests: list[_Result]) -> None:
 @register
 class TapParser(LogParser):
     name: ClassVar[str] = "tap_full"
+    ecosystems: ClassVar[tuple[str, ...]] = ("javascript",)
     family: ClassVar[Family] = Family.NATIVE
+    canary_language: ClassVar[str | None] = "javascript"
     description: ClassVar[str] = (
         "TAP 13/14 from node --test --test-reporter=tap or Test::More, nested ids"
     )

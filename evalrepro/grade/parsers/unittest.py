@@ -438,8 +438,10 @@ def _result_counts(text: str) -> dict[Status, int]:
 @register
 class UnittestParser(LogParser):
     name: ClassVar[str] = "unittest"
+    ecosystems: ClassVar[tuple[str, ...]] = ("python",)
     runner: ClassVar[str | None] = "unittest"
     canary_styles: ClassVar[tuple[str, ...]] = ("method",)
+    canary_language: ClassVar[str | None] = "python"
     family: ClassVar[Family] = Family.NATIVE
     description: ClassVar[str] = "python -m unittest -v (TextTestRunner at verbosity 2)"
 

@@ -29,7 +29,9 @@ from evalrepro.grade.parsers.unittest import TextRunnerLog
 @register
 class UnittestFailuresParser(LogParser):
     name: ClassVar[str] = "unittest_failures"
+    ecosystems: ClassVar[tuple[str, ...]] = ("python",)
     canary_styles: ClassVar[tuple[str, ...]] = ("method",)
+    canary_language: ClassVar[str | None] = "python"
     family: ClassVar[Family] = Family.NATIVE
     fail_only: ClassVar[bool] = True
     description: ClassVar[str] = "python -m unittest (verbosity 1: only failures are named)"

@@ -33,7 +33,10 @@ _STATUS = {"✓": Status.PASSED, FAILED_MARK: Status.FAILED, "↓": Status.SKIPP
 @register
 class VitestCompatParser(LogParser):
     name: ClassVar[str] = "vitest"
+    ecosystems: ClassVar[tuple[str, ...]] = ("javascript",)
     family: ClassVar[Family] = Family.SWEBENCH
+    canary_language: ClassVar[str | None] = "javascript"
+    runner: ClassVar[str | None] = "vitest"
     aliases: ClassVar[tuple[str, ...]] = ("parse_log_vitest",)
     description: ClassVar[str] = (
         "SWE-bench's vitest --reporter=verbose parser: a trailing number is cut as a duration"

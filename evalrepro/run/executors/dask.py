@@ -15,16 +15,18 @@ calls (:class:`DaskCluster`):
   short, each one Dask task whose argument is the specs pickled once: the scheduler,
   which runs in this process for a LocalCluster, passes bytes on instead of unpickling
   and pickling every spec.
-- **A LocalCluster** started here forks its workers from one server that imported their
-  modules once, and runs without Dask's profiler and work stealing
-  (:data:`LOCAL_CLUSTER_SETTINGS`): CPU the plan, made meanwhile, keeps.
+- **A LocalCluster** started here (beside the plan, by the base's ``ClusterStart``; it
+  stops while the report is written) forks its workers from one server that imported
+  their modules once, and runs without Dask's profiler and work stealing and with its
+  self-monitoring less often (:data:`LOCAL_CLUSTER_SETTINGS`): CPU the plan, made
+  meanwhile, and the submitter keep.
 - **Ctrl-C** also stops the cluster this process started.
 """
 
 from __future__ import annotations
 
 import contextlib
-import threading
+import functools
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
@@ -39,6 +41,7 @@ from evalrepro.records.lockfile import LockedImage
 from evalrepro.records.trial import Lease
 from evalrepro.run.executors.leased import (
     Cluster,
+    ClusterStart,
     LeasedExecutor,
     WorkerLost,
     lease_here,
@@ -97,7 +100,7 @@ def _local_or_address(config: DaskExecutorConfig) -> Iterator[Any]:
     import dask
 
     with dask.config.set(LOCAL_CLUSTER_SETTINGS):
-        distributed.utils.get_mp_context().set_forkserver_preload(WORKER_MODULES)
+        _preload_fork_server()
         cluster = distributed.LocalCluster(
             n_workers=config.workers,
             threads_per_worker=config.threads_per_worker,
@@ -125,7 +128,37 @@ LOCAL_CLUSTER_SETTINGS = {
     # Attempts need a slot each and are sent one lease per slot: nothing to steal, and the
     # scheduler would look every second.
     "distributed.scheduler.work-stealing": False,
+    # Dask's self-monitoring, in the scheduler, each nanny and each worker: an event loop
+    # health check every 20 ms (its warning is for loops blocked 3 s), a psutil sample of
+    # the process (and the host's disks) every 500 ms, the nanny's memory check every
+    # 100 ms. Less often here: the attempts' memory is the sandbox's, bounded by its own
+    # limits; a worker's own memory still has Dask's bounds, checked each second.
+    "distributed.admin.tick.interval": "500ms",
+    "distributed.admin.system-monitor.interval": "5s",
+    "distributed.admin.system-monitor.disk": False,
+    "distributed.admin.system-monitor.gil.enabled": False,
+    "distributed.worker.memory.monitor-interval": "1s",
+    # Results are fetched and released at once: no replicas for the memory manager to
+    # balance every 2 s.
+    "distributed.scheduler.active-memory-manager.start": False,
 }
+
+
+def _preload_fork_server() -> None:
+    """Have the fork server import :data:`WORKER_MODULES` before it forks a worker.
+
+    Not through ``distributed.utils.get_mp_context()``: the first time, it imports numpy,
+    pandas and lz4 in this process (about a second of the submitter's CPU, and pandas'
+    memory for the run's length) only to list the ones that exist for its own preload,
+    which this list replaces. Its flag that the preload is set is set here instead."""
+    import multiprocessing
+
+    import distributed.utils
+
+    multiprocessing.get_context("forkserver").set_forkserver_preload(WORKER_MODULES)
+    distributed.utils._forkserver_preload_set = True
+
+
 #: What a LocalCluster's worker process imports before it is forked (what an attempt on
 #: a worker uses: its runtime, the agent phase).
 WORKER_MODULES = [
@@ -214,26 +247,27 @@ class DaskExecutor(LeasedExecutor):
     kind: ClassVar[str] = "dask"
 
     @classmethod
-    def starting(cls, config: Any, environment: Any) -> contextlib.AbstractContextManager[Any]:
-        # A LocalCluster's start (worker processes importing evalrepro, opening podman)
-        # overlaps the plan's making; Slurm jobs and pods are asked for only once there
-        # is work.
+    def start_cluster(
+        cls, config: Any, environment: Any
+    ) -> Callable[[], contextlib.AbstractContextManager[Any]] | None:
+        # A LocalCluster's start (worker processes forked, podman opened on each) overlaps
+        # the plan's making; Slurm jobs and pods are asked for only once there is work.
         if isinstance(config, DaskExecutorConfig) and config.address is None:
-            return _Starting(config, environment)
-        return contextlib.nullcontext()
+            return functools.partial(_started, config, environment)
+        return None
 
     @contextlib.contextmanager
     def connect(self) -> Iterator[Cluster]:
-        with contextlib.ExitStack() as stack:
-            if isinstance(self.started, _Starting):
-                cluster = self.started.cluster()
-            else:
-                cluster = stack.enter_context(_cluster(self.settings))
-            client = _distributed().Client(cluster, timeout=self.settings.worker_wait)
-            try:
-                yield DaskCluster(client, self.environment)
-            finally:
-                client.close()
+        if isinstance(self.started, ClusterStart):
+            # The client the start opened; it closes with the cluster, while the report
+            # is written.
+            yield DaskCluster(self.started.join(), self.environment)
+            return
+        with (
+            _cluster(self.settings) as cluster,
+            _distributed().Client(cluster, timeout=self.settings.worker_wait) as client,
+        ):
+            yield DaskCluster(client, self.environment)
 
 
 class DaskCluster(Cluster):
@@ -320,39 +354,18 @@ def _cluster(settings: LeasedExecutorConfig) -> Iterator[Any]:
         yield cluster
 
 
-class _Starting:
-    """A cluster started in a thread of its own while the plan is made."""
-
-    def __init__(self, settings: LeasedExecutorConfig, environment: Any) -> None:
-        self._stack = contextlib.ExitStack()
-        self._value: Any = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(
-            target=self._start, args=(settings, environment), name="evalrepro-cluster", daemon=True
-        )
-
-    def __enter__(self) -> _Starting:
-        self._thread.start()
-        return self
-
-    def _start(self, settings: LeasedExecutorConfig, environment: Any) -> None:
+@contextlib.contextmanager
+def _started(settings: LeasedExecutorConfig, environment: Any) -> Iterator[Any]:
+    """The config's LocalCluster and a client of it, its workers' runtimes open (a worker
+    that cannot open one says so when the run asks it to prepare)."""
+    with _cluster(settings) as cluster:
+        # Not the client's own context: that marks it current in this thread's context,
+        # and the start and the stop run in threads of their own.
+        client = _distributed().Client(cluster, timeout=settings.worker_wait)
         try:
-            self._value = self._stack.enter_context(_cluster(settings))
-        except BaseException as error:  # raised again where the cluster is used
-            self._error = error
-            return
-        # Each worker opens its runtime now; one that cannot says so when the run asks.
-        with contextlib.suppress(Exception):
-            with _distributed().Client(self._value, timeout=settings.worker_wait) as client:
+            with contextlib.suppress(Exception):
                 client.wait_for_workers(settings.workers, timeout=settings.worker_wait)
                 client.run(open_runtime_here, environment, on_error="ignore")
-
-    def cluster(self) -> Any:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value
-
-    def __exit__(self, *exc: object) -> None:
-        self._thread.join()
-        self._stack.close()
+            yield client
+        finally:
+            client.close()

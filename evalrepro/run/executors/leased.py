@@ -38,6 +38,12 @@ it returns: it is the only writer of the run directory, which no worker sees.
   last ones spread over every slot): attempts of a few seconds, as real trials are, still
   go one at a time. A lost lease costs its first attempt (recorded lost, as above); the
   others go out again.
+- **The cluster starts beside the plan.** A kind whose cluster this process starts (a
+  Dask ``LocalCluster``) names how in :meth:`LeasedExecutor.start_cluster`: a
+  :class:`ClusterStart` begins it in a thread of its own as soon as the executor is known
+  (the plan is made meanwhile), the loop joins it when it first submits, and it is
+  stopped in a thread of its own once the last attempt is recorded, while the report is
+  written.
 - **Ctrl-C** cancels what is out and removes the run's containers on every worker; the
   attempts that did not return are not recorded, so a resume runs them.
 """
@@ -48,10 +54,11 @@ import contextlib
 import math
 import pickle
 import socket
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections import Counter, deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -235,15 +242,92 @@ class LeasedExecutor(Executor):
         self.settings = config
         self.environment = runtime.config  # type: ignore[attr-defined]
 
+    @classmethod
+    def start_cluster(
+        cls, config: Any, environment: Any
+    ) -> Callable[[], contextlib.AbstractContextManager[Any]] | None:
+        """How this kind starts its cluster beside the plan: a context that starts it (and
+        may open its workers' runtimes for ``environment``), yields what :meth:`connect`
+        takes from :attr:`started` (``started.join()``), and stops it. None (the default):
+        nothing starts before the run has trials; :meth:`connect` starts what it needs."""
+        return None
+
+    @classmethod
+    def starting(cls, config: Any, environment: Any) -> contextlib.AbstractContextManager[Any]:
+        start = cls.start_cluster(config, environment)
+        return ClusterStart(start) if start is not None else contextlib.nullcontext()
+
     @abstractmethod
     def connect(self) -> contextlib.AbstractContextManager[Cluster]:
-        """The cluster's client for one run, closed when the run ends."""
+        """The cluster's client for one run, closed when the run ends (a cluster begun by
+        :meth:`start_cluster`: ``self.started.join()``, stopped by its :class:`ClusterStart`)."""
 
     def run(self, jobs: list[TrialJob], events: Events) -> list[TrialResult]:
-        if not jobs:
-            return []
-        with self.connect() as cluster:
-            return LeasedSession(self, cluster, jobs, events).run()
+        try:
+            if not jobs:
+                return []
+            with self.connect() as cluster:
+                return LeasedSession(self, cluster, jobs, events).run()
+        finally:
+            if isinstance(self.started, ClusterStart):
+                # Every attempt is recorded: the cluster stops while the report is written.
+                self.started.stop()
+
+
+class ClusterStart:
+    """A kind's cluster, begun in a thread of its own as soon as the executor is known
+    (``start``: :meth:`LeasedExecutor.start_cluster`'s context), joined when the loop first
+    submits (:meth:`join`), and stopped in a thread of its own (:meth:`stop`) once the last
+    attempt is recorded: its start overlaps the plan, its stop the report. Leaving the
+    context stops it if nothing did (a plan that failed, Ctrl-C) and waits until it has."""
+
+    def __init__(self, start: Callable[[], contextlib.AbstractContextManager[Any]]) -> None:
+        self._start = start
+        self._stack = contextlib.ExitStack()
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._stop_error: BaseException | None = None
+        self._starting = threading.Thread(target=self._begin, name="evalrepro-cluster", daemon=True)
+        self._stopping: threading.Thread | None = None
+
+    def __enter__(self) -> ClusterStart:
+        self._starting.start()
+        return self
+
+    def _begin(self) -> None:
+        try:
+            self._value = self._stack.enter_context(self._start())
+        except BaseException as error:  # raised again where the cluster is joined
+            self._error = error
+
+    def join(self) -> Any:
+        """What the start yielded, once it has (its error, if it failed)."""
+        self._starting.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+    def stop(self) -> None:
+        """Begin stopping the cluster, in a thread of its own (once)."""
+        if self._stopping is None:
+            self._stopping = threading.Thread(
+                target=self._end, name="evalrepro-cluster-stop", daemon=True
+            )
+            self._stopping.start()
+
+    def _end(self) -> None:
+        self._starting.join()
+        try:
+            self._stack.close()
+        except BaseException as error:  # raised again when the context is left
+            self._stop_error = error
+
+    def __exit__(self, kind: object, *exc: object) -> None:
+        self.stop()
+        assert self._stopping is not None
+        self._stopping.join()
+        if self._stop_error is not None and kind is None:
+            raise self._stop_error
 
 
 # --- the loop --------------------------------------------------------------------------
