@@ -57,10 +57,14 @@ def test_auto_adds_the_parsers_ecosystems_after_the_datasets_patterns_each_once(
     resolved = patterns(TestProtection(), "gotest")
     assert resolved == [*DEFAULT_PATTERNS, *ECOSYSTEMS["go"].patterns]
     assert "go.mod" in resolved and "*_test.go" in resolved
-    # junit_xml is Maven's and Gradle's: their shared JUnit Platform patterns come once.
+    # junit_xml is read from Maven, Gradle, PHPUnit and ctest: shared patterns come once.
     resolved = patterns(TestProtection(patterns=[]), "junit_xml")
     assert resolved == list(
-        dict.fromkeys([*ECOSYSTEMS["maven"].patterns, *ECOSYSTEMS["gradle"].patterns])
+        dict.fromkeys(
+            pattern
+            for name in ("maven", "gradle", "php", "cmake")
+            for pattern in ECOSYSTEMS[name].patterns
+        )
     )
     assert len(resolved) == len(set(resolved))
 
@@ -146,7 +150,7 @@ def test_every_parser_names_known_ecosystems():
         ("cargo", ("rust",)),
         ("cargo_json", ("rust",)),
         ("maven", ("maven", "gradle")),
-        ("junit_xml", ("maven", "gradle")),
+        ("junit_xml", ("maven", "gradle", "php", "cmake")),
         ("jest", ("javascript",)),
         ("vitest", ("javascript",)),
         ("tap_full", ("javascript",)),

@@ -126,7 +126,9 @@ def _count(value: str | None) -> int | None:
 @register
 class JUnitXmlParser(LogParser):
     name: ClassVar[str] = "junit_xml"
-    ecosystems: ClassVar[tuple[str, ...]] = ("maven", "gradle")
+    #: The runners that write JUnit XML: Maven and Gradle, PHPUnit and ctest. Protecting
+    #: all four costs an honest run nothing (none writes the others' files).
+    ecosystems: ClassVar[tuple[str, ...]] = ("maven", "gradle", "php", "cmake")
     family: ClassVar[Family] = Family.NATIVE
     canary_language: ClassVar[str | None] = "junit"
     description: ClassVar[str] = (
