@@ -14,7 +14,6 @@ What is guaranteed (the supervisor's modules in ``evalrepro/sandbox/``):
 * ``verify_writes`` is empty exactly when every path is as written, and names each kind
   of mismatch (parent not a directory, missing, content, executable bit, link target,
   kind, a path that should not exist);
-* ``git_blob_id`` is git's own object id (``git hash-object``), sha1 and sha256;
 * ``GuardRecords`` turns the exit guard's untrusted lines into the runner's exit:
   ``clean`` only when every runner wrote its exit line with its streams in place,
   ``abnormal`` when one did not (``os._exit``) or had its output sent away, ``unknown``
@@ -44,7 +43,7 @@ from evalrepro.sandbox.confine import no_user_namespaces_filter
 from evalrepro.sandbox.exitguard import _GUARD_LINE, GuardRecords
 from evalrepro.sandbox.protocol import neutralize
 from evalrepro.sandbox.tree import changed_paths, escaping_links, snapshot
-from evalrepro.sandbox.writes import apply_writes, git_blob_id, operations_for, verify_writes
+from evalrepro.sandbox.writes import apply_writes, operations_for, verify_writes
 
 # --- snapshot / changed_paths --------------------------------------------------------
 
@@ -223,7 +222,7 @@ def test_apply_then_verify_round_trips_files_modes_folders_and_absent_paths(tmp_
         ("never/there.py", "absent", 0, b""),
     ]
     apply_writes(str(root), operations)
-    assert verify_writes(str(root), operations, "sha1") == []
+    assert verify_writes(str(root), operations) == []
     assert (root / "tests" / "test_a.py").read_bytes() == operations[0][3]
     assert mode_of(root / "tests" / "test_a.py") == 0o644
     assert mode_of(root / "tests" / "run.sh") == 0o755
@@ -241,7 +240,7 @@ def test_writing_a_file_replaces_the_old_content_and_mode(tmp_path):
     operations = [("tool.py", "file", 0o644, b"new\n")]
     apply_writes(str(root), operations)
     assert (old.read_bytes(), mode_of(old)) == (b"new\n", 0o644)
-    assert verify_writes(str(root), operations, "sha1") == []
+    assert verify_writes(str(root), operations) == []
 
 
 def test_a_dir_operation_keeps_an_existing_directory_and_its_contents(tmp_path):
@@ -263,7 +262,7 @@ def test_a_symlink_from_the_git_store_round_trips(tmp_path):
     operations = operations_for(entries, sorted(entries), contents)
     apply_writes(str(root), operations)
     assert os.readlink(root / "tests" / "link.py") == "target.py"
-    assert verify_writes(str(root), operations, "sha1") == []
+    assert verify_writes(str(root), operations) == []
 
 
 def test_a_symlink_in_a_parent_position_is_replaced_by_a_directory(tmp_path):
@@ -278,7 +277,7 @@ def test_a_symlink_in_a_parent_position_is_replaced_by_a_directory(tmp_path):
     assert (root / "tests").is_dir()
     assert (root / "tests" / "sub" / "test_x.py").read_bytes() == b"planted?\n"
     assert list(outside.iterdir()) == []
-    assert verify_writes(str(root), operations, "sha1") == []
+    assert verify_writes(str(root), operations) == []
 
 
 def test_a_file_in_a_parent_position_is_replaced_by_a_directory(tmp_path):
@@ -288,7 +287,7 @@ def test_a_file_in_a_parent_position_is_replaced_by_a_directory(tmp_path):
     operations = [("tests/test_x.py", "file", 0o644, b"x\n")]
     apply_writes(str(root), operations)
     assert (root / "tests").is_dir()
-    assert verify_writes(str(root), operations, "sha1") == []
+    assert verify_writes(str(root), operations) == []
 
 
 def test_a_symlink_at_the_path_itself_is_replaced_not_written_through(tmp_path):
@@ -316,7 +315,7 @@ def test_removing_a_path_under_a_planted_symlink_deletes_nothing_outside(tmp_pat
     apply_writes(str(root), operations)
     assert (outside / "precious.txt").read_text() == "keep me\n"
     assert not (root / "tests").is_symlink()
-    assert verify_writes(str(root), operations, "sha1") == []
+    assert verify_writes(str(root), operations) == []
 
 
 def test_a_folder_and_its_files_both_absent_leave_no_folder(tmp_path):
@@ -327,7 +326,7 @@ def test_a_folder_and_its_files_both_absent_leave_no_folder(tmp_path):
     operations = [("tests/sub", "absent", 0, b""), ("tests/sub/test_new.py", "absent", 0, b"")]
     apply_writes(str(root), operations)
     assert not (root / "tests" / "sub").exists()
-    assert verify_writes(str(root), operations, "sha1") == []
+    assert verify_writes(str(root), operations) == []
 
 
 def test_a_dir_operation_replaces_a_symlink_to_a_directory(tmp_path):
@@ -357,19 +356,19 @@ EXPECTED_RUN = ("tests/run.sh", "file", 0o755, b"#!/bin/sh\n")
 
 
 def test_verify_is_empty_when_the_files_are_as_expected(written):
-    assert verify_writes(str(written), [EXPECTED_A, EXPECTED_RUN], "sha1") == []
+    assert verify_writes(str(written), [EXPECTED_A, EXPECTED_RUN]) == []
 
 
 def test_verify_reports_a_content_difference(written):
     (written / "tests" / "test_a.py").write_bytes(b"B\n")
-    assert verify_writes(str(written), [EXPECTED_A], "sha1") == [
+    assert verify_writes(str(written), [EXPECTED_A]) == [
         "tests/test_a.py: content differs from the expected file"
     ]
 
 
 def test_verify_reports_content_appended_after_the_expected_bytes(written):
     (written / "tests" / "test_a.py").write_bytes(b"A\nimport evil\n")
-    assert verify_writes(str(written), [EXPECTED_A], "sha1") == [
+    assert verify_writes(str(written), [EXPECTED_A]) == [
         "tests/test_a.py: content differs from the expected file"
     ]
 
@@ -377,7 +376,7 @@ def test_verify_reports_content_appended_after_the_expected_bytes(written):
 def test_verify_reports_an_executable_bit_difference_both_ways(written):
     (written / "tests" / "test_a.py").chmod(0o755)
     (written / "tests" / "run.sh").chmod(0o644)
-    assert verify_writes(str(written), [EXPECTED_A, EXPECTED_RUN], "sha1") == [
+    assert verify_writes(str(written), [EXPECTED_A, EXPECTED_RUN]) == [
         "tests/test_a.py: executable bit differs",
         "tests/run.sh: executable bit differs",
     ]
@@ -385,7 +384,7 @@ def test_verify_reports_an_executable_bit_difference_both_ways(written):
 
 def test_verify_reports_a_missing_file(written):
     (written / "tests" / "test_a.py").unlink()
-    assert verify_writes(str(written), [EXPECTED_A], "sha1") == ["tests/test_a.py: missing"]
+    assert verify_writes(str(written), [EXPECTED_A]) == ["tests/test_a.py: missing"]
 
 
 def test_verify_reports_a_parent_that_is_a_symlink_even_if_the_content_matches(written, tmp_path):
@@ -393,7 +392,7 @@ def test_verify_reports_a_parent_that_is_a_symlink_even_if_the_content_matches(w
     shutil.move(written / "tests", outside)
     (written / "tests").symlink_to(outside, target_is_directory=True)
     assert (written / "tests" / "test_a.py").read_bytes() == b"A\n"  # right bytes, via a link
-    assert verify_writes(str(written), [EXPECTED_A], "sha1") == [
+    assert verify_writes(str(written), [EXPECTED_A]) == [
         "tests/test_a.py: a parent folder is not a directory"
     ]
 
@@ -401,20 +400,20 @@ def test_verify_reports_a_parent_that_is_a_symlink_even_if_the_content_matches(w
 def test_verify_reports_a_parent_that_is_a_file(written):
     shutil.rmtree(written / "tests")
     (written / "tests").write_text("not a folder\n")
-    assert verify_writes(str(written), [EXPECTED_A], "sha1") == [
+    assert verify_writes(str(written), [EXPECTED_A]) == [
         "tests/test_a.py: a parent folder is not a directory"
     ]
 
 
 def test_verify_reports_a_link_with_another_target(written):
     (written / "tests" / "link.py").symlink_to("other.py")
-    assert verify_writes(str(written), [("tests/link.py", "link", 0, b"test_a.py")], "sha1") == [
+    assert verify_writes(str(written), [("tests/link.py", "link", 0, b"test_a.py")]) == [
         "tests/link.py: not the expected symbolic link"
     ]
 
 
 def test_verify_reports_a_file_where_a_link_is_expected(written):
-    assert verify_writes(str(written), [("tests/test_a.py", "link", 0, b"run.sh")], "sha1") == [
+    assert verify_writes(str(written), [("tests/test_a.py", "link", 0, b"run.sh")]) == [
         "tests/test_a.py: not the expected symbolic link"
     ]
 
@@ -422,72 +421,34 @@ def test_verify_reports_a_file_where_a_link_is_expected(written):
 def test_verify_reports_a_link_where_a_file_is_expected(written):
     (written / "tests" / "test_a.py").unlink()
     (written / "tests" / "test_a.py").symlink_to("run.sh")
-    assert verify_writes(str(written), [EXPECTED_A], "sha1") == [
-        "tests/test_a.py: not a regular file"
-    ]
+    assert verify_writes(str(written), [EXPECTED_A]) == ["tests/test_a.py: not a regular file"]
 
 
 def test_verify_reports_a_file_where_a_directory_is_expected(written):
-    assert verify_writes(str(written), [("tests/test_a.py", "dir", 0o755, b"")], "sha1") == [
+    assert verify_writes(str(written), [("tests/test_a.py", "dir", 0o755, b"")]) == [
         "tests/test_a.py: not a directory"
     ]
 
 
 def test_verify_reports_a_path_that_should_not_exist(written):
-    assert verify_writes(str(written), [("tests/test_a.py", "absent", 0, b"")], "sha1") == [
+    assert verify_writes(str(written), [("tests/test_a.py", "absent", 0, b"")]) == [
         "tests/test_a.py: should not exist"
     ]
 
 
 def test_verify_accepts_an_absent_path_under_a_missing_folder(written):
-    assert verify_writes(str(written), [("gone/deeper/x.py", "absent", 0, b"")], "sha1") == []
+    assert verify_writes(str(written), [("gone/deeper/x.py", "absent", 0, b"")]) == []
 
 
 def test_verify_names_every_mismatch_in_one_pass(written):
     (written / "tests" / "test_a.py").write_bytes(b"changed\n")
     (written / "tests" / "run.sh").chmod(0o644)
     operations = [EXPECTED_A, EXPECTED_RUN, ("tests/new.py", "file", 0o644, b"N\n")]
-    assert verify_writes(str(written), operations, "sha1") == [
+    assert verify_writes(str(written), operations) == [
         "tests/test_a.py: content differs from the expected file",
         "tests/run.sh: executable bit differs",
         "tests/new.py: missing",
     ]
-
-
-# --- git_blob_id -----------------------------------------------------------------------
-
-
-def git(*args: str, cwd: Path) -> str:
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(cwd),
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-    }
-    done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, check=True)
-    return done.stdout.decode().strip()
-
-
-CONTENTS = [
-    pytest.param(b"", id="empty"),
-    pytest.param(b"def f():\n    return 1\n", id="text"),
-    pytest.param(b"no newline at end", id="no-newline"),
-    pytest.param(bytes(range(256)) * 3, id="binary-with-nul"),
-]
-
-
-@pytest.mark.parametrize("data", CONTENTS)
-def test_git_blob_id_is_what_git_hash_object_says(tmp_path, data):
-    (tmp_path / "blob").write_bytes(data)
-    assert git_blob_id(data, "sha1") == git("hash-object", "blob", cwd=tmp_path)
-
-
-@pytest.mark.parametrize("data", CONTENTS)
-def test_git_blob_id_is_what_git_says_in_a_sha256_repository(tmp_path, data):
-    git("init", "--quiet", "--object-format=sha256", str(tmp_path), cwd=tmp_path)
-    assert git("rev-parse", "--show-object-format", cwd=tmp_path) == "sha256"
-    (tmp_path / "blob").write_bytes(data)
-    assert git_blob_id(data, "sha256") == git("hash-object", "blob", cwd=tmp_path)
 
 
 # --- GuardRecords ----------------------------------------------------------------------

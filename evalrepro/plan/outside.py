@@ -38,9 +38,12 @@ import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
+from evalrepro import atomic
 from evalrepro.digest import sha256_bytes
-from evalrepro.records.testspec import OutsideFile, TestSpec
-from evalrepro.sources.git import RepoError
+from evalrepro.errors import UserError
+from evalrepro.records.base import read_record
+from evalrepro.records.testspec import CommitTree, OutsideFile, TestSpec
+from evalrepro.sources.git import FULL_ID, RepoError
 
 #: Files kept per instance, and their bytes in all.
 MAX_FILES = 32
@@ -74,8 +77,27 @@ def _git(git_dir: Path, *args: str, stdin: bytes | None = None) -> bytes:
     return done.stdout
 
 
-def _tree(git_dir: Path, commit: str) -> dict[str, tuple[str, int]]:
-    """path -> (blob id, size) of the regular files at ``commit``."""
+def _tree(git_dir: Path, commit: str, cache_dir: Path) -> dict[str, tuple[str, int]]:
+    """path -> (blob id, size) of the regular files at ``commit``, kept in the cache by
+    the commit's full id (a commit's tree never changes: a warm plan runs no git)."""
+    resolved = commit if FULL_ID.fullmatch(commit) else None
+    if resolved is None:
+        resolved = _git(git_dir, "rev-parse", "--verify", f"{commit}^{{commit}}").decode()
+        resolved = resolved.strip()
+    kept = trees_of(cache_dir) / f"{resolved}.json"
+    try:
+        tree = read_record(kept, CommitTree)
+    except UserError:  # none kept, or not one this evalrepro reads: listed again
+        tree = None
+    if tree is not None and tree.commit == resolved:
+        return dict(tree.files)
+    found = _listed_tree(git_dir, resolved)
+    record = CommitTree(commit=resolved, files=found)
+    atomic.write_text(kept, record.model_dump_json() + "\n")
+    return found
+
+
+def _listed_tree(git_dir: Path, commit: str) -> dict[str, tuple[str, int]]:
     found: dict[str, tuple[str, int]] = {}
     for record in _git(git_dir, "ls-tree", "-r", "-l", "-z", "--full-tree", commit).split(b"\0"):
         if not record:
@@ -180,10 +202,12 @@ def collected(
     return found
 
 
-def find_outside(git_dir: Path, spec: TestSpec, store: Path) -> tuple[list[OutsideFile], int]:
+def find_outside(git_dir: Path, spec: TestSpec, cache_dir: Path) -> tuple[list[OutsideFile], int]:
     """The test files ``spec``'s command runs at its base commit outside its test patch
-    (kept bytes written to ``store/<sha256>``), and how many were left out by the bounds."""
-    tree = _tree(git_dir, spec.base_commit)
+    (kept bytes written to the cache's :func:`store_of`), and how many were left out by
+    the bounds."""
+    store = store_of(cache_dir)
+    tree = _tree(git_dir, spec.base_commit, cache_dir)
     if _pytest(spec.test_cmd):
         patterns, testpaths = _pytest_settings(git_dir, tree)
         patterns = patterns or list(_PYTEST_DEFAULT)
@@ -244,3 +268,8 @@ def outside_bytes(spec: TestSpec, store: Path) -> dict[str, bytes]:
 def store_of(cache_dir: Path) -> Path:
     """Where a cache keeps the outside files' bytes."""
     return Path(cache_dir) / "outside-files"
+
+
+def trees_of(cache_dir: Path) -> Path:
+    """Where a cache keeps commits' trees (:class:`CommitTree`), by full commit id."""
+    return Path(cache_dir) / "commit-trees"

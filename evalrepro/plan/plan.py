@@ -110,7 +110,7 @@ def build_plan(
             if checkout is None or not spec.eval_script.protection.canaries:
                 continue
             try:
-                kept, left = find_outside(checkout.git_dir, spec, store_of(cache_dir))
+                kept, left = find_outside(checkout.git_dir, spec, cache_dir)
             except RepoError:
                 continue
             specs[instance_id] = spec.model_copy(

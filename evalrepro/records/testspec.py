@@ -65,6 +65,18 @@ def _no_debs(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "debs": []}
 
 
+class CommitTree(Record):
+    """The regular files of one commit's tree, as ``git ls-tree -r -l`` lists them, kept
+    in the cache by the commit's full id (``commit-trees/<id>.json``): a commit's tree
+    never changes, so a warm plan lists it without git (``evalrepro.plan.outside``)."""
+
+    record: Literal["CommitTree"] = "CommitTree"
+    schema_version: int = 1
+    commit: str
+    #: path -> (blob id, size in bytes), for the files of mode 100644 and 100755
+    files: dict[str, tuple[str, int]]
+
+
 class TestSpec(Record):
     __test__ = False  # not a pytest test class
     record: Literal["TestSpec"] = "TestSpec"

@@ -5,8 +5,10 @@ test patch, the program), and its output when it comes back (values: it may come
 another machine). The recorder observes from them in memory, scores, and writes the
 attempt's artifacts, its Attempt record and, once the trial has no attempt left to make,
 its TrialResult, each file atomically, each artifact hashed once, from the bytes it
-writes. ``verify`` observes a recorded attempt again through the same :func:`observe`,
-from the files alone (``evalrepro.run.evidence``).
+writes. An attempt's files are synced together (``atomic.write_all``): its inputs when
+it starts, its artifacts and then its Attempt record when it ends. ``verify`` observes a
+recorded attempt again through the same :func:`observe`, from the files alone
+(``evalrepro.run.evidence``).
 
 Layout of a trial folder: ``attempt-N/`` (the artifacts and ``result.json``, the Attempt)
 for each attempt, then ``result.json`` (the TrialResult), written last: it is the source
@@ -105,7 +107,9 @@ class Recorder:
         if spec.program is not None:
             files["test.patch"] = spec.test_patch
             files["program.json"] = _json(spec.program)
-        return self._write(spec, files)
+        artifacts = self._artifacts(spec, files)
+        atomic.write_all([(self.run_dir / a.path, files[_name(a)]) for a in artifacts])
+        return artifacts
 
     def record_attempt(
         self,
@@ -143,7 +147,8 @@ class Recorder:
                     protection,
                     without_patch=without_model_patch(spec.program.patch_commands),
                 )
-        written = {PurePosixPath(a.path).name: a for a in [*inputs, *self._write(spec, files)]}
+        made = self._artifacts(spec, files)
+        written = {_name(a): a for a in [*inputs, *made]}
         evidence = Evidence(patch, check, spec.program, output, agent=output.agent)
         observation = observe(evidence, sample, parser)
         finished_at = datetime.now(UTC)
@@ -160,15 +165,19 @@ class Recorder:
             phases=_phases(output, (finished_at - started_at).total_seconds()),
         )
         folder = self.trial_dir(spec.label) / f"attempt-{spec.number}"
-        atomic.write_bytes(folder / "result.json", _json(attempt))
+        # The artifacts, then the record that names them (named last), synced together.
+        atomic.write_all(
+            [(self.run_dir / a.path, files[_name(a)]) for a in made]
+            + [(folder / "result.json", _json(attempt))]
+        )
         return attempt
 
-    def _write(self, spec: AttemptSpec, files: dict[str, bytes]) -> list[Artifact]:
+    def _artifacts(self, spec: AttemptSpec, files: dict[str, bytes]) -> list[Artifact]:
+        """The artifacts ``files`` make in the attempt's folder (hashed from these bytes)."""
         folder = self.trial_dir(spec.label) / f"attempt-{spec.number}"
         artifacts = []
         for name in MEDIA_TYPES:
             if name in files:
-                atomic.write_bytes(folder / name, files[name])
                 relative = (folder / name).relative_to(self.run_dir).as_posix()
                 artifacts.append(Artifact.of_bytes(relative, files[name], MEDIA_TYPES[name]))
         return artifacts
@@ -176,6 +185,10 @@ class Recorder:
     def record_trial(self, label: str, result: TrialResult) -> None:
         """The trial's result, written last: from now on the trial is complete."""
         atomic.write_bytes(self.trial_dir(label) / "result.json", _json(result))
+
+
+def _name(artifact: Artifact) -> str:
+    return PurePosixPath(artifact.path).name
 
 
 def _phases(output: AttemptOutput, wall: float) -> PhaseSeconds:

@@ -10,13 +10,10 @@ and what pytest itself reads from its config files (``pytest_reading``).
 
 from __future__ import annotations
 
-import configparser
 import fnmatch
 import json
 import os
-import shutil
 import subprocess
-import tempfile
 
 from .user import User
 
@@ -92,6 +89,8 @@ def _sections(name: str, data: bytes | None) -> dict | None:
     text = data.decode("utf-8", "replace")
     try:
         if name == "setup.cfg":
+            import configparser  # here: only a patch that changes setup.cfg needs it
+
             parser = configparser.ConfigParser(interpolation=None, strict=False)
             parser.read_string(text)
             return {s: dict(parser.items(s, raw=True)) for s in parser.sections()}
@@ -149,6 +148,9 @@ def pytest_reading(
         return None
     if data is None:
         return "absent"
+    import shutil  # here, both: only a patch that changes pytest's config needs them
+    import tempfile
+
     folder = tempfile.mkdtemp(prefix="evalrepro-reading-", dir="/tmp")
     try:
         os.chmod(folder, 0o755)

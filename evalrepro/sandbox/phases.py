@@ -34,7 +34,6 @@ import json
 import os
 import select
 import stat
-import tempfile
 import time
 from collections.abc import Callable
 
@@ -51,7 +50,7 @@ from .infra import (
 )
 from .protocol import HarnessError, Stream, shown
 from .testrun import TestRun
-from .tree import SavedState, changed_paths, escaping_links, root_folder, snapshot
+from .tree import SavedState, changed_paths, escaping_links, new_folder, root_folder, snapshot
 from .user import User, as_user, run_as, tool_env
 from .watchdog import writable_roots
 from .writes import Git, apply_writes, operations_for, verify_writes, with_canaries
@@ -67,7 +66,7 @@ class Trial:
         self.stream = stream
         self.testbed = program["testbed"]
         self.user = User(program["user"])
-        self.private = tempfile.mkdtemp(prefix="evalrepro-supervisor-", dir="/var/tmp")
+        self.private = new_folder("/var/tmp", "evalrepro-supervisor-")
         self.git = Git(program["git_dir"], self.private)
         self.base = program["base_commit"]
         self._python: str | bool | None = False  # the test environment's, when first asked
@@ -109,10 +108,9 @@ class Trial:
             roots = writable_roots(self.user, self.testbed)
             self.state = SavedState(roots, store, [self.private, store, prefix])
         before_tests = snapshot(self.testbed)
-        hash_kind = self.git.hash_kind()
 
         def integrity() -> list[str]:
-            return self.changed_while_running(test_files, before_tests, hash_kind)
+            return self.changed_while_running(test_files, before_tests)
 
         TestRun(self.program, self.stream, self.user, changed, integrity).run()
         if self.program.get("fresh"):
@@ -201,9 +199,7 @@ class Trial:
             "runner": run.get("runner", ""),
         }
 
-    def changed_while_running(
-        self, test_files: list[tuple], before: dict[str, tuple], hash_kind: str
-    ) -> list[str]:
+    def changed_while_running(self, test_files: list[tuple], before: dict[str, tuple]) -> list[str]:
         """Test files, and files named like test infrastructure, that the run changed.
 
         Code under test runs as the user who owns /testbed: it could rewrite a test module
@@ -212,7 +208,7 @@ class Trial:
         """
         found = [
             "{} (a test file: {})".format(*_shown_problem(problem, test_files).split(": ", 1))
-            for problem in verify_writes(self.testbed, test_files, hash_kind)
+            for problem in verify_writes(self.testbed, test_files)
         ]
         patterns = self.program["protection"].get("patterns", ())
         tests = {op[0] for op in test_files}
@@ -322,14 +318,18 @@ class Trial:
             except HarnessError as error:
                 self.stream.event("reset", ok=False, reason="test_patch_failed", detail=str(error))
                 raise Stop from None
-        expected = self.git.index_entries(files) if files else {}
-        contents = self.git.blobs(sorted({e[2] for e in expected.values()}))
+        # The test files and the outside files the canaries may go into, listed with one
+        # ls-files and read with one cat-file, whatever their number.
         planned = self.program.get("canaries", [])
+        extra = self._outside_paths(planned, files)
+        listed = self.git.index_entries(files + extra) if files or extra else {}
+        expected = {p: listed[p] for p in files if p in listed}
+        outside = {p: listed[p] for p in extra if p in listed and listed[p][0] != "120000"}
+        contents = self.git.blobs(sorted({e[2] for e in listed.values()}))
         operations = operations_for(expected, files, contents)
-        operations += self._outside_operations(planned, files)
+        operations += self._outside_operations(outside, contents)
         operations, canaries = with_canaries(operations, planned)
         error = as_user(self.user, apply_writes, self.testbed, operations)
-        hash_kind = self.git.hash_kind()
         restored = []
         if self.program["protection"]["policy"] == "restore" and protected:
             paths = [p["path"] for p in protected if p["path"] not in set(files)]
@@ -337,7 +337,7 @@ class Trial:
             blobs = self.git.blobs(sorted({e[2] for e in entries.values() if e[1] == "blob"}))
             restored = operations_for(entries, paths, blobs)
         problems = [f"writing the test files: {error}"] if error else []
-        problems += verify_writes(self.testbed, operations + restored, hash_kind)
+        problems += verify_writes(self.testbed, operations + restored)
         self.stream.event(
             "reset",
             ok=not problems,
@@ -353,22 +353,24 @@ class Trial:
         self.placed = canaries
         return operations
 
-    def _outside_operations(self, canaries: list[dict], files: list[str]) -> list[tuple]:
-        """Writes of the test files outside the test patch: every one the plan kept, and
-        any a canary goes into, each as it is in /testbed, and only where that is the
+    def _outside_paths(self, canaries: list[dict], files: list[str]) -> list[str]:
+        """The test files outside the test patch the reset writes: every one the plan
+        kept, and any a canary goes into."""
+        kept = set(self.program.get("outside_files") or [])
+        return sorted((kept | {c["file"] for c in canaries}) - set(files))
+
+    def _outside_operations(
+        self, entries: dict[str, tuple[str, str, str]], contents: dict[str, bytes]
+    ) -> list[tuple]:
+        """Writes of the test files outside the test patch (``entries``: their index
+        entries, links left out), each as it is in /testbed, and only where that is the
         base's file (the host drew its canaries from the base's bytes; a file the patch
         changed is left as it is). All are written, canaries or not: a file rewritten
         only when it holds canaries would tell code under test where they are."""
-        kept = set(self.program.get("outside_files") or [])
-        extra = sorted((kept | {c["file"] for c in canaries}) - set(files))
-        if not extra:
-            return []
-        entries = {p: e for p, e in self.git.index_entries(extra).items() if e[0] != "120000"}
-        blobs = self.git.blobs(sorted({e[2] for e in entries.values()}))
         found = []
         for path, (mode, _, oid) in sorted(entries.items()):
-            if _read_file(os.path.join(self.testbed, path)) == blobs.get(oid):
-                found.append((path, "file", 0o755 if mode == "100755" else 0o644, blobs[oid]))
+            if _read_file(os.path.join(self.testbed, path)) == contents.get(oid):
+                found.append((path, "file", 0o755 if mode == "100755" else 0o644, contents[oid]))
         return found
 
 

@@ -11,9 +11,7 @@ user can replace them.
 from __future__ import annotations
 
 import os
-import shutil
 import stat
-import tempfile
 
 from .protocol import HarnessError, shown
 
@@ -169,7 +167,8 @@ def _copy_entry(source: str, target: str, *, recurse: bool) -> None:
         fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
         out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "rb") as reader, os.fdopen(out, "wb") as writer:
-            shutil.copyfileobj(reader, writer, 1 << 20)
+            while chunk := reader.read(1 << 20):
+                writer.write(chunk)
     elif kind == stat.S_IFIFO:
         os.mkfifo(target, 0o600)
     else:
@@ -189,12 +188,26 @@ def root_folder(prefix: str, mode: int) -> str:
                 os.path.dirname(parent.rstrip("/")) or "/" for _ in range(parent.count("/"))
             ]
             if all(_root_only(os.lstat(p)) for p in chain):
-                folder = tempfile.mkdtemp(prefix=prefix, dir=parent)
+                folder = new_folder(parent, prefix)
                 os.chmod(folder, mode)
                 return folder
         except OSError:
             continue
     raise HarnessError("no folder of root's alone for the supervisor (/var/lib, /)")
+
+
+def new_folder(parent: str, prefix: str) -> str:
+    """A new folder in ``parent`` (mode 0700), its name ``prefix`` and random letters:
+    what ``tempfile.mkdtemp`` makes, without importing tempfile (and with it shutil,
+    random, bz2, lzma) into every supervisor's start."""
+    for _ in range(100):
+        folder = os.path.join(parent, prefix + os.urandom(6).hex())
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            continue
+        return folder
+    raise HarnessError(f"no new folder could be made in {parent}")
 
 
 def _root_only(st: os.stat_result) -> bool:
@@ -212,6 +225,8 @@ def remove(path: str) -> None:
     except FileNotFoundError:
         return
     if stat.S_ISDIR(st.st_mode):
+        import shutil  # here: rarely needed, and slow to import at every start
+
         shutil.rmtree(path)  # does not follow links
     else:
         os.unlink(path)

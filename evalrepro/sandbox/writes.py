@@ -10,7 +10,6 @@ by content, not by stat data (``verify_writes``).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import stat
@@ -55,10 +54,6 @@ class Git:
             raise HarnessError(f"git {args[0]} failed: {message[-1] if message else '?'}")
         return done.stdout
 
-    def hash_kind(self) -> str:
-        kind = self.run("rev-parse", "--show-object-format").decode().strip()
-        return kind or "sha1"
-
     def entries(self, treeish: str, paths: list[str]) -> dict[str, tuple[str, str, str]]:
         """path -> (mode, type, object id) at ``treeish``, for each path that exists there."""
         found: dict[str, tuple[str, str, str]] = {}
@@ -100,13 +95,6 @@ class Git:
             contents[oid] = out[end + 1 : end + 1 + size]
             position = end + 1 + size + 1
         return contents
-
-
-def git_blob_id(data: bytes, kind: str) -> str:
-    digest = hashlib.sha256() if kind == "sha256" else hashlib.sha1()
-    digest.update(b"blob %d\0" % len(data))
-    digest.update(data)
-    return digest.hexdigest()
 
 
 def _ensure_parents(root: str, rel: str) -> None:
@@ -160,8 +148,9 @@ def apply_writes(root: str, operations: list[tuple]) -> None:
             os.chmod(full, mode)  # the umask must not decide the executable bit
 
 
-def verify_writes(root: str, operations: list[tuple], hash_kind: str) -> list[str]:
-    """What differs from the expected state; empty when every path is as written."""
+def verify_writes(root: str, operations: list[tuple]) -> list[str]:
+    """What differs from the expected state; empty when every path is as written (a
+    file's bytes compared with the expected bytes themselves)."""
     problems = []
     for path, kind, mode, data in operations:
         full = os.path.join(root, path)
@@ -200,7 +189,7 @@ def verify_writes(root: str, operations: list[tuple], hash_kind: str) -> list[st
             fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
             with os.fdopen(fd, "rb") as handle:
                 content = handle.read(len(data) + 1)
-            if git_blob_id(content, hash_kind) != git_blob_id(data, hash_kind):
+            if content != data:
                 problems.append(f"{path}: content differs from the expected file")
             elif bool(st.st_mode & 0o100) != bool(mode & 0o100):
                 problems.append(f"{path}: executable bit differs")
@@ -266,6 +255,8 @@ def with_canaries(operations: list[tuple], canaries: list[dict]) -> tuple[list[t
             first, last = canary.get("first_line") or 0, canary["after_line"]
             if not 1 <= first <= last <= len(lines) or not lines[last - 1].endswith(b"\n"):
                 continue
+            import hashlib  # here: only twins need it
+
             seen = hashlib.sha256(b"".join(lines[first - 1 : last])).hexdigest()
             if seen != canary.get("anchor"):
                 continue

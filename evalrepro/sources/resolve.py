@@ -10,9 +10,11 @@ did today.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import TypeAdapter
 
@@ -27,6 +29,10 @@ from evalrepro.sources.local import LocalRepo, open_local
 from evalrepro.sources.remote import Remote, RemoteRepo, redacted
 
 _Source = GitDir | Remote
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+#: Sources asked at once (each a git process, or a fetch from a remote).
+_ASKED_AT_ONCE = 8
 
 
 _SOURCE = TypeAdapter(RepoSource)
@@ -119,18 +125,28 @@ def resolve_sources(
     checkouts: dict[str, LocalCheckout] = {}
     keys: dict[str, str] = {}
     unavailable = {i: reason for i, reason in walk.failed.items() if i in chosen_ids}
+    # Each source serving a chosen instance makes its checkout, all at once (each asks
+    # its own repository); they are kept in the order the instances name them.
+    needed_sources = list(
+        dict.fromkeys(walk.landed[s.instance_id][0] for s in chosen if s.instance_id in walk.landed)
+    )
+
+    def checkout(source: RepoSource) -> LocalCheckout | RepoError:
+        try:
+            return walk.opened(source).checkout(served[source])
+        except RepoError as error:
+            return error
+
     by_source: dict[RepoSource, str | Exception] = {}
+    for source, made in zip(needed_sources, at_once(checkout, needed_sources), strict=True):
+        if isinstance(made, RepoError):
+            by_source[source] = made
+        else:
+            by_source[source] = checkouts.setdefault(made.source_digest, made).source_digest
     for sample in chosen:
         if sample.instance_id not in walk.landed:
             continue
-        source = walk.landed[sample.instance_id][0]
-        if source not in by_source:
-            try:
-                made = walk.opened(source).checkout(served[source])
-                by_source[source] = checkouts.setdefault(made.source_digest, made).source_digest
-            except RepoError as error:
-                by_source[source] = error
-        key = by_source[source]
+        key = by_source[walk.landed[sample.instance_id][0]]
         if isinstance(key, Exception):
             unavailable[sample.instance_id] = f"{walk.label(sample)}: {key}"
         else:
@@ -204,12 +220,18 @@ class _Walk:
             for instance in pending:
                 rounds.setdefault(lists[instance][position[instance]], []).append(instance)
             pending = []
-            for source, instances in rounds.items():
+
+            def ask(item: tuple[RepoSource, list[str]]) -> tuple[dict[str, str], str | None]:
+                source, instances = item
                 made = self._open(source, strict=any(i in self.strict for i in instances))
                 if isinstance(made, Exception):
-                    found, error = {}, str(made)
-                else:
-                    found, error = made.find({commit[i] for i in instances})
+                    return {}, str(made)
+                return made.find({commit[i] for i in instances})
+
+            # Every source of the round is asked at once (each its own repository or
+            # remote); the answers are read in the round's order, as is a refusal.
+            answers = at_once(ask, list(rounds.items()))
+            for (source, instances), (found, error) in zip(rounds.items(), answers, strict=True):
                 for instance in instances:
                     if commit[instance] in found:
                         self.landed[instance] = (source, found[commit[instance]])
@@ -220,6 +242,15 @@ class _Walk:
                         pending.append(instance)
                     else:
                         self.nowhere.add(instance)
+
+
+def at_once(work: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
+    """``work`` of each item, in threads (each runs git, or reads a remote), the results
+    in the items' order; the first item's exception in that order is raised."""
+    if len(items) < 2:
+        return [work(item) for item in items]
+    with ThreadPoolExecutor(min(_ASKED_AT_ONCE, len(items))) as pool:
+        return list(pool.map(work, items))
 
 
 def materialize(repo: str, source: object, cache_dir: Path) -> LocalCheckout:

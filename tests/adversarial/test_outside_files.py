@@ -74,7 +74,7 @@ def test_the_plan_finds_the_files_the_command_runs_outside_the_test_patch(tmp_pa
     row = next(s for s in config.dataset.load() if s.instance_id == "demo__calc-1")
     spec = instance_test_spec(config.dataset, row)
     store = store_of(tmp_path / "cache")
-    kept, left = find_outside(repo / ".git", spec, store)
+    kept, left = find_outside(repo / ".git", spec, tmp_path / "cache")
     assert [f.path for f in kept] == [OUTSIDE] and left == 0
     with_them = spec.model_copy(update={"outside_files": kept})
     data = outside_bytes(with_them, store)
@@ -84,7 +84,7 @@ def test_the_plan_finds_the_files_the_command_runs_outside_the_test_patch(tmp_pa
     assert outside_bytes(with_them, store) == {}
     # A command that runs the test patch's file only runs nothing outside it.
     only = spec.model_copy(update={"test_directives": ["tests/test_eval.py"]})
-    assert find_outside(repo / ".git", only, store) == ([], 0)
+    assert find_outside(repo / ".git", only, tmp_path / "cache") == ([], 0)
 
 
 @pytest.fixture(scope="module")
