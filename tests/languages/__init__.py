@@ -53,6 +53,8 @@ def projects() -> list[Project]:
     wanted = os.environ.get("EVALREPRO_TEST_LANGUAGES")
     found = []
     for module in pkgutil.iter_modules(__path__):
+        if module.name.startswith("_"):
+            continue
         project = importlib.import_module(f"{__name__}.{module.name}").PROJECT
         if not wanted or project.language in wanted.split(","):
             found.append(project)
