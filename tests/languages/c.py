@@ -59,6 +59,6 @@ PROJECT = Project(
     test_patch=patch("c", "test"),
     wrong_patch=patch("c", "wrong"),
     attack_patch=patch("c", "attack"),
-    fail_to_pass=(),
+    fail_to_pass=("parse_hex4#parse_hex4", "parse_string#parse_string"),
     by_hand=CTEST,
 )

@@ -41,6 +41,6 @@ PROJECT = Project(
     test_patch=patch("javascript", "test"),
     wrong_patch=patch("javascript", "wrong"),
     attack_patch=patch("javascript", "attack"),
-    fail_to_pass=(),
+    fail_to_pass=("sprintfjs should return formated strings for simple placeholders",),
     by_hand="mocha --reporter tap test/test.js 2>&1",
 )
