@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pwd
 import re
 import shutil
 import subprocess
@@ -108,7 +109,8 @@ def _private_apt(cache: Path) -> list[str]:
         f"-oDir::State::Lists={root / 'lists'}",
         f"-oDir::Cache={root / 'cache'}",
         "-oDebug::NoLocking=1",
-        f"-oAPT::Sandbox::User={os.environ.get('USER') or 'root'}",
+        # apt drops to this user to download: ourselves (not _apt, who cannot write here).
+        f"-oAPT::Sandbox::User={pwd.getpwuid(os.getuid()).pw_name}",
     ]
     if not (root / "updated").exists():
         for folder in (root / "lists" / "partial", root / "cache" / "archives" / "partial"):
