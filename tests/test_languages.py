@@ -67,11 +67,13 @@ def instance_id(project: Project) -> str:
     return f"{project.language}__{project.repo.split('/')[1]}-1"
 
 
-def evalrepro(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
+def evalrepro(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """The command, from "/" (every path given is absolute): a base built from pytest's
+    0700 folder fails on main, where mmdebstrap runs from the caller's folder."""
     env = {**os.environ, "EVALREPRO_CACHE": str(cache_dir()), "COLUMNS": "200"}
     done = subprocess.run(
         [sys.executable, "-m", "evalrepro", *args],
-        cwd=cwd,
+        cwd="/",
         env=env,
         capture_output=True,
         text=True,
@@ -237,7 +239,6 @@ def world(tmp_path_factory) -> World:
     evalrepro(
         "validate", "+dataset=languages", f"validation.repeats={REPEATS}", *overrides,
         "--config-dir", str(conf), "--runs", str(root / "validate"), "--output", str(output),
-        cwd=root,
     )  # fmt: skip
     seconds["validate"] = time.monotonic() - start
     validation = ValidationReport.model_validate_json(report_path(output).read_text())
@@ -245,7 +246,7 @@ def world(tmp_path_factory) -> World:
     start = time.monotonic()
     evalrepro(
         "run", "+experiment=languages", "dataset.instances=data/validated.jsonl", *overrides,
-        "--config-dir", str(conf), "--run-dir", str(run_dir), cwd=root,
+        "--config-dir", str(conf), "--run-dir", str(run_dir),
     )  # fmt: skip
     seconds["run"] = time.monotonic() - start
     images = _images(run_dir)
@@ -318,9 +319,9 @@ def test_the_attack_passes_the_tests_by_hand_and_the_wrong_fix_does_not(world):
 
 
 def test_verify_passes_and_report_reads_the_run(world):
-    done = evalrepro("verify", str(world.run_dir), cwd=world.root, check=False)
+    done = evalrepro("verify", str(world.run_dir), check=False)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    report = json.loads(evalrepro("report", str(world.run_dir), "--json", cwd=world.root).stdout)
+    report = json.loads(evalrepro("report", str(world.run_dir), "--json").stdout)
     assert json.dumps(report)  # a JSON document
     planned = 4 * len(world.projects)
     assert len(world.results) == planned
@@ -341,8 +342,6 @@ def test_as_root_the_rootless_run_reproduces(tmp_path):
     (this test run alone, not after the rootless suite) there is nothing to reproduce."""
     if not BUNDLE.exists():
         pytest.skip(f"no {BUNDLE}: the rootless suite (scripts/test) makes it first")
-    done = evalrepro(
-        "reproduce", str(BUNDLE), "--run-dir", str(tmp_path / "again"), cwd=tmp_path, check=False
-    )
+    done = evalrepro("reproduce", str(BUNDLE), "--run-dir", str(tmp_path / "again"), check=False)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "agree" in done.stdout
