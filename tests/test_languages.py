@@ -54,10 +54,13 @@ REPEATS = 4
 #: main without per-spec ``debs``: the union is then added to them instead.
 BASE_PACKAGES = ["python3", "python3-venv", "python3-pip", "git", "patch", "ca-certificates"]
 #: Where the rootless run's bundle is left for the root-podman test (scripts/test runs the
-#: rootless suite first, as another user: a folder both can read).
+#: rootless suite first, as the user EVALREPRO_USER names: a folder of that user's, which
+#: root reads).
 BUNDLE = Path(
     os.environ.get("EVALREPRO_LANGUAGES_BUNDLE")
-    or Path(tempfile.gettempdir()) / "evalrepro-languages" / "run.bundle.tar.gz"
+    or Path(tempfile.gettempdir())
+    / f"evalrepro-languages-{os.environ.get('EVALREPRO_USER') or 'evalrepro'}"
+    / "run.bundle.tar.gz"
 )
 #: What separates the by-hand runs' outputs in one container's log.
 SEPARATOR = "=== evalrepro by hand: "
