@@ -46,10 +46,11 @@ LAYERS: tuple[Layer, ...] = (
             "plugins",
             "cache",
             "sample",
+            "npmnames",
             "layers",
         ),
         "the floor: errors, text, atomic writes, digests, files, JSON, consoles, the plugin "
-        "groups, the cache folder, the dataset's instance (Sample)",
+        "groups, the cache folder, the dataset's instance (Sample), npm's names",
     ),
     Layer(
         "sandbox",

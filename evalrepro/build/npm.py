@@ -45,9 +45,9 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from evalrepro import atomic
-from evalrepro.config.spec import NPM_NAME, npm_specifier
 from evalrepro.digest import sha256_json
 from evalrepro.errors import UserError
+from evalrepro.npmnames import NPM_NAME, npm_specifier
 
 DEFAULT_REGISTRY = "https://registry.npmjs.org/"
 #: How long a registry resolve is kept (as a wheel resolve, ``wheels.INDEX_MAX_AGE``).

@@ -12,28 +12,17 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from evalrepro.npmnames import npm_specifier
+
 #: The Python each Debian suite ships as ``python3``: a spec that names its Python gets
 #: the base image of that suite (SWE-bench's specs pin 3.5 to 3.11; others are refused).
 PYTHON_SUITES = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
 #: A Debian package name (Debian policy 5.6.1): what ``debs`` may hold.
 DEB_NAME = re.compile(r"[a-z0-9][a-z0-9+.-]+")
 
-#: An npm package name (scoped or not) as the registry accepts new ones, lower case.
-NPM_NAME = r"(?:@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]*"
-#: An exact semver version: ``10.2.0``, ``1.0.0-rc.1``, ``2.0.0+build.5``.
-NPM_VERSION = (
-    r"(?:0|[1-9]\d*)\.(?:0|[1-9]\d*)\.(?:0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?"
-)
-_NPM_SPECIFIER = re.compile(rf"^(?P<name>{NPM_NAME})@(?P<version>{NPM_VERSION})$")
 #: What ``npm: lockfile`` means: the repository's own lockfile at its top.
 NPM_LOCKFILE = "package-lock.json"
 _NPM_LOCKFILE_NAMES = ("package-lock.json", "npm-shrinkwrap.json")
-
-
-def npm_specifier(text: str) -> tuple[str, str] | None:
-    """``mocha@10.2.0`` -> ("mocha", "10.2.0"); None: not an exact registry specifier."""
-    match = _NPM_SPECIFIER.match(text)
-    return (match["name"], match["version"]) if match else None
 
 
 def npm_lockfile(npm: list[str]) -> str | None:

@@ -69,6 +69,7 @@ RESULT_NEUTRAL = (
     "errors.py",
     "files.py",
     "jsonfile.py",
+    "npmnames.py",
     "plugins.py",
     "sample.py",
     "text.py",
