@@ -32,6 +32,19 @@ needs_podman = [
 ]
 
 
+def polyglot_debs() -> list[str]:
+    """demo_polyglot's Debian packages: every language's toolchain and the libraries of
+    tests/languages' projects. The container tests that need a toolchain name all of them,
+    so that they share one base image with the demo and the language tests (one build)."""
+    from evalrepro.config.experiment import compose
+
+    (spec,) = {
+        str(s["1.0"].debs): s["1.0"]
+        for s in compose(["+experiment=demo_polyglot"]).dataset.specs.values()
+    }.values()
+    return list(spec.debs)
+
+
 def cache_dir() -> Path:
     return Path(os.environ.get("EVALREPRO_TEST_CACHE") or default_cache_dir())
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from evalrepro.config.spec import RepoSpec
+from evalrepro.demo import DEMO_DIR
 from evalrepro.grade.parsers.base import Status
 from evalrepro.grade.parsers.registry import get_parser
 from evalrepro.plan.lockfile import read_lockfile
@@ -41,7 +41,7 @@ from evalrepro.run.rundir import RunDirectory
 from evalrepro.runtimes.podman import backend_files
 from evalrepro.validation.dataset import report_path
 from tests.languages import Project, projects
-from tests.podman_support import cache_dir, needs_podman
+from tests.podman_support import cache_dir, needs_podman, polyglot_debs
 
 pytestmark = needs_podman
 
@@ -50,9 +50,6 @@ SAMPLES = ("gold", "wrong", "empty", "attack")
 #: Runs of each side in validate: a test that fails half the time is missed (all 2 x 4
 #: runs agree) with probability 2 / 2**8, under 1%.
 REPEATS = 4
-#: The base packages evalrepro's environment has (conf/environment/podman.yaml), for a
-#: main without per-spec ``debs``: the union is then added to them instead.
-BASE_PACKAGES = ["python3", "python3-venv", "python3-pip", "git", "patch", "ca-certificates"]
 #: Where the rootless run's bundle is left for the root-podman test (scripts/test runs the
 #: rootless suite first, as the user EVALREPRO_USER names: a folder of that user's, which
 #: root reads).
@@ -62,6 +59,7 @@ BUNDLE = Path(
     / f"evalrepro-languages-{os.environ.get('EVALREPRO_USER') or 'evalrepro'}"
     / "run.bundle.tar.gz"
 )
+POLYGLOT_INSTANCES = DEMO_DIR / "polyglot" / "instances.jsonl"
 #: What separates the by-hand runs' outputs in one container's log.
 SEPARATOR = "=== evalrepro by hand: "
 
@@ -117,14 +115,16 @@ def _dataset(root: Path, chosen: list[Project]) -> tuple[Path, list[str]]:
     for folder in ("data", "dataset", "target", "experiment"):
         (conf / folder).mkdir(parents=True, exist_ok=True)
     cache = cache_dir() / "languages"
-    union = sorted({deb for p in chosen for deb in p.debs})
-    per_spec = "debs" in RepoSpec.model_fields
+    # demo_polyglot's packages hold every project's: one base for the demo and them all.
+    union = polyglot_debs()
+    for project in chosen:
+        assert set(project.debs) <= set(union), (project.language, set(project.debs) - set(union))
     instances, predictions, repos, specs = [], [], {}, {}
     for project in chosen:
         name = instance_id(project)
         base = project.make_repo(root / "repos" / f"{project.language}.git", cache)
         repos[project.repo] = {"kind": "local", "path": f"../repos/{project.language}.git"}
-        spec = dict(project.spec) | ({"debs": union} if per_spec else {})
+        spec = dict(project.spec) | {"debs": union}
         specs[project.repo] = {project.version: spec}
         instances.append(
             {
@@ -165,10 +165,10 @@ def _dataset(root: Path, chosen: list[Project]) -> tuple[Path, list[str]]:
         "# @package _global_\ndefaults:\n  - override /dataset: languages\n"
         "  - override /target: four\nname: languages\n"
     )
-    overrides = (
-        [] if per_spec else [f"environment.base.packages=[{','.join(BASE_PACKAGES + union)}]"]
+    (conf / "target" / "polyglot_wrong.yaml").write_text(
+        "kind: predictions\nname: polyglot_wrong\npath: ${pkg:demo/polyglot/wrong.jsonl}\n"
     )
-    return conf, overrides
+    return conf, []
 
 
 def _podman_env() -> dict[str, str]:
@@ -348,3 +348,21 @@ def test_as_root_the_rootless_run_reproduces(tmp_path):
     done = evalrepro("reproduce", str(BUNDLE), "--run-dir", str(tmp_path / "again"), check=False)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "agree" in done.stdout
+
+
+def test_the_polyglot_demo_resolves_with_its_gold_patches_and_not_with_wrong_fixes(world):
+    """demo_polyglot on the base the projects share: each language's gold patch resolves,
+    and a plausible wrong fix of each does not (its FAIL_TO_PASS test catches it)."""
+    demo = {i["instance_id"] for i in map(json.loads, POLYGLOT_INSTANCES.read_text().splitlines())}
+    gold, wrong = world.root / "polyglot-gold", world.root / "polyglot-wrong"
+    evalrepro("run", "+experiment=demo_polyglot", "--run-dir", str(gold))
+    evalrepro(
+        "run", "+experiment=demo_polyglot", "target=polyglot_wrong",
+        "--config-dir", str(world.conf), "--run-dir", str(wrong),
+    )  # fmt: skip
+    for run_dir, outcome in ((gold, "resolved"), (wrong, "unresolved")):
+        results = _results(run_dir)
+        assert {name for name, _ in results} == demo
+        assert {str(r.score.outcome) for r in results.values()} == {outcome}, {
+            k: (str(r.score.outcome), r.score.reason) for k, r in results.items()
+        }

@@ -26,7 +26,7 @@ import pytest
 
 from evalrepro.config.experiment import compose
 from evalrepro.records.trial import read_trial_result
-from tests.podman_support import needs_podman, run_demo
+from tests.podman_support import needs_podman, polyglot_debs, run_demo
 
 pytestmark = needs_podman
 
@@ -146,7 +146,9 @@ def go_dataset(tmp_path):
     (conf / "dataset" / "gocalc.yaml").write_text(
         f"name: gocalc\ninstances: {tmp_path / 'instances.jsonl'}\ntest_ids: swebench\n"
         f"repos:\n  me/calc: {{kind: local, path: '{repo}'}}\n"
-        "specs:\n  me/calc:\n    '1':\n      packages: []\n      debs: [golang-go]\n"
+        "specs:\n  me/calc:\n    '1':\n      packages: []\n"
+        # The base the language tests build (golang-go among its toolchains).
+        f"      debs: [{', '.join(polyglot_debs())}]\n"
         "      test_cmd: GOPROXY=off GOFLAGS=-mod=readonly CGO_ENABLED=0 go test -v\n"
         "      test_directives: ['./...']\n      parser: gotest\n"
     )

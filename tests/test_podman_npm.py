@@ -16,7 +16,7 @@ import subprocess
 from evalrepro.build import npm
 from evalrepro.config.experiment import compose
 from evalrepro.plan.lockfile import read_lockfile
-from tests.podman_support import cache_dir, needs_podman, run_demo
+from tests.podman_support import cache_dir, needs_podman, polyglot_debs, run_demo
 
 pytestmark = needs_podman
 
@@ -36,8 +36,6 @@ NEW_TESTS = TESTS.replace(
     "});\n});\n",
     "});\n  it('adds', function () { assert.strictEqual(math.add(2, 3), 5); });\n});\n",
 )
-#: The base's packages with node (a spec's own Debian packages come with RepoSpec.debs).
-BASE = "[python3,python3-venv,python3-pip,git,patch,ca-certificates,nodejs]"
 
 
 def git(repo, *args):
@@ -92,10 +90,13 @@ def test_javascript_instances_run_mocha_from_pinned_npm_packages(tmp_path):
         f"name: js\ninstances: {tmp_path / 'instances.jsonl'}\ntest_ids: swebench\n"
         f"repos:\n  me/mathjs: {{kind: local, path: '{repo}'}}\n"
         "specs:\n  me/mathjs:\n    '1':\n"
+        # node from the base the language tests build (nodejs among its toolchains)
+        f"      debs: &debs [{', '.join(polyglot_debs())}]\n"
         "      npm: [mocha@10.2.0, sprintf-js@1.0.3]\n"
         "      test_cmd: /node_modules/.bin/mocha --reporter min\n"
         "      parser: eslint\n"
         "    '2':\n"
+        "      debs: *debs\n"
         "      npm: lockfile\n"
         "      test_cmd: /node_modules/.bin/mocha --reporter min\n"
         "      parser: eslint\n"
@@ -104,7 +105,7 @@ def test_javascript_instances_run_mocha_from_pinned_npm_packages(tmp_path):
         "# @package _global_\ndefaults:\n  - override /dataset: js\nname: js\n"
         "environment:\n  timeout: 60\n"
     )
-    config = compose(["+experiment=js", f"environment.base.packages={BASE}"], config_dir=conf)
+    config = compose(["+experiment=js"], config_dir=conf)
     results, text = run_demo(config, tmp_path / "run")
     assert (results.resolved, results.planned) == (2, 2), text
 
