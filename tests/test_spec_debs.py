@@ -8,6 +8,8 @@ prints why (apt's own reason, naming the package); ``lock`` refuses in one line.
 the specs has Python packages: their instance layers sit on the base (no env layer).
 The lockfile pins the toolchain's every .deb, ``verify`` passes the run, and the base of
 the spec without ``debs`` asks exactly what the committed demo lockfile's base asked.
+The run's bundle ``--with-images`` reproduces from a fresh cache with the toolchain
+base's tag gone from the store (as in root's store, or another user's).
 """
 
 from __future__ import annotations
@@ -190,8 +192,10 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _evalrepro(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "EVALREPRO_CACHE": str(cache_dir()), "COLUMNS": "300"}
+def _evalrepro(
+    project: Path, *args: str, cache: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "EVALREPRO_CACHE": str(cache or cache_dir()), "COLUMNS": "300"}
     return subprocess.run(
         [sys.executable, "-m", "evalrepro", *args],
         cwd=project,
@@ -289,3 +293,27 @@ def test_a_spec_s_debs_are_its_toolchain_pinned_and_a_missing_one_fails_its_tria
     (line,) = locked.stderr.strip().splitlines()
     assert "cannot lock: the base layer failed" in line and MISSING in line, line
     assert "Unable to locate package" in line, line
+
+    # A bundle with its images reproduces where the run's tags are not (another user's
+    # store, root's): each image is loaded under a name of its Id, the builder finds each
+    # layer by its locked Id, and the base's package list, which a fresh cache lacks, is
+    # read from that Id, not from the tag the author's store had.
+    bundle = project / "jqdemo.bundle.tar.gz"
+    made = _evalrepro(project, "bundle", str(run_dir), "-o", str(bundle), "--with-images")
+    assert made.returncode == 0, made.stdout + made.stderr
+    base = with_jq[0]
+    subprocess.run(["podman", "untag", base.image_digest, base.tag], check=True)
+    try:
+        again = _evalrepro(
+            project,
+            "reproduce",
+            str(bundle),
+            "--run-dir",
+            str(project / "again"),
+            cache=project / "fresh-cache",
+        )
+    finally:
+        subprocess.run(["podman", "tag", base.image_digest, base.tag], check=True)
+    output = again.stdout + again.stderr
+    assert again.returncode == 0, output
+    assert "3/3 trials agree" in output, output

@@ -671,8 +671,10 @@ class ContainerfileBuilder(Builder):
         """
         manifest = self._manifest_file(image_id)
         if not manifest.exists():
+            # By Id: a layer found by its locked Id (a bundle's image, loaded under a name
+            # of its own) need not be under its tag, and the tag may name another build.
             done = self.store.run(
-                tag, ["dpkg-query", "--show", "--showformat=${Package}=${Version}\\n"]
+                image_id, ["dpkg-query", "--show", "--showformat=${Package}=${Version}\\n"]
             )
             if done.returncode != 0:
                 raise BuildError(f"cannot list the packages of {tag}: {_last_line(done.stderr)}")
