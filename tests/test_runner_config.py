@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from evalrepro.sandbox import infra
 from evalrepro.sandbox.infra import pytest_reading, runner_python, sections_changed
 
 PYTHON = sys.executable
@@ -64,13 +64,14 @@ def test_pyproject_is_read_by_pytest_too(tmp_path):
 def test_the_scratch_folder_is_removed(monkeypatch):
     # Other test workers make folders of their own in /tmp: follow the one this call makes.
     made: list[str] = []
-    real = infra.tempfile.mkdtemp
+    real = tempfile.mkdtemp
 
     def recorded(*args, **kwargs):
         made.append(real(*args, **kwargs))
         return made[-1]
 
-    monkeypatch.setattr(infra.tempfile, "mkdtemp", recorded)
+    # The reading imports tempfile when it runs (the supervisor's start stays light).
+    monkeypatch.setattr(tempfile, "mkdtemp", recorded)
     assert pytest_reading(PYTHON, "setup.cfg", HIDDEN["carriage-return"]) is not None
     assert made and not any(Path(folder).exists() for folder in made)
 

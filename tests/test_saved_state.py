@@ -172,7 +172,7 @@ def test_bytecode_of_test_files_written_during_the_run_is_a_change_to_them(tmp_p
         ):
             (testbed / path).parent.mkdir(exist_ok=True)
             (testbed / path).write_bytes(b"\x00")
-        found = trial.changed_while_running(test_files, before, "sha1")
+        found = trial.changed_while_running(test_files, before)
     found = [f for f in found if "a test file:" not in f]  # the test file's content
     assert found == [
         "__pycache__/conftest.cpython-311.pyc (bytecode of conftest.py)",
