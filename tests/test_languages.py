@@ -356,10 +356,11 @@ def test_the_polyglot_demo_resolves_with_its_gold_patches_and_not_with_wrong_fix
     demo = {i["instance_id"] for i in map(json.loads, POLYGLOT_INSTANCES.read_text().splitlines())}
     gold, wrong = world.root / "polyglot-gold", world.root / "polyglot-wrong"
     evalrepro("run", "+experiment=demo_polyglot", "--run-dir", str(gold))
-    evalrepro(
+    failed = evalrepro(
         "run", "+experiment=demo_polyglot", "target=polyglot_wrong",
-        "--config-dir", str(world.conf), "--run-dir", str(wrong),
+        "--config-dir", str(world.conf), "--run-dir", str(wrong), check=False,
     )  # fmt: skip
+    assert failed.returncode == 3, failed.stdout[-4000:]  # the demo's gate fails, as it should
     for run_dir, outcome in ((gold, "resolved"), (wrong, "unresolved")):
         results = _results(run_dir)
         assert {name for name, _ in results} == demo

@@ -165,7 +165,8 @@ INSTANCES = [
                 "spec/wordwrap_spec.rb",
                 "  it 'gives no lines for blank text' do",
                 "  it 'fills a line to exactly the width' do\n"
-                "    expect(WordWrap.wrap('ab cd ef', 5)).to eq(['ab cd', 'ef'])\n  end\n\n"
+                "    expect(WordWrap.wrap('ab cd ef', 5)).to eq(['ab cd', 'ef'])\n"
+                "    expect(WordWrap.wrap('abc de f', 5)).to eq(['abc', 'de f'])\n  end\n\n"
                 "  it 'gives no lines for blank text' do",
             )
         ],
